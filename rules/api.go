@@ -1,0 +1,130 @@
+package rules
+
+// This file is the contract between the rules package and its callers (the engine and
+// the CLI). Keep it stable; the implementation lives in the other files.
+
+import (
+	"context"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// RuleSet is a loaded, validated and compiled rules file. It is immutable and safe to
+// share between goroutines.
+type RuleSet struct {
+	// Rules in file order.
+	Rules []*Rule
+	// Hash identifies the source bytes (hex sha256), for metrics and logs.
+	Hash string
+}
+
+// Rule is one compiled rule. It is immutable and safe for concurrent use.
+type Rule struct {
+	Name   string
+	Parent Parent
+	// Children in dependency order (a child comes after every child it reads).
+	Children []*Child
+	// HasStatus reports whether the rule writes the parent's status.
+	HasStatus bool
+	// Fingerprint changes whenever anything in the rule's source changes; a reload
+	// restarts only the rules whose fingerprint changed.
+	Fingerprint string
+	// plus unexported compiled programs
+}
+
+// Parent describes the resources a rule watches.
+type Parent struct {
+	GVR schema.GroupVersionResource
+	// Namespaces limits the rule to these namespaces; empty means all.
+	Namespaces []string
+	// Selector is never nil (labels.Everything() when the rule sets none).
+	Selector labels.Selector
+}
+
+// Child is the static description of one child entry of a rule.
+type Child struct {
+	ID string
+	// GVK is static: a template's apiVersion/kind, or the constant apiVersion/kind
+	// entries of an expr's map literal. The engine watches and prunes by it.
+	GVK schema.GroupVersionKind
+	// ForEach is true when the child yields one object per element.
+	ForEach bool
+	// DependsOn lists the ids of the children this child's expressions read.
+	DependsOn []string
+	// CrossNamespace allows the child to be cluster-scoped or in another namespace.
+	CrossNamespace bool
+}
+
+// Options tunes loading. The zero value is valid.
+type Options struct {
+	// Schemas, when set, lets expressions be type-checked against OpenAPI schemas.
+	Schemas SchemaSource
+	// CostLimit overrides the per-expression runtime cost limit (0 = default).
+	CostLimit uint64
+}
+
+// SchemaSource resolves OpenAPI schemas for type checking. Either method may return nil
+// when the schema is unknown; expressions are then dynamically typed.
+type SchemaSource interface {
+	ResourceSchema(gvr schema.GroupVersionResource) *apiextensionsv1.JSONSchemaProps
+	KindSchema(gvk schema.GroupVersionKind) *apiextensionsv1.JSONSchemaProps
+}
+
+// Observed is the observed state of a parent's children, by child id. A plain child has
+// at most one object; a forEach child any number.
+type Observed map[string][]map[string]any
+
+// Result is the outcome of evaluating one rule for one parent.
+type Result struct {
+	// Skip is true when the parent's `when` is false: the rule does not apply to it and
+	// the caller should treat every child as no longer wanted.
+	Skip bool
+	// Children are the desired objects of every included child whose dependencies are
+	// met, in dependency order.
+	Children []Desired
+	// Waiting lists children not evaluated because a child they read does not exist yet
+	// or is not ready. Their existing objects must be kept, not pruned.
+	Waiting []Waiting
+	// Failed lists the ids of children whose evaluation failed (see the error returned
+	// by Evaluate). Their existing objects must be kept, not pruned.
+	Failed []string
+	// Status holds the computed status fields; nil when the rule has no status block.
+	// A field whose expression reads a child that is not observed yet is left out.
+	Status map[string]any
+	// Ready is true when every included child exists and passes its readyWhen.
+	Ready bool
+}
+
+// Desired is one desired child object.
+type Desired struct {
+	ID string
+	// Index is the forEach index, or -1 for a plain child.
+	Index int
+	// Object is the desired manifest (apiVersion, kind, metadata.name at least;
+	// metadata.namespace only when the template sets one).
+	Object map[string]any
+	// Observed reports whether a matching observed object exists (same id, kind,
+	// namespace, name); Ready whether it passes readyWhen (true when it exists and the
+	// child has no readyWhen).
+	Observed bool
+	Ready    bool
+}
+
+// Waiting is a child held back by its dependencies.
+type Waiting struct {
+	ID string
+	// On lists the dependencies that are missing or not ready.
+	On []string
+}
+
+// Load parses, validates and compiles a rules file. On failure the error lists every
+// problem found, each naming the rule, child, field path and expression.
+func Load(data []byte, opts Options) (*RuleSet, error)
+
+// Evaluate computes the desired children and status of one parent. It never panics and
+// honours ctx's deadline and the runtime cost limit. A non-nil error describes every
+// expression that failed (naming rule, child, field and expression); the Result is still
+// filled with everything that evaluated, and the caller must not prune in that case.
+func (r *Rule) Evaluate(ctx context.Context, parent map[string]any, observed Observed) (*Result, error)
