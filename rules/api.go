@@ -4,11 +4,12 @@ package rules
 // the CLI). Keep it stable; the implementation lives in the other files.
 
 import (
-	"context"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 )
 
 // RuleSet is a loaded, validated and compiled rules file. It is immutable and safe to
@@ -31,7 +32,16 @@ type Rule struct {
 	// Fingerprint changes whenever anything in the rule's source changes; a reload
 	// restarts only the rules whose fingerprint changed.
 	Fingerprint string
-	// plus unexported compiled programs
+
+	// when is parent.when; nil when the rule sets none.
+	when   *program
+	status []statusField
+	// timeout bounds one Evaluate call.
+	timeout time.Duration
+	// parentType is the declared type of `parent` (nil without a schema); coerce is true
+	// when it declares doubles, whose stored integers must be converted.
+	parentType *apiservercel.DeclType
+	coerce     bool
 }
 
 // Parent describes the resources a rule watches.
@@ -55,14 +65,39 @@ type Child struct {
 	DependsOn []string
 	// CrossNamespace allows the child to be cluster-scoped or in another namespace.
 	CrossNamespace bool
+
+	// Compiled parts; nil when not set. A child has a template or an expr.
+	when, forEach, readyWhen, expr *program
+	template                       *node
+	// apiVersion is GVK's group/version as written in manifests.
+	apiVersion string
+	// reads lists every child the expressions read, before ordering.
+	reads []string
 }
 
 // Options tunes loading. The zero value is valid.
 type Options struct {
 	// Schemas, when set, lets expressions be type-checked against OpenAPI schemas.
 	Schemas SchemaSource
-	// CostLimit overrides the per-expression runtime cost limit (0 = default).
+	// CostLimit overrides the per-expression runtime cost limit (0 = DefaultCostLimit).
+	// Expressions whose estimated worst-case cost exceeds it fail to load.
 	CostLimit uint64
+	// EvalTimeout overrides the deadline of one Evaluate call (0 = DefaultEvalTimeout).
+	EvalTimeout time.Duration
+}
+
+func (o Options) costLimit() uint64 {
+	if o.CostLimit == 0 {
+		return DefaultCostLimit
+	}
+	return o.CostLimit
+}
+
+func (o Options) evalTimeout() time.Duration {
+	if o.EvalTimeout <= 0 {
+		return DefaultEvalTimeout
+	}
+	return o.EvalTimeout
 }
 
 // SchemaSource resolves OpenAPI schemas for type checking. Either method may return nil
@@ -118,13 +153,3 @@ type Waiting struct {
 	// On lists the dependencies that are missing or not ready.
 	On []string
 }
-
-// Load parses, validates and compiles a rules file. On failure the error lists every
-// problem found, each naming the rule, child, field path and expression.
-func Load(data []byte, opts Options) (*RuleSet, error)
-
-// Evaluate computes the desired children and status of one parent. It never panics and
-// honours ctx's deadline and the runtime cost limit. A non-nil error describes every
-// expression that failed (naming rule, child, field and expression); the Result is still
-// filled with everything that evaluated, and the caller must not prune in that case.
-func (r *Rule) Evaluate(ctx context.Context, parent map[string]any, observed Observed) (*Result, error)

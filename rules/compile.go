@@ -1,0 +1,319 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/parser"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+// This file compiles one CEL expression: parse, type-check, check the result type, find
+// the children it reads, estimate its cost and build the program. Every problem becomes
+// an *Error that names the place and the column.
+
+// program is one compiled CEL expression. It is immutable and safe for concurrent use.
+type program struct {
+	// w locates the field the expression is in.
+	w where
+	// source is the field's text, shown in errors: a whole template string, or the CEL.
+	source string
+	prg    cel.Program
+	out    *cel.Type
+	// reads lists the ids of the children the expression reads.
+	reads []string
+	// checked is the type-checked AST, kept for static analysis at load time.
+	checked *cel.Ast
+}
+
+// want is the kind of value an expression must produce.
+type want int
+
+const (
+	wantAny want = iota
+	wantBool
+	wantList
+	wantMap
+	wantText // interpolated into a string
+)
+
+func (w want) String() string {
+	switch w {
+	case wantBool:
+		return "a bool"
+	case wantList:
+		return "a list"
+	case wantMap:
+		return "a map"
+	case wantText:
+		return "a string, number or bool"
+	}
+	return "a value"
+}
+
+// compiler compiles the expressions of one rule.
+type compiler struct {
+	envs *envs
+	errs *ErrorList
+	// childIDs are the ids of the rule's children, for resolving children.X.
+	childIDs []string
+	// costLimit bounds the runtime cost of each expression and its static estimate.
+	costLimit uint64
+	sizes     *sizeEstimator
+	// progs records every program compiled, so that a child's reads can be collected.
+	progs []*program
+}
+
+// compile compiles src, the CEL found at byte offset off of the field text source (0
+// when the whole field is CEL), in env.
+func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, wanted want) *program {
+	parsed, iss := env.Parse(src)
+	if iss.Err() != nil {
+		c.issues(w, source, src, off, iss, nil, nil)
+		return nil
+	}
+	checked, iss := env.Check(parsed)
+	if iss.Err() != nil {
+		c.issues(w, source, src, off, iss, env, parsed)
+		return nil
+	}
+	p := &program{w: w, source: source, out: checked.OutputType(), checked: checked}
+	if msg := mismatch(p.out, wanted); msg != "" {
+		c.fail(w, source, columnOf(source, off, 0), msg)
+		return nil
+	}
+	var ok bool
+	if p.reads, ok = c.childReads(w, source, src, off, checked); !ok {
+		return nil
+	}
+	if !c.checkCost(env, w, source, checked) {
+		return nil
+	}
+	prg, err := env.Program(checked,
+		cel.CostLimit(c.costLimit),
+		cel.CostTracking(&library.CostEstimator{}),
+		cel.InterruptCheckFrequency(interruptCheckFrequency),
+		cel.EvalOptions(cel.OptOptimize),
+	)
+	if err != nil {
+		c.fail(w, source, 0, "cannot build the program: "+err.Error())
+		return nil
+	}
+	p.prg = prg
+	c.progs = append(c.progs, p)
+	return p
+}
+
+// mismatch explains why a static type cannot produce the wanted kind of value, or
+// returns "" when it can (dynamic types are checked when evaluated).
+func mismatch(t *cel.Type, wanted want) string {
+	if t == nil || wanted == wantAny || isDynamic(t) {
+		return ""
+	}
+	ok := true
+	switch wanted {
+	case wantBool:
+		ok = t.Kind() == types.BoolKind
+	case wantList:
+		ok = t.Kind() == types.ListKind
+	case wantMap:
+		ok = t.Kind() == types.StructKind ||
+			(t.Kind() == types.MapKind && (isDynamic(t.Parameters()[0]) || t.Parameters()[0].Kind() == types.StringKind))
+	case wantText:
+		switch t.Kind() {
+		case types.ListKind, types.MapKind, types.StructKind, types.NullTypeKind:
+			ok = false
+		case types.OpaqueKind:
+			ok = t.TypeName() != "optional_type"
+		}
+		if !ok {
+			return fmt.Sprintf("cannot interpolate a %s into a string; make the field exactly ${...} to keep the value's type, or convert it (string(), join(), format())", typeName(t))
+		}
+	}
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf("must evaluate to %s, not %s", wanted, typeName(t))
+}
+
+func isDynamic(t *cel.Type) bool {
+	switch t.Kind() {
+	case types.DynKind, types.AnyKind, types.TypeParamKind:
+		return true
+	}
+	return false
+}
+
+// typeName renders a type for messages.
+func typeName(t *cel.Type) string {
+	return t.String()
+}
+
+// issues reports CEL parse or check errors, improving the messages CEL gives for a
+// misspelled field or variable.
+func (c *compiler) issues(w where, source, src string, off int, iss *cel.Issues, env *cel.Env, parsed *cel.Ast) {
+	for _, e := range iss.Errors() {
+		msg := strings.TrimPrefix(e.Message, "Syntax error: ")
+		if msg != e.Message {
+			msg = "syntax error: " + msg
+		}
+		switch {
+		case strings.HasPrefix(msg, "undeclared reference to '"):
+			msg = undeclaredMessage(msg, env)
+		case strings.HasPrefix(msg, "undefined field '") && env != nil:
+			msg += c.suggestField(env, parsed, e.ExprID, msg)
+		}
+		c.fail(w, source, columnOf(source, off, runeOffset(src, e.Location)), msg)
+	}
+}
+
+// undeclaredMessage rewrites CEL's "undeclared reference to 'x' (in container '')".
+func undeclaredMessage(msg string, env *cel.Env) string {
+	name, _, _ := strings.Cut(strings.TrimPrefix(msg, "undeclared reference to '"), "'")
+	out := fmt.Sprintf("undeclared reference to '%s'", name)
+	switch name {
+	case varEach, varIndex:
+		return out + ": each and index exist only in a forEach child's template, expr and readyWhen"
+	case varSelf:
+		return out + ": self (the observed child) exists only in readyWhen"
+	case varChildren:
+		return out + ": children cannot be read here; parent.when decides whether the rule applies before any child exists"
+	}
+	if env == nil {
+		return out
+	}
+	var names []string
+	for _, v := range env.Variables() {
+		names = append(names, v.Name())
+	}
+	return out + didYouMean(name, names)
+}
+
+// suggestField finds the object type that lacks the field named in msg and suggests
+// the closest field it has. It type-checks the selection's operand on its own, which
+// fails harmlessly when the operand uses comprehension variables.
+func (c *compiler) suggestField(env *cel.Env, parsed *cel.Ast, id int64, msg string) string {
+	if c.envs.types == nil || parsed == nil {
+		return ""
+	}
+	field, _, _ := strings.Cut(strings.TrimPrefix(msg, "undefined field '"), "'")
+	native := parsed.NativeRep()
+	var operand celast.Expr
+	visit(native.Expr(), func(e celast.Expr) bool {
+		if e.ID() == id && e.Kind() == celast.SelectKind {
+			operand = e.AsSelect().Operand()
+		}
+		return operand == nil
+	})
+	if operand == nil {
+		return ""
+	}
+	src, err := parser.Unparse(operand, native.SourceInfo())
+	if err != nil {
+		return ""
+	}
+	checked, iss := env.Compile(src)
+	if iss.Err() != nil || checked.OutputType().Kind() != types.StructKind {
+		return ""
+	}
+	decl, ok := c.envs.types.FindDeclType(checked.OutputType().TypeName())
+	if !ok {
+		return ""
+	}
+	names := make([]string, 0, len(decl.Fields))
+	for name := range decl.Fields {
+		names = append(names, name)
+	}
+	return didYouMean(field, names)
+}
+
+// fail records a problem in the expression at w.
+func (c *compiler) fail(w where, source string, column int, msg string) {
+	*c.errs = append(*c.errs, &Error{
+		Rule: w.rule, Child: w.child, Field: string(w.field), Expr: source,
+		Column: column, Message: msg, path: string(w.path),
+	})
+}
+
+// runeOffset converts a CEL location (1-based line, 0-based column in code points) into
+// a 0-based code point offset in src, or -1 when there is none.
+func runeOffset(src string, loc common.Location) int {
+	if loc == nil || loc.Line() <= 0 {
+		return -1
+	}
+	line, off := 1, 0
+	for _, r := range src {
+		if line == loc.Line() {
+			break
+		}
+		off++
+		if r == '\n' {
+			line++
+		}
+	}
+	return off + loc.Column()
+}
+
+// columnOf converts an offset inside the CEL src that starts at byte off of the field
+// text source into a 1-based column in source; 0 when the offset is unknown.
+func columnOf(source string, off, srcRunes int) int {
+	if srcRunes < 0 || off > len(source) {
+		return 0
+	}
+	return utf8.RuneCountInString(source[:off]) + srcRunes + 1
+}
+
+// visit calls fn for e and every expression below it, depth first; fn returns false to
+// stop the walk.
+func visit(e celast.Expr, fn func(celast.Expr) bool) bool {
+	if e == nil {
+		return true
+	}
+	if !fn(e) {
+		return false
+	}
+	for _, sub := range subExprs(e) {
+		if !visit(sub, fn) {
+			return false
+		}
+	}
+	return true
+}
+
+// subExprs lists the direct sub-expressions of e.
+func subExprs(e celast.Expr) []celast.Expr {
+	switch e.Kind() {
+	case celast.SelectKind:
+		return []celast.Expr{e.AsSelect().Operand()}
+	case celast.CallKind:
+		call := e.AsCall()
+		if call.IsMemberFunction() {
+			return append([]celast.Expr{call.Target()}, call.Args()...)
+		}
+		return call.Args()
+	case celast.ListKind:
+		return e.AsList().Elements()
+	case celast.MapKind:
+		var out []celast.Expr
+		for _, entry := range e.AsMap().Entries() {
+			me := entry.AsMapEntry()
+			out = append(out, me.Key(), me.Value())
+		}
+		return out
+	case celast.StructKind:
+		var out []celast.Expr
+		for _, f := range e.AsStruct().Fields() {
+			out = append(out, f.AsStructField().Value())
+		}
+		return out
+	case celast.ComprehensionKind:
+		comp := e.AsComprehension()
+		return []celast.Expr{comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.LoopStep(), comp.Result()}
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package rules
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+)
+
+// This file converts CEL values into the plain JSON-like Go values of a manifest:
+// map[string]any, []any, string, int64, float64, bool and nil.
+
+// maxValueDepth bounds the nesting of converted values.
+const maxValueDepth = 100
+
+// toJSON converts a CEL value.
+func toJSON(v ref.Val) (any, error) {
+	return toJSONDepth(v, 0)
+}
+
+func toJSONDepth(v ref.Val, depth int) (any, error) {
+	if depth > maxValueDepth {
+		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
+	}
+	switch x := v.(type) {
+	case types.String:
+		return string(x), nil
+	case types.Int:
+		return int64(x), nil
+	case types.Uint:
+		if x > math.MaxInt64 {
+			return nil, fmt.Errorf("uint %d does not fit in an int64", uint64(x))
+		}
+		return int64(x), nil
+	case types.Double:
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%v is not a JSON number", f)
+		}
+		return f, nil
+	case types.Bool:
+		return bool(x), nil
+	case types.Null:
+		return nil, nil
+	case types.Bytes:
+		return base64.StdEncoding.EncodeToString(x), nil
+	case types.Timestamp:
+		return x.UTC().Format(time.RFC3339Nano), nil
+	case types.Duration:
+		return x.Duration.String(), nil
+	case *types.Err:
+		return nil, x
+	case *types.Optional:
+		return nil, fmt.Errorf("an optional value cannot be stored; unwrap it with .orValue(default) or make it the whole field")
+	}
+	// Values that came from the parent or an observed child are Go JSON values already:
+	// copy them without going through CEL. Anything else in them (CEL values inside a
+	// concatenated list, say) fails the copy and takes the general path below.
+	switch native := v.Value().(type) {
+	case map[string]any, []any:
+		if out, err := copyJSON(native, depth); err == nil {
+			return out, nil
+		}
+	}
+	switch x := v.(type) {
+	case traits.Mapper:
+		out := make(map[string]any)
+		it := x.Iterator()
+		for it.HasNext() == types.True {
+			k := it.Next()
+			key, ok := k.(types.String)
+			if !ok {
+				return nil, fmt.Errorf("map key %v is a %s; JSON object keys are strings", k, k.Type().TypeName())
+			}
+			val, err := toJSONDepth(x.Get(k), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[string(key)] = val
+		}
+		return out, nil
+	case traits.Lister:
+		n, _ := x.Size().(types.Int)
+		out := make([]any, 0, int(n))
+		it := x.Iterator()
+		for it.HasNext() == types.True {
+			val, err := toJSONDepth(it.Next(), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, val)
+		}
+		return out, nil
+	}
+	// Kubernetes library values (quantity, URL, IP, CIDR, semver) render as strings.
+	if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
+		return string(s), nil
+	}
+	return nil, fmt.Errorf("a value of type %s cannot be stored in a manifest", v.Type().TypeName())
+}
+
+// copyJSON deep-copies a Go JSON value, so that results never share maps or slices with
+// the caller's inputs.
+func copyJSON(v any, depth int) (any, error) {
+	if depth > maxValueDepth {
+		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			c, err := copyJSON(val, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			c, err := copyJSON(val, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%v is not a JSON number", x)
+		}
+		return x, nil
+	case string, int64, bool, nil:
+		return x, nil
+	case int:
+		return int64(x), nil
+	case int32:
+		return int64(x), nil
+	case float32:
+		return float64(x), nil
+	}
+	return nil, fmt.Errorf("unsupported value of Go type %T", v)
+}
+
+// toText formats a value interpolated into a string.
+func toText(v ref.Val) (string, error) {
+	switch x := v.(type) {
+	case types.String:
+		return string(x), nil
+	case types.Int:
+		return strconv.FormatInt(int64(x), 10), nil
+	case types.Uint:
+		return strconv.FormatUint(uint64(x), 10), nil
+	case types.Double:
+		return strconv.FormatFloat(float64(x), 'g', -1, 64), nil
+	case types.Bool:
+		return strconv.FormatBool(bool(x)), nil
+	case *types.Err:
+		return "", x
+	case types.Null, *types.Optional, traits.Lister, traits.Mapper:
+		return "", fmt.Errorf("cannot interpolate %s into a string; convert it first (string(), join(), .orValue())", v.Type().TypeName())
+	}
+	if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
+		return string(s), nil
+	}
+	return "", fmt.Errorf("cannot interpolate a value of type %s into a string", v.Type().TypeName())
+}

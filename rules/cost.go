@@ -1,0 +1,107 @@
+package rules
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	celast "github.com/google/cel-go/common/ast"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+// Cost control. Every expression runs with a runtime cost limit (CEL's abstract cost
+// units, roughly one per value visited or operation) and under a deadline; at load
+// time, an expression whose worst-case cost, estimated from the sizes the schema
+// states, exceeds the same limit is rejected.
+const (
+	// DefaultCostLimit is the per-expression runtime cost limit: the Kubernetes
+	// apiserver's per-expression limit for validation rules.
+	DefaultCostLimit = 1_000_000
+	// DefaultEvalTimeout bounds one Evaluate call (all expressions of one parent).
+	DefaultEvalTimeout = 100 * time.Millisecond
+	// interruptCheckFrequency is how many comprehension iterations run between checks
+	// of the context's deadline.
+	interruptCheckFrequency = 100
+)
+
+// unknownSize returns what the static estimate assumes for a list, map or string whose
+// bound the schema does not state: one element. The estimate then measures only what
+// the stated bounds make certain, so that ordinary comprehensions over unbounded lists
+// load, and the runtime limit guards them instead.
+func unknownSize() *checker.SizeEstimate { return &checker.SizeEstimate{Min: 0, Max: 1} }
+
+// checkCost estimates the worst-case cost of an expression and reports it when it
+// exceeds the limit.
+func (c *compiler) checkCost(env *cel.Env, w where, source string, checked *cel.Ast) bool {
+	est, err := env.EstimateCost(checked, &library.CostEstimator{SizeEstimator: c.sizes})
+	if err != nil {
+		c.fail(w, source, 0, "cannot estimate the cost: "+err.Error())
+		return false
+	}
+	if est.Max > c.costLimit {
+		c.fail(w, source, 0, fmt.Sprintf("estimated cost %d exceeds the limit %d: it iterates over too many elements in the worst case; bound the lists it reads (maxItems in the schema) or iterate less", est.Max, c.costLimit))
+		return false
+	}
+	return true
+}
+
+// sizeEstimator tells CEL's cost estimator the sizes the parent's schema states.
+type sizeEstimator struct {
+	// parent is the declared type of `parent`; nil when it has no schema.
+	parent *apiservercel.DeclType
+}
+
+// EstimateSize returns the stated bound of the value at the node's path (for example
+// parent.spec.ports with maxItems), unknownSize when none is stated, and nil for
+// comprehension variables, whose sizes CEL tracks itself.
+func (s *sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
+	p := node.Path()
+	if len(p) == 0 {
+		if e := node.Expr(); e != nil && e.Kind() == celast.IdentKind && !isGlobalVar(e.AsIdent()) {
+			return nil
+		}
+		return unknownSize()
+	}
+	if p[0] != varParent || s.parent == nil {
+		return unknownSize()
+	}
+	t := s.parent
+	for _, name := range p[1:] {
+		switch name {
+		case "@items", "@values":
+			t = t.ElemType
+		case "@keys":
+			t = t.KeyType
+		default:
+			if f, ok := t.Fields[name]; ok {
+				t = f.Type
+			} else if t.IsMap() {
+				t = t.ElemType
+			} else {
+				t = nil
+			}
+		}
+		if t == nil {
+			return unknownSize()
+		}
+	}
+	if t.MaxElements <= 0 {
+		return unknownSize()
+	}
+	return &checker.SizeEstimate{Min: 0, Max: uint64(t.MaxElements)}
+}
+
+// EstimateCallCost leaves function costs to CEL and the Kubernetes libraries.
+func (s *sizeEstimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+func isGlobalVar(name string) bool {
+	switch name {
+	case varParent, varChildren, varSelf, varEach, varIndex:
+		return true
+	}
+	return false
+}

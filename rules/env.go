@@ -1,0 +1,105 @@
+package rules
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+// CEL variable names.
+const (
+	varParent   = "parent"
+	varChildren = "children"
+	varSelf     = "self"
+	varEach     = "each"
+	varIndex    = "index"
+)
+
+// Parser limits: expressions nest at most this deep and are at most this many
+// characters long. Both bound the work of compiling one expression.
+const (
+	parserRecursionLimit = 100
+	parserSizeLimit      = 20_000
+)
+
+// libraryEnv is the CEL environment every rule extends: the standard functions, optional
+// types, the cel-go extensions and the Kubernetes libraries, without variables. Building
+// it is slow, so it is built once.
+var libraryEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.OptionalTypes(),
+		cel.CrossTypeNumericComparisons(true),
+		cel.DefaultUTCTimeZone(true),
+		cel.EagerlyValidateDeclarations(true),
+		cel.ParserRecursionLimit(parserRecursionLimit),
+		cel.ParserExpressionSizeLimit(parserSizeLimit),
+		ext.Strings(),
+		ext.Lists(),
+		ext.Math(),
+		ext.Encoders(),
+		ext.Sets(),
+		ext.Bindings(),
+		ext.TwoVarComprehensions(),
+		library.URLs(),
+		library.Regex(),
+		library.Lists(),
+		library.Quantity(),
+		library.IP(),
+		library.CIDR(),
+		library.Format(),
+		library.SemverLib(),
+	)
+})
+
+// envs holds the environments of one rule: which variables an expression may use
+// depends on where it is.
+type envs struct {
+	// parentOnly declares `parent`: the rule's parent.when.
+	parentOnly *cel.Env
+	// base adds `children`: a child's when and forEach, templates, status fields.
+	base *cel.Env
+	// ready adds `self`: readyWhen.
+	ready *cel.Env
+	// types resolves the object types built from the parent's schema; nil without one.
+	types *apiservercel.DeclTypeProvider
+}
+
+// newEnvs builds a rule's environments. parentType is the declared type of `parent`
+// (from its schema), or nil for a dynamically typed map.
+func newEnvs(parentType *apiservercel.DeclType) (*envs, error) {
+	lib, err := libraryEnv()
+	if err != nil {
+		return nil, fmt.Errorf("build the CEL library environment: %w", err)
+	}
+	e := &envs{}
+	object := cel.MapType(cel.StringType, cel.DynType)
+	opts := []cel.EnvOption{cel.Variable(varParent, object)}
+	if parentType != nil {
+		e.types = apiservercel.NewDeclTypeProvider(parentType)
+		typeOpts, err := e.types.EnvOptions(lib.CELTypeProvider())
+		if err != nil {
+			return nil, fmt.Errorf("declare the parent's schema types: %w", err)
+		}
+		opts = append(typeOpts, cel.Variable(varParent, parentType.CelType()))
+	}
+	if e.parentOnly, err = lib.Extend(opts...); err != nil {
+		return nil, err
+	}
+	if e.base, err = e.parentOnly.Extend(cel.Variable(varChildren, cel.MapType(cel.StringType, cel.DynType))); err != nil {
+		return nil, err
+	}
+	if e.ready, err = e.base.Extend(cel.Variable(varSelf, object)); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// withEach adds a forEach child's `each` (typed as the forEach list's elements) and
+// `index` to env.
+func withEach(env *cel.Env, each *cel.Type) (*cel.Env, error) {
+	return env.Extend(cel.Variable(varEach, each), cel.Variable(varIndex, cel.IntType))
+}

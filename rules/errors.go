@@ -1,0 +1,219 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Error is one problem found while loading a rules file or evaluating a rule. It names
+// the place: the rule, the child, the field inside it and the expression.
+type Error struct {
+	// Rule is the rule name; empty for problems outside any rule.
+	Rule string
+	// Child is the child id; empty when the problem is not about one child.
+	Child string
+	// Field is the path of the offending field, relative to the child when Child is set
+	// (e.g. "template.spec.ports[0].port", "readyWhen"), else relative to the rule (e.g.
+	// "parent.when", "status.fields.url"), or to the file when Rule is empty.
+	Field string
+	// Expr is the source text of the field when it holds CEL or a template string.
+	Expr string
+	// Line is the line of the field in the rules file; 0 when unknown.
+	Line int
+	// Column is the 1-based position of the problem inside Expr (counted in characters
+	// from its start, newlines included); 0 when unknown.
+	Column int
+	// Message says what is wrong and, where obvious, what to do.
+	Message string
+	// Err is the underlying cause, if any (for example a context deadline).
+	Err error
+
+	// path is Field prefixed with the rule's and child's position in the file, used to
+	// find Line.
+	path string
+}
+
+// Error renders the problem on one line:
+//
+//	rule "webapp" child "service": template.spec.ports[0].port: ${parent.spec.prot}: undefined field 'prot' (did you mean 'port'?)
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Rule != "" {
+		fmt.Fprintf(&b, "rule %q ", e.Rule)
+	}
+	if e.Child != "" {
+		fmt.Fprintf(&b, "child %q ", e.Child)
+	}
+	if b.Len() > 0 {
+		// Replace the trailing space with the separator.
+		s := strings.TrimSuffix(b.String(), " ")
+		b.Reset()
+		b.WriteString(s)
+		b.WriteString(": ")
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	if e.Expr != "" {
+		b.WriteString(oneLine(e.Expr))
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Caret returns Expr's line that holds Column and, below it, a caret under the column,
+// for showing an error the way compilers do. It returns "" when the column is unknown.
+func (e *Error) Caret() string {
+	if e.Column <= 0 || e.Expr == "" {
+		return ""
+	}
+	runes := []rune(e.Expr)
+	pos := min(e.Column-1, len(runes))
+	start := pos
+	for start > 0 && runes[start-1] != '\n' {
+		start--
+	}
+	end := pos
+	for end < len(runes) && runes[end] != '\n' {
+		end++
+	}
+	return "| " + string(runes[start:end]) + "\n| " + strings.Repeat(".", pos-start) + "^"
+}
+
+// ErrorList is every problem found by Load, or every failure of one Evaluate.
+type ErrorList []*Error
+
+// Error renders one problem per line.
+func (l ErrorList) Error() string {
+	lines := make([]string, len(l))
+	for i, e := range l {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap exposes the individual errors to errors.Is and errors.As.
+func (l ErrorList) Unwrap() []error {
+	errs := make([]error, len(l))
+	for i, e := range l {
+		errs[i] = e
+	}
+	return errs
+}
+
+// errorsOrNil returns l as an error, or nil when it is empty.
+func (l ErrorList) errorsOrNil() error {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+// oneLine shortens a multi-line expression for a one-line message.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i]) + " ..."
+	}
+	const max = 120
+	if utf8.RuneCountInString(s) > max {
+		s = string([]rune(s)[:max]) + "..."
+	}
+	return s
+}
+
+// path builds field paths such as `template.spec.ports[0].port` or
+// `metadata.labels["app.kubernetes.io/name"]`.
+type path string
+
+// key appends a map key, as `.key` when it reads as a plain name, else as `["key"]`.
+func (p path) key(k string) path {
+	if isPlainKey(k) {
+		if p == "" {
+			return path(k)
+		}
+		return p + "." + path(k)
+	}
+	return p + path("["+strconv.Quote(k)+"]")
+}
+
+// index appends a list index.
+func (p path) index(i int) path {
+	return p + path("["+strconv.Itoa(i)+"]")
+}
+
+func isPlainKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i, r := range k {
+		switch {
+		case r == '_' || r == '-' || r == '$' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'):
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// didYouMean returns ` (did you mean 'x'?)` for the candidate closest to name, or "" when
+// none is close enough to be an obvious typo.
+func didYouMean(name string, candidates []string) string {
+	best, bestDist := "", 0
+	for _, c := range candidates {
+		if c == name {
+			continue
+		}
+		d := editDistance(strings.ToLower(name), strings.ToLower(c))
+		if best == "" || d < bestDist || (d == bestDist && c < best) {
+			best, bestDist = c, d
+		}
+	}
+	limit := 2
+	if n := utf8.RuneCountInString(name); n <= 4 {
+		limit = 1
+	}
+	if best == "" || bestDist > limit {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean '%s'?)", best)
+}
+
+// editDistance is the optimal string alignment distance: insertions, deletions,
+// substitutions and transpositions of adjacent characters each cost one.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	// Three rolling rows: two back, previous, current.
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}

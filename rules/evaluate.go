@@ -1,0 +1,400 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
+)
+
+// ErrCostLimit is wrapped by evaluation errors of expressions that exceeded the runtime
+// cost limit. Errors of expressions stopped by the deadline wrap
+// context.DeadlineExceeded (or the context's own error).
+var ErrCostLimit = errors.New("cost limit exceeded")
+
+// childState is where a child stands in one evaluation.
+type childState uint8
+
+const (
+	// stateExcluded: its when is false, or it reads an excluded child.
+	stateExcluded childState = iota
+	stateWaiting
+	stateFailed
+	// statePending: evaluated, but not every object is observed yet.
+	statePending
+	// stateObserved: every object is observed; children.<id> is set.
+	stateObserved
+	// stateReady: observed, and every object passes readyWhen.
+	stateReady
+)
+
+// Evaluate computes the desired children and status of one parent. It never panics and
+// honours ctx's deadline, the rule's evaluation timeout and the runtime cost limit. A
+// non-nil error is an ErrorList describing every expression that failed (naming rule,
+// child, field and expression); the Result is still filled with everything that
+// evaluated, and the caller must not prune in that case.
+func (r *Rule) Evaluate(ctx context.Context, parent map[string]any, observed Observed) (res *Result, err error) {
+	ev := &evaluation{rule: r, observed: observed, res: &Result{}}
+	defer func() {
+		if p := recover(); p != nil {
+			res = ev.res
+			ev.errs = append(ev.errs, &Error{Rule: r.Name, Message: fmt.Sprintf("internal error: %v", p)})
+			err = ev.errs
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	ev.ctx = ctx
+	ev.run(parent)
+	return ev.res, ev.errs.errorsOrNil()
+}
+
+// evaluation is the state of one Evaluate call.
+type evaluation struct {
+	ctx      context.Context
+	rule     *Rule
+	observed Observed
+	res      *Result
+	errs     ErrorList
+	// vars holds parent and children for every expression.
+	vars activation
+	// children is what `children` reads: observed objects by child id.
+	children map[string]any
+	states   map[string]childState
+	// matched holds the observed object of each desired child in res.Children (nil when
+	// not observed), in the same order.
+	matched []map[string]any
+	// names detects two children that produce the same object.
+	names map[objectKey]string
+}
+
+func (ev *evaluation) run(parent map[string]any) {
+	r := ev.rule
+	var p any = parent
+	if r.coerce {
+		p, _ = coerceNumbers(parent, r.parentType)
+	}
+	ev.children = make(map[string]any, len(r.Children))
+	ev.states = make(map[string]childState, len(r.Children))
+	ev.vars = activation{
+		parent:   types.DefaultTypeAdapter.NativeToValue(p),
+		children: types.DefaultTypeAdapter.NativeToValue(ev.children),
+	}
+	if r.when != nil {
+		include, ok := ev.condition(r.when, &ev.vars, "")
+		if !ok {
+			return
+		}
+		if !include {
+			ev.res.Skip = true
+			return
+		}
+	}
+	for _, ch := range r.Children {
+		ev.states[ch.ID] = ev.child(ch)
+	}
+	ev.status()
+	ev.res.Ready = len(ev.res.Waiting) == 0 && len(ev.res.Failed) == 0
+	for _, d := range ev.res.Children {
+		ev.res.Ready = ev.res.Ready && d.Ready
+	}
+}
+
+// child evaluates one child and returns its state.
+func (ev *evaluation) child(ch *Child) childState {
+	var missing []string
+	for _, dep := range ch.DependsOn {
+		switch ev.states[dep] {
+		case stateExcluded:
+			return stateExcluded
+		case stateReady:
+		default:
+			missing = append(missing, dep)
+		}
+	}
+	if len(missing) > 0 {
+		ev.res.Waiting = append(ev.res.Waiting, Waiting{ID: ch.ID, On: missing})
+		return stateWaiting
+	}
+	if ch.when != nil {
+		include, ok := ev.condition(ch.when, &ev.vars, "")
+		if !ok {
+			ev.res.Failed = append(ev.res.Failed, ch.ID)
+			return stateFailed
+		}
+		if !include {
+			return stateExcluded
+		}
+	}
+	start := len(ev.res.Children)
+	if !ev.objects(ch) {
+		ev.res.Children, ev.matched = ev.res.Children[:start], ev.matched[:start]
+		ev.res.Failed = append(ev.res.Failed, ch.ID)
+		return stateFailed
+	}
+	state := stateReady
+	for _, d := range ev.res.Children[start:] {
+		switch {
+		case !d.Observed:
+			return statePending
+		case !d.Ready:
+			state = stateObserved
+		}
+	}
+	matched := ev.matched[start:]
+	if !ch.ForEach {
+		ev.children[ch.ID] = matched[0]
+		return state
+	}
+	list := make([]any, len(matched))
+	for i, m := range matched {
+		list[i] = m
+	}
+	ev.children[ch.ID] = list
+	return state
+}
+
+// objects appends the child's desired objects to the result; false when any failed.
+func (ev *evaluation) objects(ch *Child) bool {
+	if !ch.ForEach {
+		return ev.object(ch, &ev.vars, -1)
+	}
+	out, ok := ev.eval(ch.forEach, &ev.vars, "")
+	if !ok {
+		return false
+	}
+	list, isList := out.(traits.Lister)
+	if !isList {
+		ev.fail(ch.forEach, "", fmt.Errorf("forEach must evaluate to a list, not %s", out.Type().TypeName()))
+		return false
+	}
+	n, _ := list.Size().(types.Int)
+	ok = true
+	for i := range int(n) {
+		vars := ev.vars
+		vars.each, vars.index = list.Get(types.Int(i)), types.Int(i)
+		ok = ev.object(ch, &vars, i) && ok
+	}
+	return ok
+}
+
+// object builds one desired object, matches it with the observed ones and checks
+// whether it is ready.
+func (ev *evaluation) object(ch *Child, vars *activation, index int) bool {
+	at := ""
+	if index >= 0 {
+		at = fmt.Sprintf("forEach index %d: ", index)
+	}
+	var obj map[string]any
+	if ch.template != nil {
+		v, present, ok := ev.value(ch.template, vars, at)
+		if !ok {
+			return false
+		}
+		obj, _ = v.(map[string]any)
+		if !present || obj == nil {
+			ev.fail(nil, at, errors.New("the template produced no object"))
+			return false
+		}
+	} else {
+		out, ok := ev.eval(ch.expr, vars, at)
+		if !ok {
+			return false
+		}
+		v, err := toJSON(out)
+		if obj, _ = v.(map[string]any); err != nil || obj == nil {
+			if err == nil {
+				err = fmt.Errorf("expr must return a map, not %s", out.Type().TypeName())
+			}
+			ev.fail(ch.expr, at, err)
+			return false
+		}
+	}
+	key, err := checkObject(ch, obj)
+	if err == nil {
+		err = ev.claim(key, ch.ID)
+	}
+	if err != nil {
+		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Child: ch.ID, Message: at + err.Error()})
+		return false
+	}
+	d := Desired{ID: ch.ID, Index: index, Object: obj}
+	matched := findObserved(key, ev.observed[ch.ID])
+	if matched != nil {
+		d.Observed, d.Ready = true, true
+		if ch.readyWhen != nil {
+			ready := *vars
+			ready.self = types.DefaultTypeAdapter.NativeToValue(matched)
+			d.Ready, _ = ev.condition(ch.readyWhen, &ready, at)
+		}
+	}
+	ev.res.Children = append(ev.res.Children, d)
+	ev.matched = append(ev.matched, matched)
+	return true
+}
+
+// status evaluates the status fields whose children are observed.
+func (ev *evaluation) status() {
+	if !ev.rule.HasStatus {
+		return
+	}
+	ev.res.Status = make(map[string]any, len(ev.rule.status))
+fields:
+	for _, f := range ev.rule.status {
+		for _, id := range f.reads {
+			if _, observed := ev.children[id]; !observed {
+				continue fields
+			}
+		}
+		if v, present, ok := ev.value(f.value, &ev.vars, ""); ok && present {
+			ev.res.Status[f.name] = v
+		}
+	}
+}
+
+// value evaluates a template node. present is false for an expression that returned an
+// empty optional, which leaves its field out; ok is false when something failed.
+func (ev *evaluation) value(n *node, vars *activation, at string) (v any, present, ok bool) {
+	switch n.kind {
+	case constNode:
+		return n.value, true, true
+	case mapNode:
+		m := make(map[string]any, len(n.keys))
+		ok = true
+		for i, k := range n.keys {
+			v, present, okv := ev.value(n.elems[i], vars, at)
+			if present {
+				m[k] = v
+			}
+			ok = ok && okv
+		}
+		return m, true, ok
+	case listNode:
+		l := make([]any, 0, len(n.elems))
+		ok = true
+		for _, e := range n.elems {
+			v, present, okv := ev.value(e, vars, at)
+			if present {
+				l = append(l, v)
+			}
+			ok = ok && okv
+		}
+		return l, true, ok
+	case exprNode:
+		out, ok := ev.eval(n.prog, vars, at)
+		if !ok {
+			return nil, false, false
+		}
+		if opt, isOpt := out.(*types.Optional); isOpt {
+			if !opt.HasValue() {
+				return nil, false, true
+			}
+			out = opt.GetValue()
+		}
+		v, err := toJSON(out)
+		if err != nil {
+			ev.fail(n.prog, at, err)
+			return nil, false, false
+		}
+		return v, true, true
+	case textNode:
+		var b strings.Builder
+		for _, part := range n.parts {
+			if part.prog == nil {
+				b.WriteString(part.text)
+				continue
+			}
+			out, ok := ev.eval(part.prog, vars, at)
+			if !ok {
+				return nil, false, false
+			}
+			s, err := toText(out)
+			if err != nil {
+				ev.fail(part.prog, at, err)
+				return nil, false, false
+			}
+			b.WriteString(s)
+		}
+		return b.String(), true, true
+	}
+	return nil, false, false
+}
+
+// condition evaluates a bool expression; ok is false when it failed.
+func (ev *evaluation) condition(p *program, vars *activation, at string) (value, ok bool) {
+	out, ok := ev.eval(p, vars, at)
+	if !ok {
+		return false, false
+	}
+	b, isBool := out.(types.Bool)
+	if !isBool {
+		ev.fail(p, at, fmt.Errorf("must evaluate to a bool, not %s", out.Type().TypeName()))
+		return false, false
+	}
+	return bool(b), true
+}
+
+// eval runs one program; ok is false when it failed, and the error is recorded.
+func (ev *evaluation) eval(p *program, vars *activation, at string) (ref.Val, bool) {
+	out, _, err := p.prg.ContextEval(ev.ctx, vars)
+	if err != nil {
+		ev.fail(p, at, ev.cause(err))
+		return nil, false
+	}
+	return out, true
+}
+
+// cause says why an expression stopped: the cost limit, the deadline, or its own error.
+func (ev *evaluation) cause(err error) error {
+	if ctxErr := ev.ctx.Err(); ctxErr != nil {
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			return fmt.Errorf("evaluation stopped after the %s deadline: %w", ev.rule.timeout, ctxErr)
+		}
+		return fmt.Errorf("evaluation stopped: %w", ctxErr)
+	}
+	if strings.Contains(err.Error(), "cost limit exceeded") {
+		return fmt.Errorf("%w: the expression did more work than its limit allows; iterate over fewer elements", ErrCostLimit)
+	}
+	return err
+}
+
+// fail records a failed expression; p may be nil for a problem with a whole object.
+func (ev *evaluation) fail(p *program, at string, err error) {
+	e := &Error{Rule: ev.rule.Name, Message: at + err.Error(), Err: err}
+	if p != nil {
+		e.Child, e.Field, e.Expr = p.w.child, string(p.w.field), p.source
+	}
+	ev.errs = append(ev.errs, e)
+}
+
+// activation resolves the CEL variables of one expression.
+type activation struct {
+	parent, children, self, each ref.Val
+	index                        ref.Val
+}
+
+// ResolveName implements interpreter.Activation.
+func (a *activation) ResolveName(name string) (any, bool) {
+	var v ref.Val
+	switch name {
+	case varParent:
+		v = a.parent
+	case varChildren:
+		v = a.children
+	case varSelf:
+		v = a.self
+	case varEach:
+		v = a.each
+	case varIndex:
+		v = a.index
+	}
+	return v, v != nil
+}
+
+// Parent implements interpreter.Activation.
+func (a *activation) Parent() interpreter.Activation { return nil }

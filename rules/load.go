@@ -1,0 +1,226 @@
+package rules
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+)
+
+// Load parses, validates and compiles a rules file. On failure the error is an
+// ErrorList with every problem found, each naming the rule, child, field path and
+// expression.
+func Load(data []byte, opts Options) (*RuleSet, error) {
+	var errs ErrorList
+	sources := parseFile(data, &errs)
+	checkRuleNames(sources, &errs)
+	sum := sha256.Sum256(data)
+	rs := &RuleSet{Hash: hex.EncodeToString(sum[:])}
+	for _, src := range sources {
+		if r := compileRule(src, opts, &errs); r != nil {
+			rs.Rules = append(rs.Rules, r)
+		}
+	}
+	if len(errs) > 0 {
+		setLines(data, errs)
+		return nil, errs
+	}
+	return rs, nil
+}
+
+// statusField is one compiled status field.
+type statusField struct {
+	name  string
+	value *node
+	// reads lists the children the field reads; it is left out until they are observed.
+	reads []string
+}
+
+// compileRule validates and compiles one rule, or returns nil after reporting why it
+// cannot.
+func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
+	before := len(*errs)
+	gvr, selector := checkParent(src, errs)
+	ids := checkChildIDs(src, errs)
+	checkStatusFields(src, errs)
+
+	var parentSchema *apiextensionsv1.JSONSchemaProps
+	if opts.Schemas != nil && !gvr.Empty() {
+		parentSchema = opts.Schemas.ResourceSchema(gvr)
+	}
+	var parentType *apiservercel.DeclType
+	if parentSchema != nil {
+		parentType = parentDeclType(parentSchema)
+	}
+	e, err := newEnvs(parentType)
+	if err != nil {
+		fail(errs, where{rule: src.name, path: src.at}, "cannot build the CEL environment: "+err.Error())
+		return nil
+	}
+	c := &compiler{
+		envs:      e,
+		errs:      errs,
+		childIDs:  ids,
+		costLimit: opts.costLimit(),
+		sizes:     &sizeEstimator{parent: parentType},
+	}
+	r := &Rule{
+		Name:        src.name,
+		Parent:      Parent{GVR: gvr, Namespaces: src.parent.namespaces, Selector: selector},
+		HasStatus:   src.status != nil,
+		Fingerprint: src.fingerprint,
+		timeout:     opts.evalTimeout(),
+		parentType:  parentType,
+		coerce:      hasDouble(parentType),
+	}
+	rw := where{rule: src.name, path: src.at}
+	if src.parent.when != "" {
+		r.when = c.compile(e.parentOnly, rw.key("parent").key("when"), src.parent.when, src.parent.when, 0, wantBool)
+	}
+	var children []*Child
+	reads := map[string][]string{}
+	for _, cs := range src.children {
+		if ch := c.child(src, cs, opts); ch != nil {
+			children = append(children, ch)
+			reads[ch.ID] = ch.reads
+		}
+	}
+	if len(*errs) == before {
+		r.Children = c.orderChildren(src.name, src.at, children, reads)
+	}
+	if src.status != nil {
+		names := make([]string, 0, len(src.status.fields))
+		for name := range src.status.fields {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		fw := rw.key("status").key("fields")
+		for _, name := range names {
+			mark := len(c.progs)
+			v := c.compileValue(e.base, src.status.fields[name], fw.key(name), valueSchema{})
+			r.status = append(r.status, statusField{name: name, value: v, reads: c.readsSince(mark)})
+		}
+	}
+	if len(*errs) > before {
+		return nil
+	}
+	return r
+}
+
+// readsSince returns the children read by the programs compiled since mark.
+func (c *compiler) readsSince(mark int) []string {
+	var reads []string
+	for _, p := range c.progs[mark:] {
+		for _, id := range p.reads {
+			if !slices.Contains(reads, id) {
+				reads = append(reads, id)
+			}
+		}
+	}
+	return reads
+}
+
+// child compiles one child entry.
+func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
+	if cs.id == "" || !checkChildShape(r, cs, c.errs) {
+		return nil
+	}
+	w := where{rule: r.name, child: cs.id, path: cs.at}
+	ch := &Child{ID: cs.id, ForEach: cs.forEach != "", CrossNamespace: cs.crossNamespace}
+	mark := len(c.progs)
+	if cs.when != "" {
+		ch.when = c.compile(c.envs.base, w.key("when"), cs.when, cs.when, 0, wantBool)
+	}
+	env, readyEnv := c.envs.base, c.envs.ready
+	if ch.ForEach {
+		ch.forEach = c.compile(c.envs.base, w.key("forEach"), cs.forEach, cs.forEach, 0, wantList)
+		each := cel.DynType
+		if ch.forEach != nil && ch.forEach.out.Kind() == types.ListKind {
+			each = ch.forEach.out.Parameters()[0]
+		}
+		var err error
+		if env, err = withEach(env, each); err == nil {
+			readyEnv, err = withEach(readyEnv, each)
+		}
+		if err != nil {
+			c.fail(w.key("forEach"), cs.forEach, 0, "cannot declare each and index: "+err.Error())
+			return nil
+		}
+	}
+	if cs.template != nil {
+		tw := w.key("template")
+		gvk, ok := checkTemplateHead(cs.template, tw, c.errs)
+		if !ok {
+			return nil
+		}
+		ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
+		vs := valueSchema{kind: gvk.Kind}
+		if opts.Schemas != nil {
+			vs.schema = opts.Schemas.KindSchema(gvk)
+		}
+		ch.template = c.compileValue(env, cs.template, tw, vs)
+	} else {
+		ch.expr = c.compile(env, w.key("expr"), cs.expr, cs.expr, 0, wantMap)
+		if ch.expr != nil {
+			gvk, msg := exprGVK(ch.expr.checked)
+			if msg != "" {
+				c.fail(w.key("expr"), cs.expr, 0, msg)
+			}
+			ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
+		}
+	}
+	if cs.readyWhen != "" {
+		ch.readyWhen = c.compile(readyEnv, w.key("readyWhen"), cs.readyWhen, cs.readyWhen, 0, wantBool)
+	}
+	ch.reads = c.readsSince(mark)
+	return ch
+}
+
+// exprGVK finds the constant apiVersion and kind entries of an expr child's top-level
+// map literal.
+func exprGVK(checked *cel.Ast) (gvk schema.GroupVersionKind, msg string) {
+	const need = `expr must be a map literal with literal "apiVersion" and "kind" entries, e.g. {"apiVersion": "v1", "kind": "ConfigMap", ...}: the controller watches and prunes children by kind`
+	root := checked.NativeRep().Expr()
+	if root.Kind() != celast.MapKind {
+		return gvk, need
+	}
+	var apiVersion, kind string
+	for _, entry := range root.AsMap().Entries() {
+		me := entry.AsMapEntry()
+		key, isKey := literalString(me.Key())
+		if !isKey {
+			continue
+		}
+		value, isValue := literalString(me.Value())
+		switch key {
+		case "apiVersion":
+			if !isValue {
+				return gvk, need
+			}
+			apiVersion = value
+		case "kind":
+			if !isValue {
+				return gvk, need
+			}
+			kind = value
+		}
+	}
+	if apiVersion == "" || kind == "" {
+		return gvk, need
+	}
+	gv, m := parseGroupVersion(apiVersion)
+	if m != "" {
+		return gvk, m
+	}
+	if !kindPattern.MatchString(kind) {
+		return gvk, fmt.Sprintf("invalid kind %q", kind)
+	}
+	return gv.WithKind(kind), ""
+}

@@ -1,0 +1,104 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+)
+
+// objectKey identifies an object the way Observed matching does: group, kind,
+// namespace (empty when the desired object sets none) and name.
+type objectKey struct {
+	group, kind, namespace, name string
+}
+
+func (k objectKey) String() string {
+	kind := k.kind
+	if k.group != "" {
+		kind += "." + k.group
+	}
+	if k.namespace != "" {
+		return fmt.Sprintf("%s %s/%s", kind, k.namespace, k.name)
+	}
+	return fmt.Sprintf("%s %s", kind, k.name)
+}
+
+// checkObject checks the shape of a desired object that evaluation produced and returns
+// its key.
+func checkObject(ch *Child, obj map[string]any) (objectKey, error) {
+	key := objectKey{group: ch.GVK.Group, kind: ch.GVK.Kind}
+	if obj["apiVersion"] != ch.apiVersion || obj["kind"] != ch.GVK.Kind {
+		return key, fmt.Errorf("the object's apiVersion and kind must stay %s %s, got %v %v", ch.apiVersion, ch.GVK.Kind, obj["apiVersion"], obj["kind"])
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil {
+		return key, fmt.Errorf("metadata must be a map with name, got %s", describe(obj["metadata"]))
+	}
+	name, _ := md["name"].(string)
+	if name == "" {
+		return key, fmt.Errorf("metadata.name must be a non-empty string, got %s", describeValue(md["name"]))
+	}
+	key.name = name
+	if ns, set := md["namespace"]; set {
+		s, isString := ns.(string)
+		if !isString {
+			return key, fmt.Errorf("metadata.namespace must be a string, got %s", describe(ns))
+		}
+		key.namespace = s
+	}
+	return key, nil
+}
+
+// describeValue shows a short value in a message.
+func describeValue(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return describe(v)
+}
+
+// claim records that child id produces the object key, and fails when another child
+// (or another forEach element) already does: both would fight over one object.
+func (ev *evaluation) claim(key objectKey, id string) error {
+	if ev.names == nil {
+		ev.names = make(map[objectKey]string, len(ev.rule.Children))
+	}
+	if other, taken := ev.names[key]; taken {
+		if other == id {
+			return fmt.Errorf("forEach produces %s more than once; make the names unique (use each or index)", key)
+		}
+		return fmt.Errorf("produces %s, which child %q produces too", key, other)
+	}
+	ev.names[key] = id
+	return nil
+}
+
+// findObserved returns the observed object that matches the desired key: same group,
+// kind and name, and the same namespace when the desired object sets one.
+func findObserved(key objectKey, candidates []map[string]any) map[string]any {
+	for _, c := range candidates {
+		if c["kind"] != key.kind {
+			continue
+		}
+		apiVersion, _ := c["apiVersion"].(string)
+		if groupOf(apiVersion) != key.group {
+			continue
+		}
+		md, _ := c["metadata"].(map[string]any)
+		if md["name"] != key.name {
+			continue
+		}
+		if key.namespace != "" && md["namespace"] != key.namespace {
+			continue
+		}
+		return c
+	}
+	return nil
+}
+
+// groupOf returns the group of an apiVersion ("" for the core group).
+func groupOf(apiVersion string) string {
+	if i := strings.LastIndexByte(apiVersion, '/'); i >= 0 {
+		return apiVersion[:i]
+	}
+	return ""
+}

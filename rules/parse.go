@@ -1,0 +1,315 @@
+package rules
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+)
+
+// This file turns the bytes of a rules file into source structs, strictly: unknown
+// fields and wrongly typed values are errors that name their path. Meaning is checked
+// in validate.go.
+
+const (
+	fileAPIVersion = "kubecel.dev/v1alpha1"
+	fileKind       = "RuleSet"
+)
+
+type ruleSource struct {
+	name     string
+	parent   parentSource
+	children []*childSource
+	status   *statusSource
+	// at is the rule's position in the file, e.g. rules[2].
+	at path
+	// fingerprint hashes the rule's source.
+	fingerprint string
+}
+
+type parentSource struct {
+	apiVersion string
+	resource   string
+	namespaces []string
+	selector   *metav1.LabelSelector
+	when       string
+}
+
+type childSource struct {
+	id             string
+	template       map[string]any
+	hasTemplate    bool
+	expr           string
+	forEach        string
+	when           string
+	readyWhen      string
+	crossNamespace bool
+	// at is the child's position in the file, e.g. rules[2].children[0].
+	at path
+}
+
+type statusSource struct {
+	fields map[string]any
+}
+
+// parseFile decodes a rules file. Problems are added to errs; the returned rules hold
+// everything that could be read.
+func parseFile(data []byte, errs *ErrorList) []*ruleSource {
+	jsonData, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		*errs = append(*errs, &Error{Message: "invalid YAML: " + strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")})
+		return nil
+	}
+	var doc any
+	if err := utiljson.Unmarshal(jsonData, &doc); err != nil {
+		*errs = append(*errs, &Error{Message: "invalid YAML: " + err.Error()})
+		return nil
+	}
+	if doc == nil {
+		*errs = append(*errs, &Error{Message: "the rules file is empty; it needs apiVersion: " + fileAPIVersion + ", kind: " + fileKind + " and rules"})
+		return nil
+	}
+	d := &decoder{errs: errs}
+	top := d.object(doc, where{}, "apiVersion", "kind", "rules")
+	if top == nil {
+		return nil
+	}
+	if v := d.str(top, "apiVersion", where{}, true); v != "" && v != fileAPIVersion {
+		d.fail(where{field: "apiVersion", path: "apiVersion"}, fmt.Sprintf("unsupported apiVersion %q; use %s", v, fileAPIVersion))
+	}
+	if v := d.str(top, "kind", where{}, true); v != "" && v != fileKind {
+		d.fail(where{field: "kind", path: "kind"}, fmt.Sprintf("unsupported kind %q; use %s", v, fileKind))
+	}
+	var out []*ruleSource
+	for i, item := range d.list(top, "rules", where{}) {
+		if r := d.rule(item, path("rules").index(i)); r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// where locates a value: the rule and child it belongs to, its field path relative to
+// them, and its full path in the file.
+type where struct {
+	rule, child string
+	field       path
+	path        path
+}
+
+func (w where) key(k string) where {
+	w.field, w.path = w.field.key(k), w.path.key(k)
+	return w
+}
+
+func (w where) index(i int) where {
+	w.field, w.path = w.field.index(i), w.path.index(i)
+	return w
+}
+
+type decoder struct {
+	errs *ErrorList
+}
+
+func (d *decoder) fail(w where, msg string) {
+	*d.errs = append(*d.errs, &Error{Rule: w.rule, Child: w.child, Field: string(w.field), Message: msg, path: string(w.path)})
+}
+
+// object checks that v is a map whose keys are all allowed, reporting each unknown key.
+func (d *decoder) object(v any, w where, allowed ...string) map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.fail(w, "must be a map, not "+describe(v))
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(allowed, k) {
+			d.fail(w.key(k), "unknown field"+didYouMean(k, allowed))
+		}
+	}
+	return m
+}
+
+// str reads an optional (or required) string field.
+func (d *decoder) str(m map[string]any, key string, w where, required bool) string {
+	v, ok := m[key]
+	if !ok || v == nil {
+		if required {
+			d.fail(w.key(key), "required")
+		}
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		d.fail(w.key(key), "must be a string, not "+describe(v))
+		return ""
+	}
+	if required && s == "" {
+		d.fail(w.key(key), "must not be empty")
+	}
+	return s
+}
+
+func (d *decoder) boolean(m map[string]any, key string, w where) bool {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return false
+	}
+	b, ok := v.(bool)
+	if !ok {
+		d.fail(w.key(key), "must be true or false, not "+describe(v))
+	}
+	return b
+}
+
+func (d *decoder) list(m map[string]any, key string, w where) []any {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return nil
+	}
+	l, ok := v.([]any)
+	if !ok {
+		d.fail(w.key(key), "must be a list, not "+describe(v))
+	}
+	return l
+}
+
+func (d *decoder) rule(v any, at path) *ruleSource {
+	w := where{path: at}
+	m := d.object(v, w, "name", "parent", "children", "status")
+	if m == nil {
+		return nil
+	}
+	r := &ruleSource{at: at, fingerprint: fingerprint(m)}
+	r.name = d.str(m, "name", w, true)
+	w.rule = r.name
+	if p, ok := m["parent"]; ok {
+		r.parent = d.parent(p, w.key("parent"))
+	} else {
+		d.fail(w.key("parent"), "required")
+	}
+	for i, c := range d.list(m, "children", w) {
+		if cs := d.child(c, w, at.key("children").index(i)); cs != nil {
+			r.children = append(r.children, cs)
+		}
+	}
+	if s, ok := m["status"]; ok {
+		sw := w.key("status")
+		if sm := d.object(s, sw, "fields"); sm != nil {
+			fields, ok := sm["fields"].(map[string]any)
+			if !ok {
+				d.fail(sw.key("fields"), "required: a map of status field names to values or ${} templates")
+			}
+			r.status = &statusSource{fields: fields}
+		}
+	}
+	return r
+}
+
+func (d *decoder) parent(v any, w where) parentSource {
+	var p parentSource
+	m := d.object(v, w, "apiVersion", "resource", "namespaces", "selector", "when")
+	if m == nil {
+		return p
+	}
+	p.apiVersion = d.str(m, "apiVersion", w, true)
+	p.resource = d.str(m, "resource", w, true)
+	for i, ns := range d.list(m, "namespaces", w) {
+		s, ok := ns.(string)
+		if !ok {
+			d.fail(w.key("namespaces").index(i), "must be a string, not "+describe(ns))
+			continue
+		}
+		p.namespaces = append(p.namespaces, s)
+	}
+	if sel, ok := m["selector"]; ok && sel != nil {
+		p.selector = d.selector(sel, w.key("selector"))
+	}
+	p.when = d.str(m, "when", w, false)
+	return p
+}
+
+// selector decodes a metav1.LabelSelector strictly.
+func (d *decoder) selector(v any, w where) *metav1.LabelSelector {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		d.fail(w, err.Error())
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var sel metav1.LabelSelector
+	if err := dec.Decode(&sel); err != nil {
+		d.fail(w, "invalid label selector: "+strings.TrimPrefix(err.Error(), "json: "))
+		return nil
+	}
+	return &sel
+}
+
+func (d *decoder) child(v any, rw where, at path) *childSource {
+	w := where{rule: rw.rule, path: at}
+	m := d.object(v, w, "id", "template", "expr", "forEach", "when", "readyWhen", "crossNamespace")
+	if m == nil {
+		return nil
+	}
+	c := &childSource{at: at}
+	c.id = d.str(m, "id", w, true)
+	w.child = c.id
+	if t, ok := m["template"]; ok {
+		c.hasTemplate = true
+		if tm, ok := t.(map[string]any); ok {
+			c.template = tm
+		} else {
+			d.fail(w.key("template"), "must be a map (a Kubernetes manifest), not "+describe(t))
+		}
+	}
+	c.expr = d.str(m, "expr", w, false)
+	c.forEach = d.str(m, "forEach", w, false)
+	c.when = d.str(m, "when", w, false)
+	c.readyWhen = d.str(m, "readyWhen", w, false)
+	c.crossNamespace = d.boolean(m, "crossNamespace", w)
+	return c
+}
+
+// describe names the JSON type of v for messages.
+func describe(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64, float64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a map"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// fingerprint hashes a decoded value; encoding/json sorts map keys, so equal sources
+// give equal fingerprints whatever their layout in the file.
+func fingerprint(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,222 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// This file compiles template values (a child's template, the status fields) into a
+// tree of nodes that evaluate.go turns into plain JSON-like values.
+
+type nodeKind uint8
+
+const (
+	// constNode is a literal scalar.
+	constNode nodeKind = iota
+	mapNode
+	listNode
+	// exprNode is a string that is exactly ${expr}: the value keeps the expression's type.
+	exprNode
+	// textNode is a string with ${} interpolations.
+	textNode
+)
+
+// node is one compiled template value. Nodes are immutable once compiled.
+type node struct {
+	kind nodeKind
+	// value is a constNode's value: a string, int64, float64, bool or nil.
+	value any
+	// keys are a mapNode's keys, sorted; elems are its values, in the same order, or a
+	// listNode's items.
+	keys  []string
+	elems []*node
+	// prog is an exprNode's expression.
+	prog *program
+	// parts are a textNode's pieces.
+	parts []textPart
+}
+
+// textPart is literal text, or an expression when prog is set.
+type textPart struct {
+	text string
+	prog *program
+}
+
+// valueSchema is where a template value sits in the schema of the child's kind, when
+// that is known, so that whole-string expressions can be checked against it.
+type valueSchema struct {
+	schema *apiextensionsv1.JSONSchemaProps
+	// kind and at name the place in messages: `Deployment` and `.spec.replicas`.
+	kind string
+	at   string
+}
+
+func (vs valueSchema) key(k string) valueSchema {
+	vs.at += "." + k
+	if vs.schema == nil {
+		return vs
+	}
+	if p, ok := vs.schema.Properties[k]; ok {
+		vs.schema = &p
+	} else if ap := vs.schema.AdditionalProperties; ap != nil && ap.Schema != nil {
+		vs.schema = ap.Schema
+	} else {
+		vs.schema = nil
+	}
+	return vs
+}
+
+func (vs valueSchema) item(i int) valueSchema {
+	vs.at += fmt.Sprintf("[%d]", i)
+	if vs.schema != nil && vs.schema.Items != nil {
+		vs.schema = vs.schema.Items.Schema
+	} else {
+		vs.schema = nil
+	}
+	return vs
+}
+
+// compileValue compiles a value from the rules file; every string in it may hold ${}.
+func (c *compiler) compileValue(env *cel.Env, v any, w where, vs valueSchema) *node {
+	switch x := v.(type) {
+	case map[string]any:
+		n := &node{kind: mapNode, keys: make([]string, 0, len(x))}
+		for k := range x {
+			n.keys = append(n.keys, k)
+		}
+		sort.Strings(n.keys)
+		n.elems = make([]*node, len(n.keys))
+		for i, k := range n.keys {
+			kw := w.key(k)
+			if key, ok := c.literalKey(k, kw); ok {
+				n.keys[i] = key
+			}
+			n.elems[i] = c.compileValue(env, x[k], kw, vs.key(k))
+		}
+		return n
+	case []any:
+		n := &node{kind: listNode, elems: make([]*node, len(x))}
+		for i, item := range x {
+			n.elems[i] = c.compileValue(env, item, w.index(i), vs.item(i))
+		}
+		return n
+	case string:
+		return c.compileString(env, x, w, vs)
+	}
+	return &node{kind: constNode, value: v}
+}
+
+// literalKey resolves the escapes of a map key, which cannot hold expressions.
+func (c *compiler) literalKey(k string, w where) (string, bool) {
+	segs, err := parseTemplate(k)
+	if err == nil && hasExpr(segs) {
+		err = errors.New("a map key cannot hold ${}; to compute keys, make the whole map one ${} expression")
+	}
+	if err != nil {
+		c.fail(w, k, 0, err.Error())
+		return k, false
+	}
+	if len(segs) == 0 {
+		return "", true
+	}
+	return segs[0].text, true
+}
+
+func (c *compiler) compileString(env *cel.Env, s string, w where, vs valueSchema) *node {
+	segs, err := parseTemplate(s)
+	if err != nil {
+		var te *templateError
+		col := 0
+		if errors.As(err, &te) {
+			col = utf8.RuneCountInString(s[:te.offset]) + 1
+		}
+		c.fail(w, s, col, err.Error())
+		return &node{kind: constNode, value: s}
+	}
+	switch {
+	case !hasExpr(segs):
+		text := ""
+		if len(segs) == 1 {
+			text = segs[0].text
+		}
+		return &node{kind: constNode, value: text}
+	case isWholeExpr(s, segs):
+		p := c.compile(env, w, s, segs[0].text, segs[0].offset, wantAny)
+		if p != nil {
+			if msg := schemaMismatch(p.out, vs); msg != "" {
+				c.fail(w, s, 0, msg)
+			}
+		}
+		return &node{kind: exprNode, prog: p}
+	}
+	if vs.schema != nil && !vs.schema.XIntOrString && vs.schema.Type != "" && vs.schema.Type != "string" {
+		c.fail(w, s, 0, fmt.Sprintf("text with ${} is a string, but %s %s is %s; make the field exactly ${...} to keep the value's type", vs.kind, vs.at, article(vs.schema.Type)))
+	}
+	n := &node{kind: textNode, parts: make([]textPart, len(segs))}
+	for i, sg := range segs {
+		if !sg.expr {
+			n.parts[i] = textPart{text: sg.text}
+			continue
+		}
+		n.parts[i] = textPart{prog: c.compile(env, w, s, sg.text, sg.offset, wantText)}
+	}
+	return n
+}
+
+// schemaMismatch explains why a whole-string expression of static type t cannot fill
+// the schema field at vs, or returns "" when it can or when either is unknown.
+func schemaMismatch(t *cel.Type, vs valueSchema) string {
+	s := vs.schema
+	if t == nil || s == nil || isDynamic(t) || t.Kind() == types.NullTypeKind {
+		return ""
+	}
+	if t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" {
+		// An empty optional leaves the field out; a present one must fit.
+		return schemaMismatch(t.Parameters()[0], vs)
+	}
+	var ok bool
+	want := article(s.Type)
+	switch {
+	case s.XIntOrString:
+		ok = t.Kind() == types.IntKind || t.Kind() == types.UintKind || t.Kind() == types.StringKind
+		want = "an integer or a string"
+	case s.Type == "string":
+		switch t.Kind() {
+		case types.StringKind, types.BytesKind, types.TimestampKind, types.DurationKind, types.OpaqueKind:
+			ok = true
+		}
+	case s.Type == "integer":
+		ok = t.Kind() == types.IntKind || t.Kind() == types.UintKind || t.Kind() == types.DoubleKind
+	case s.Type == "number":
+		ok = t.Kind() == types.IntKind || t.Kind() == types.UintKind || t.Kind() == types.DoubleKind
+	case s.Type == "boolean":
+		ok = t.Kind() == types.BoolKind
+	case s.Type == "object":
+		ok = t.Kind() == types.MapKind || t.Kind() == types.StructKind
+	case s.Type == "array":
+		ok = t.Kind() == types.ListKind
+	default:
+		ok = true
+	}
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf("the expression is of type %s, but %s %s is %s", typeName(t), vs.kind, vs.at, want)
+}
+
+func article(schemaType string) string {
+	switch schemaType {
+	case "integer", "object", "array":
+		return "an " + schemaType
+	case "boolean":
+		return "a boolean"
+	}
+	return "a " + strings.TrimSpace(schemaType)
+}

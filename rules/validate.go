@@ -1,0 +1,241 @@
+package rules
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// This file checks the names, GVRs, selectors and shapes in a rules file, everything
+// that does not need CEL.
+
+var (
+	childIDPattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	resourcePattern = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	kindPattern     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+)
+
+// reservedStatusFields are written by the controller itself.
+var reservedStatusFields = []string{"conditions", "observedGeneration"}
+
+// checkRuleNames reports invalid and duplicate rule names.
+func checkRuleNames(rules []*ruleSource, errs *ErrorList) {
+	first := map[string]path{}
+	for _, r := range rules {
+		w := where{rule: r.name, field: "name", path: r.at.key("name")}
+		if r.name == "" {
+			continue // reported as required
+		}
+		for _, msg := range validation.IsDNS1123Label(r.name) {
+			fail(errs, w, "invalid rule name: "+msg)
+		}
+		if at, dup := first[r.name]; dup {
+			fail(errs, w, fmt.Sprintf("duplicate rule name (also at %s); rule names must be unique", at))
+			continue
+		}
+		first[r.name] = r.at
+	}
+}
+
+// checkParent validates a rule's parent and returns its GVR and selector.
+func checkParent(r *ruleSource, errs *ErrorList) (schema.GroupVersionResource, labels.Selector) {
+	w := where{rule: r.name, field: "parent", path: r.at.key("parent")}
+	p := r.parent
+	var gvr schema.GroupVersionResource
+	if p.apiVersion != "" {
+		gv, msg := parseGroupVersion(p.apiVersion)
+		if msg != "" {
+			fail(errs, w.key("apiVersion"), msg)
+		}
+		gvr = gv.WithResource(p.resource)
+	}
+	if p.resource != "" {
+		aw := w.key("resource")
+		switch {
+		case strings.Contains(p.resource, "/"):
+			fail(errs, aw, "subresources are not supported; name the resource itself")
+		case !resourcePattern.MatchString(p.resource):
+			guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: p.resource})
+			fail(errs, aw, fmt.Sprintf("must be the lowercase plural resource name (such as %q), not the kind", guess.Resource))
+		}
+	}
+	seen := map[string]bool{}
+	for i, ns := range p.namespaces {
+		nw := w.key("namespaces").index(i)
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			fail(errs, nw, fmt.Sprintf("invalid namespace %q: %s", ns, msg))
+		}
+		if seen[ns] {
+			fail(errs, nw, fmt.Sprintf("duplicate namespace %q", ns))
+		}
+		seen[ns] = true
+	}
+	sel := labels.Everything()
+	if p.selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(p.selector)
+		if err != nil {
+			fail(errs, w.key("selector"), "invalid label selector: "+err.Error())
+		} else {
+			sel = s
+		}
+	}
+	return gvr, sel
+}
+
+// parseGroupVersion validates an apiVersion: "v1" for the core group, else group/version.
+func parseGroupVersion(apiVersion string) (schema.GroupVersion, string) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || gv.Version == "" {
+		return gv, fmt.Sprintf("invalid apiVersion %q: use group/version, or v1 for the core group", apiVersion)
+	}
+	if gv.Group != "" {
+		if msgs := validation.IsDNS1123Subdomain(gv.Group); len(msgs) > 0 {
+			return gv, fmt.Sprintf("invalid group in apiVersion %q: %s", apiVersion, msgs[0])
+		}
+	}
+	if msgs := validation.IsDNS1035Label(gv.Version); len(msgs) > 0 {
+		return gv, fmt.Sprintf("invalid version in apiVersion %q: %s", apiVersion, msgs[0])
+	}
+	return gv, ""
+}
+
+// checkChildIDs reports invalid and duplicate child ids and returns the valid ones.
+func checkChildIDs(r *ruleSource, errs *ErrorList) []string {
+	var ids []string
+	for _, c := range r.children {
+		w := where{rule: r.name, child: c.id, field: "id", path: c.at.key("id")}
+		switch {
+		case c.id == "":
+			continue // reported as required
+		case !childIDPattern.MatchString(c.id):
+			fail(errs, w, "invalid child id: use letters, digits and _ and start with a letter (it is read in CEL as children.<id>)")
+		case celReserved[c.id]:
+			fail(errs, w, "invalid child id: it is a CEL reserved word")
+		case slices.Contains(ids, c.id):
+			fail(errs, w, "duplicate child id; ids must be unique in a rule")
+		default:
+			ids = append(ids, c.id)
+		}
+	}
+	if len(r.children) == 0 && r.status == nil {
+		fail(errs, where{rule: r.name, path: r.at}, "the rule has neither children nor status, so it would do nothing")
+	}
+	return ids
+}
+
+// checkChildShape reports a child that does not have exactly one of template and expr.
+func checkChildShape(r *ruleSource, c *childSource, errs *ErrorList) bool {
+	w := where{rule: r.name, child: c.id, path: c.at}
+	switch {
+	case c.hasTemplate && c.expr != "":
+		fail(errs, w, "set either template or expr, not both")
+		return false
+	case !c.hasTemplate && c.expr == "":
+		fail(errs, w, "set template (a manifest) or expr (CEL that returns one)")
+		return false
+	}
+	return c.template != nil || c.expr != ""
+}
+
+// checkTemplateHead checks a template's apiVersion, kind and metadata, which the
+// controller needs to know without evaluating anything, and returns its GVK.
+func checkTemplateHead(t map[string]any, w where, errs *ErrorList) (schema.GroupVersionKind, bool) {
+	ok := true
+	static := func(key string) string {
+		v, present := t[key]
+		s, isString := v.(string)
+		switch {
+		case !present:
+			fail(errs, w.key(key), "required")
+		case !isString || s == "":
+			fail(errs, w.key(key), "must be a non-empty string")
+		case strings.Contains(s, "${"):
+			fail(errs, w.key(key), "must be a literal: the controller watches and prunes children by kind, so apiVersion and kind cannot be computed")
+		default:
+			return s
+		}
+		ok = false
+		return ""
+	}
+	apiVersion, kind := static("apiVersion"), static("kind")
+	var gvk schema.GroupVersionKind
+	if apiVersion != "" {
+		gv, msg := parseGroupVersion(apiVersion)
+		if msg != "" {
+			fail(errs, w.key("apiVersion"), msg)
+			ok = false
+		}
+		gvk = gv.WithKind(kind)
+	}
+	if kind != "" && !kindPattern.MatchString(kind) {
+		fail(errs, w.key("kind"), fmt.Sprintf("invalid kind %q", kind))
+		ok = false
+	}
+	mw := w.key("metadata")
+	md, isMap := t["metadata"].(map[string]any)
+	if !isMap {
+		fail(errs, mw, "required: a map with at least name")
+		return gvk, false
+	}
+	if name, isString := md["name"].(string); !isString || name == "" {
+		fail(errs, mw.key("name"), "required: a string, which may be a ${} expression")
+		ok = false
+	}
+	if _, set := md["generateName"]; set {
+		fail(errs, mw.key("generateName"), "not supported: server-side apply needs a fixed name; compute one with ${} in name")
+		ok = false
+	}
+	if _, set := md["ownerReferences"]; set {
+		fail(errs, mw.key("ownerReferences"), "reserved: the controller sets the owner reference")
+		ok = false
+	}
+	if ns, set := md["namespace"]; set {
+		if _, isString := ns.(string); !isString {
+			fail(errs, mw.key("namespace"), "must be a string, which may be a ${} expression")
+			ok = false
+		}
+	}
+	for _, field := range []string{"labels", "annotations"} {
+		m, _ := md[field].(map[string]any)
+		for key := range m {
+			if reservedMetadataKey(key) {
+				fail(errs, mw.key(field).key(key), "reserved: the controller sets it")
+				ok = false
+			}
+		}
+	}
+	return gvk, ok
+}
+
+// reservedMetadataKey reports labels and annotations that the controller writes.
+func reservedMetadataKey(key string) bool {
+	return strings.HasPrefix(key, "kubecel.dev/") || key == "app.kubernetes.io/managed-by"
+}
+
+// checkStatusFields reports reserved status field names.
+func checkStatusFields(r *ruleSource, errs *ErrorList) {
+	if r.status == nil {
+		return
+	}
+	w := where{rule: r.name, field: "status.fields", path: r.at.key("status").key("fields")}
+	if len(r.status.fields) == 0 {
+		fail(errs, w, "required: at least one field (or remove status to leave the parent's status alone)")
+	}
+	for name := range r.status.fields {
+		if slices.Contains(reservedStatusFields, name) {
+			fail(errs, w.key(name), "reserved: the controller writes "+strings.Join(reservedStatusFields, " and "))
+		}
+	}
+}
+
+// fail records a problem that has no expression.
+func fail(errs *ErrorList, w where, msg string) {
+	*errs = append(*errs, &Error{Rule: w.rule, Child: w.child, Field: string(w.field), Message: msg, path: string(w.path)})
+}
