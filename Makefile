@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 CP_DIR := cmd/controlplane
 K8S_VERSION := v1.36.3
 ETCD_VERSION := v3.6.6
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.8.2
 GOTEST_FLAGS ?=
 
 K8S_VERSION_PKGS := k8s.io/component-base/version k8s.io/client-go/pkg/version
@@ -24,6 +24,21 @@ help: ## list the targets
 .PHONY: build
 build: ## build bin/kubecel
 	$(GO) build -o $(BIN)/kubecel ./cmd/kubecel
+
+.PHONY: run
+run: build controlplane ## start kubecel dev: a local control plane with the examples and the controller (Ctrl-C stops)
+	$(BIN)/kubecel dev --dir $(BIN)/dev
+
+.PHONY: test
+test: controlplane ## run every test (unit, integration on the local control plane, short fuzz), race detector on
+	$(GO) test -race -count=1 -timeout 25m $(GOTEST_FLAGS) ./...
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	cd $(CP_DIR) && $(GO) vet ./... && cd etcd && $(GO) vet ./...
 
 .PHONY: controlplane
 controlplane: $(CONTROLPLANE) ## build etcd, kube-apiserver, kube-controller-manager into bin/ (cached)

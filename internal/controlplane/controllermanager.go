@@ -1,0 +1,86 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// startControllerManager runs kube-controller-manager with only the controllers the
+// tests need (garbage collection follows owner references; namespace deletion
+// empties and removes namespaces) and waits until it reports healthy.
+func startControllerManager(ctx context.Context, binDir, dir, kubeconfig string, timeout time.Duration) (*process, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(binDir, "kube-controller-manager"),
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+		"--controllers=garbage-collector-controller,namespace-controller",
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--cert-dir="+filepath.Join(dir, "kube-controller-manager"),
+	)
+	p, err := startProcess(cmd, filepath.Join(dir, "kube-controller-manager.log"))
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHealthy(ctx, p, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), timeout); err != nil {
+		_ = p.kill()
+		return nil, err
+	}
+	return p, nil
+}
+
+// waitHealthy polls url until it answers 200, the process exits or timeout passes.
+func waitHealthy(ctx context.Context, p *process, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{
+		Timeout: 2 * time.Second,
+		// A local self-signed serving certificate; only health is read.
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if exited, err := p.exited(); exited {
+			return fmt.Errorf("exited before becoming healthy: %v", err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not healthy at %s: %w", url, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// freePort asks the kernel for an unused loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,125 @@
+// Package testenv shares one local control plane (see package controlplane) between the
+// integration tests of a package and isolates each test in its own namespace.
+//
+// A package opts in with
+//
+//	func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}) }
+//
+// and its tests call Config, Dynamic and Namespace. When the control plane cannot be
+// started the whole package fails with the reason: integration tests are never skipped.
+package testenv
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubecel/kubecel/internal/controlplane"
+)
+
+var shared *controlplane.ControlPlane
+
+// Main starts the shared control plane, runs the package's tests and stops it. It calls
+// os.Exit with the tests' result.
+func Main(m *testing.M, opts controlplane.Options) {
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	start := time.Now()
+	cp, err := controlplane.Start(ctx, opts)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: start control plane: %v\n", err)
+		os.Exit(1)
+	}
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "testenv: control plane ready in %s (%s)\n", time.Since(start).Round(time.Millisecond), cp.Dir)
+	}
+	shared = cp
+	code := m.Run()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: stop control plane: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// ControlPlane returns the shared control plane.
+func ControlPlane(t testing.TB) *controlplane.ControlPlane {
+	t.Helper()
+	if shared == nil {
+		t.Fatal("testenv: no control plane; call testenv.Main from TestMain")
+	}
+	return shared
+}
+
+// Config returns a copy of the admin client configuration.
+func Config(t testing.TB) *rest.Config {
+	t.Helper()
+	return rest.CopyConfig(ControlPlane(t).Config)
+}
+
+// Dynamic returns a dynamic client for the admin user.
+func Dynamic(t testing.TB) dynamic.Interface {
+	t.Helper()
+	return dynamic.NewForConfigOrDie(Config(t))
+}
+
+// Kube returns a typed clientset for the admin user.
+func Kube(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	return kubernetes.NewForConfigOrDie(Config(t))
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// Namespace creates a namespace named after the test and deletes it when the test ends.
+func Namespace(t testing.TB) string {
+	t.Helper()
+	base := strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(base) > 40 {
+		base = strings.Trim(base[:40], "-")
+	}
+	name := fmt.Sprintf("%s-%04x", base, rand.IntN(1<<16))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	client := Kube(t)
+	if _, err := client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		// Without the namespace controller the namespace stays Terminating; that is fine,
+		// every test uses a fresh one.
+		_ = client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// Eventually polls cond every 100ms until it returns true or timeout passes, then fails
+// the test with the last message cond returned.
+func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %s", timeout, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
