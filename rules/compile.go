@@ -172,7 +172,7 @@ func (c *compiler) issues(w where, source, src string, off int, iss *cel.Issues,
 	}
 }
 
-// undeclaredMessage rewrites CEL's "undeclared reference to 'x' (in container '')".
+// undeclaredMessage rewrites CEL's "undeclared reference" message with a hint.
 func undeclaredMessage(msg string, env *cel.Env) string {
 	name, _, _ := strings.Cut(strings.TrimPrefix(msg, "undeclared reference to '"), "'")
 	out := fmt.Sprintf("undeclared reference to '%s'", name)

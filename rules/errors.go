@@ -39,33 +39,27 @@ type Error struct {
 //
 //	rule "webapp" child "service": template.spec.ports[0].port: ${parent.spec.prot}: undefined field 'prot' (did you mean 'port'?)
 func (e *Error) Error() string {
-	var b strings.Builder
+	var parts []string
 	if e.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", e.Line)
+		parts = append(parts, fmt.Sprintf("line %d", e.Line))
 	}
+	var place []string
 	if e.Rule != "" {
-		fmt.Fprintf(&b, "rule %q ", e.Rule)
+		place = append(place, fmt.Sprintf("rule %q", e.Rule))
 	}
 	if e.Child != "" {
-		fmt.Fprintf(&b, "child %q ", e.Child)
+		place = append(place, fmt.Sprintf("child %q", e.Child))
 	}
-	if b.Len() > 0 {
-		// Replace the trailing space with the separator.
-		s := strings.TrimSuffix(b.String(), " ")
-		b.Reset()
-		b.WriteString(s)
-		b.WriteString(": ")
+	if len(place) > 0 {
+		parts = append(parts, strings.Join(place, " "))
 	}
 	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
+		parts = append(parts, e.Field)
 	}
 	if e.Expr != "" {
-		b.WriteString(oneLine(e.Expr))
-		b.WriteString(": ")
+		parts = append(parts, oneLine(e.Expr))
 	}
-	b.WriteString(e.Message)
-	return b.String()
+	return strings.Join(append(parts, e.Message), ": ")
 }
 
 // Unwrap returns the underlying cause.

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +67,7 @@ type statusSource struct {
 func parseFile(data []byte, errs *ErrorList) []*ruleSource {
 	jsonData, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		*errs = append(*errs, &Error{Message: "invalid YAML: " + strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")})
+		*errs = append(*errs, yamlErrors(err)...)
 		return nil
 	}
 	var doc any
@@ -120,7 +122,7 @@ type decoder struct {
 }
 
 func (d *decoder) fail(w where, msg string) {
-	*d.errs = append(*d.errs, &Error{Rule: w.rule, Child: w.child, Field: string(w.field), Message: msg, path: string(w.path)})
+	fail(d.errs, w, msg)
 }
 
 // object checks that v is a map whose keys are all allowed, reporting each unknown key.
@@ -130,6 +132,12 @@ func (d *decoder) object(v any, w where, allowed ...string) map[string]any {
 		d.fail(w, "must be a map, not "+describe(v))
 		return nil
 	}
+	d.unknown(m, w, allowed...)
+	return m
+}
+
+// unknown reports the keys of m that are not allowed, suggesting the closest allowed one.
+func (d *decoder) unknown(m map[string]any, w where, allowed ...string) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -139,6 +147,14 @@ func (d *decoder) object(v any, w where, allowed ...string) map[string]any {
 		if !slices.Contains(allowed, k) {
 			d.fail(w.key(k), "unknown field"+didYouMean(k, allowed))
 		}
+	}
+}
+
+// asMap returns v as a map, reporting it when it is not one.
+func (d *decoder) asMap(v any, w where) map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.fail(w, "must be a map, not "+describe(v))
 	}
 	return m
 }
@@ -189,13 +205,14 @@ func (d *decoder) list(m map[string]any, key string, w where) []any {
 
 func (d *decoder) rule(v any, at path) *ruleSource {
 	w := where{path: at}
-	m := d.object(v, w, "name", "parent", "children", "status")
+	m := d.asMap(v, w)
 	if m == nil {
 		return nil
 	}
 	r := &ruleSource{at: at, fingerprint: fingerprint(m)}
 	r.name = d.str(m, "name", w, true)
 	w.rule = r.name
+	d.unknown(m, w, "name", "parent", "children", "status")
 	if p, ok := m["parent"]; ok {
 		r.parent = d.parent(p, w.key("parent"))
 	} else {
@@ -261,13 +278,14 @@ func (d *decoder) selector(v any, w where) *metav1.LabelSelector {
 
 func (d *decoder) child(v any, rw where, at path) *childSource {
 	w := where{rule: rw.rule, path: at}
-	m := d.object(v, w, "id", "template", "expr", "forEach", "when", "readyWhen", "crossNamespace")
+	m := d.asMap(v, w)
 	if m == nil {
 		return nil
 	}
 	c := &childSource{at: at}
 	c.id = d.str(m, "id", w, true)
 	w.child = c.id
+	d.unknown(m, w, "id", "template", "expr", "forEach", "when", "readyWhen", "crossNamespace")
 	if t, ok := m["template"]; ok {
 		c.hasTemplate = true
 		if tm, ok := t.(map[string]any); ok {
@@ -312,4 +330,21 @@ func fingerprint(v any) string {
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])
+}
+
+// yamlLine matches the "line N: problem" parts of YAML parser errors.
+var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
+
+// yamlErrors turns a YAML syntax error into one Error per problem, with its line.
+func yamlErrors(err error) []*Error {
+	var out []*Error
+	for _, m := range yamlLine.FindAllStringSubmatch(err.Error(), -1) {
+		line, _ := strconv.Atoi(m[1])
+		out = append(out, &Error{Line: line, Message: "invalid YAML: " + m[2]})
+	}
+	if len(out) == 0 {
+		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+		out = append(out, &Error{Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -100,8 +101,8 @@ func parseGroupVersion(apiVersion string) (schema.GroupVersion, string) {
 			return gv, fmt.Sprintf("invalid group in apiVersion %q: %s", apiVersion, msgs[0])
 		}
 	}
-	if msgs := validation.IsDNS1035Label(gv.Version); len(msgs) > 0 {
-		return gv, fmt.Sprintf("invalid version in apiVersion %q: %s", apiVersion, msgs[0])
+	if len(validation.IsDNS1035Label(gv.Version)) > 0 {
+		return gv, fmt.Sprintf("invalid apiVersion %q: use group/version, or v1 for the core group", apiVersion)
 	}
 	return gv, ""
 }
@@ -204,7 +205,7 @@ func checkTemplateHead(t map[string]any, w where, errs *ErrorList) (schema.Group
 	}
 	for _, field := range []string{"labels", "annotations"} {
 		m, _ := md[field].(map[string]any)
-		for key := range m {
+		for _, key := range slices.Sorted(maps.Keys(m)) {
 			if reservedMetadataKey(key) {
 				fail(errs, mw.key(field).key(key), "reserved: the controller sets it")
 				ok = false
@@ -228,7 +229,7 @@ func checkStatusFields(r *ruleSource, errs *ErrorList) {
 	if len(r.status.fields) == 0 {
 		fail(errs, w, "required: at least one field (or remove status to leave the parent's status alone)")
 	}
-	for name := range r.status.fields {
+	for _, name := range slices.Sorted(maps.Keys(r.status.fields)) {
 		if slices.Contains(reservedStatusFields, name) {
 			fail(errs, w.key(name), "reserved: the controller writes "+strings.Join(reservedStatusFields, " and "))
 		}
