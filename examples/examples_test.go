@@ -70,10 +70,10 @@ var gallery = []struct {
 		name:   "namespace-defaults",
 		parent: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"},
 		children: []childShape{
-			{ID: "quota", GVK: resourceQuota, CrossNamespace: true},
-			{ID: "limits", GVK: limitRange, CrossNamespace: true},
-			{ID: "deny_ingress", GVK: networkPolicy, CrossNamespace: true},
-			{ID: "team_edit", GVK: roleBinding, CrossNamespace: true},
+			{ID: "quota", GVK: resourceQuota},
+			{ID: "limits", GVK: limitRange},
+			{ID: "deny_ingress", GVK: networkPolicy},
+			{ID: "team_edit", GVK: roleBinding},
 		},
 	},
 	{
@@ -269,8 +269,8 @@ func (ex *example) selects(parent map[string]any) bool {
 }
 
 // checkChild checks a desired child: it decodes strictly into its Kubernetes type (no
-// misspelled or misplaced field), and it stays in the parent's namespace unless the rule
-// says crossNamespace.
+// misspelled or misplaced field), it stays in a namespaced parent's namespace unless the
+// rule says crossNamespace, and it names its namespace when the parent is cluster-scoped.
 func (ex *example) checkChild(t *testing.T, parent map[string]any, d rules.Desired) {
 	t.Helper()
 	var child *rules.Child
@@ -289,7 +289,7 @@ func (ex *example) checkChild(t *testing.T, parent map[string]any, d rules.Desir
 	md, _ := d.Object["metadata"].(map[string]any)
 	ns, set := md["namespace"].(string)
 	parentNS := namespaceOf(parent)
-	if set && ns != parentNS && !child.CrossNamespace {
+	if set && parentNS != "" && ns != parentNS && !child.CrossNamespace {
 		t.Errorf("child %s is in namespace %q, not the parent's %q, without crossNamespace: true", d.ID, ns, parentNS)
 	}
 	if !set && parentNS == "" {
