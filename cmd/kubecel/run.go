@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/rules"
+)
+
+type runOptions struct {
+	rulesFile   string
+	kubeconfig  string
+	dryRun      bool
+	workers     int
+	qps         float32
+	burst       int
+	metricsAddr string
+	healthAddr  string
+}
+
+func newRunCommand() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the controller",
+		Long: `run watches the parents named by the rules and keeps their children and status as
+the rules compute them. The rules file is re-read when it changes; a version that fails to
+load is reported and the last good rules keep running.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.rulesFile, "rules", "", "rules file (re-read when it changes)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "never write: log each change the controller would make")
+	f.IntVar(&o.workers, "workers", 8, "parallel reconciles")
+	f.Float32Var(&o.qps, "qps", 200, "client-side rate limit on API requests per second")
+	f.IntVar(&o.burst, "burst", 400, "client-side burst of API requests")
+	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
+	f.StringVar(&o.healthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty disables)")
+	_ = cmd.MarkFlagRequired("rules")
+	return cmd
+}
+
+// restConfig loads a client configuration the way kubectl does.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	rulesLoading := clientcmd.NewDefaultClientConfigLoadingRules()
+	rulesLoading.ExplicitPath = kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rulesLoading, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
+
+func (o *runOptions) run(ctx context.Context) error {
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "kubecel"
+	reg := prometheus.NewRegistry()
+	ctrl, err := engine.New(cfg, engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg})
+	if err != nil {
+		return err
+	}
+	loader := &engine.Loader{
+		Controller: ctrl,
+		Source:     engine.FileSource(o.rulesFile),
+		Options: func(ctx context.Context) rules.Options {
+			schemas, err := engine.ClusterSchemas(ctx, cfg)
+			if err != nil {
+				klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
+				return rules.Options{}
+			}
+			return rules.Options{Schemas: schemas}
+		},
+	}
+	if err := loader.Load(ctx); err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	if o.metricsAddr != "" {
+		g.Go(func() error { return serveErr("metrics", engine.ServeMetrics(ctx, o.metricsAddr, reg)) })
+	}
+	if o.healthAddr != "" {
+		g.Go(func() error { return serveErr("health", engine.ServeHealth(ctx, o.healthAddr, ctrl.Ready)) })
+	}
+	g.Go(func() error { loader.Watch(ctx); return nil })
+	g.Go(func() error { return ctrl.Run(ctx) })
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func serveErr(what string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s server: %w", what, err)
+	}
+	return nil
+}

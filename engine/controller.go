@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/rules"
+)
+
+// Options configures a Controller. The zero value is usable.
+type Options struct {
+	// Workers is the number of parallel reconciles (default 4).
+	Workers int
+	// Resync is the informers' periodic resync (default 10 minutes; 0 keeps the default).
+	Resync time.Duration
+	// DryRun makes the controller compute and log every change without writing anything.
+	DryRun bool
+	// Registry receives the kubecel_* and workqueue metrics (default: a new registry).
+	Registry *prometheus.Registry
+	// PendingRetry is how often rules whose parent or child kinds are not served yet are
+	// retried (default 5s).
+	PendingRetry time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Resync <= 0 {
+		o.Resync = 10 * time.Minute
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.PendingRetry <= 0 {
+		o.PendingRetry = 5 * time.Second
+	}
+}
+
+// Controller runs rules against a cluster.
+type Controller struct {
+	opts     Options
+	client   dynamic.Interface
+	mapper   meta.ResettableRESTMapper
+	watches  *watchSet
+	queue    workqueue.TypedRateLimitingInterface[Key]
+	recorder record.EventRecorder
+	events   record.EventBroadcaster
+	metrics  *metrics
+
+	mu      sync.RWMutex
+	rules   map[string]*ruleState // running rules by name
+	pending map[string]*rules.Rule
+	loaded  bool
+
+	busy atomic.Int64 // reconciles in progress
+
+	// statusless remembers parents whose status cannot be written (no status
+	// subresource), so the error is reported once, not in a loop.
+	statusless sync.Map
+	// written holds our latest writes until the caches show them.
+	written *written
+}
+
+// New builds a controller for the cluster that cfg points at.
+func New(cfg *rest.Config, opts Options) (*Controller, error) {
+	opts.defaults()
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		opts:    opts,
+		client:  client,
+		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+		watches: newWatchSet(client, opts.Resync),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[Key](),
+			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "kubecel", MetricsProvider: m.queueProvider()}),
+		metrics: m,
+		rules:   map[string]*ruleState{},
+		pending: map[string]*rules.Rule{},
+		written: newWritten(),
+	}
+	c.events, c.recorder = newRecorder(kube, opts.DryRun)
+	return c, nil
+}
+
+// Run processes the queue until ctx ends, then stops every watch.
+func (c *Controller) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting controller", "workers", c.opts.Workers, "dryRun", c.opts.DryRun)
+	var wg sync.WaitGroup
+	for range c.opts.Workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	}
+	wg.Go(func() { wait.UntilWithContext(ctx, c.retryPending, c.opts.PendingRetry) })
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	c.stopAll()
+	c.events.Shutdown()
+	logger.Info("Controller stopped")
+	return nil
+}
+
+// worker processes keys until the queue shuts down.
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+// processNext turns one reconcile's outcome into Forget, a rate-limited requeue or a
+// delayed requeue.
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
+	logger := klog.FromContext(ctx).WithValues("rule", key.Rule, "parent", key.Namespace+"/"+key.Name)
+	ctx = klog.NewContext(ctx, logger)
+	start := time.Now()
+	after, err := c.reconcile(ctx, key)
+	c.metrics.observeReconcile(key.Rule, err, time.Since(start))
+	var retry *requeueAfter
+	switch {
+	case err == nil && after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, after)
+	case err == nil:
+		c.queue.Forget(key)
+	case errors.As(err, &retry):
+		c.queue.AddAfter(key, retry.after)
+	default:
+		logger.Error(err, "Reconcile failed; will retry", "retries", c.queue.NumRequeues(key))
+		c.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// requeueAfter asks for a plain delayed retry (no backoff), e.g. while caches sync.
+type requeueAfter struct {
+	after  time.Duration
+	reason string
+}
+
+func (r *requeueAfter) Error() string { return fmt.Sprintf("retry in %s: %s", r.after, r.reason) }
+
+// Ready reports whether rules are loaded and every running rule's caches are synced,
+// with the names of the rules that wait for their kinds to be served.
+func (c *Controller) Ready() (bool, []string) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	pending := make([]string, 0, len(c.pending))
+	for name := range c.pending {
+		pending = append(pending, name)
+	}
+	if !c.loaded {
+		return false, pending
+	}
+	for _, rs := range c.rules {
+		if !rs.synced() {
+			return false, pending
+		}
+	}
+	return true, pending
+}
+
+// EnqueueAll queues every parent of every running rule, as a resync does.
+func (c *Controller) EnqueueAll() {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, rs := range c.rules {
+		rs.enqueueAll(c.queue)
+	}
+}
+
+// Idle reports whether no key is queued or being reconciled (keys waiting for a delayed
+// retry are not counted).
+func (c *Controller) Idle() bool {
+	return c.queue.Len() == 0 && c.busy.Load() == 0
+}

@@ -1,0 +1,16 @@
+// Package engine is kubecel's generic controller: it watches the parents that the rules
+// name through dynamic informers, evaluates each rule (package rules) for each parent,
+// and makes the cluster match: children are server-side applied with the field manager
+// "kubecel", children the rules no longer produce are pruned, drift is repaired on the
+// next event, and the parent's status is written when the rule asks for it.
+//
+// Guarantees:
+//   - Event handlers only enqueue a {rule, namespace, name} key; one reconcile runs at a
+//     time per key, with per-key exponential backoff on errors.
+//   - Every write is a server-side apply (or a delete with a UID precondition). A write
+//     that would change nothing is skipped, so a converged cluster sees no writes.
+//   - Nothing is pruned in a reconcile whose evaluation or applies failed, and objects
+//     without kubecel's labels are never touched.
+//   - Each watched GVR has its own informer with its own stop, shared by reference count,
+//     so rules can be added, changed and removed at runtime.
+package engine

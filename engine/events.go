@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+)
+
+// newRecorder returns an event recorder that writes Events through kube, or, in dry-run
+// mode, only logs them.
+func newRecorder(kube kubernetes.Interface, dryRun bool) (record.EventBroadcaster, record.EventRecorder) {
+	b := record.NewBroadcaster()
+	if !dryRun {
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	}
+	return b, b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubecel"})
+}
+
+// event records an Event on obj. Messages never carry object contents, so no Secret
+// value can leak through them.
+func (c *Controller) event(obj *unstructured.Unstructured, eventType, reason, format string, args ...any) {
+	if c.opts.DryRun {
+		return
+	}
+	c.recorder.Eventf(obj, eventType, reason, format, args...)
+}
+
+// recordOutcome turns a reconcile's failures into a log line and a Warning Event.
+func (c *Controller) recordOutcome(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, out *outcome) {
+	logger := klog.FromContext(ctx)
+	report := func(reason string, errs ...error) {
+		err := errors.Join(errs...)
+		logger.Error(err, "Reconcile step failed", "reason", reason)
+		c.event(parent, "Warning", reason, "%s", truncate(err.Error(), 1024))
+	}
+	if out.evalErr != nil {
+		report(ReasonEvaluationFailed, out.evalErr)
+	}
+	if len(out.applyErr) > 0 {
+		report(ReasonApplyFailed, out.applyErr...)
+	}
+	if len(out.pruneErr) > 0 {
+		report(ReasonPruneFailed, out.pruneErr...)
+	}
+	if out.synced() {
+		logger.V(1).Info("Reconciled", "applied", len(out.applied), "rule", st.rule.Name)
+	}
+}
+

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+)
+
+// ensureFinalizerFor adds kubecel's finalizer to the parent before the first child that
+// garbage collection cannot reach is created, so that such a child is never orphaned.
+func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, parent, child *unstructured.Unstructured) error {
+	ck := st.children[child.GroupVersionKind().GroupKind()]
+	if !crossesNamespace(st, parent, child, ck.Namespaced) || slices.Contains(parent.GetFinalizers(), Finalizer) {
+		return nil
+	}
+	if err := c.applyFinalizer(ctx, st, parent, true); err != nil {
+		return err
+	}
+	// Later children in this reconcile see it on the cached object's copy.
+	parent.SetFinalizers(append(parent.GetFinalizers(), Finalizer))
+	return nil
+}
+
+// applyFinalizer server-side applies the parent's metadata with (or without) kubecel's
+// finalizer: our apply owns only that list entry.
+func (c *Controller) applyFinalizer(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, present bool) error {
+	patch := &unstructured.Unstructured{}
+	patch.SetAPIVersion(parent.GetAPIVersion())
+	patch.SetKind(parent.GetKind())
+	patch.SetName(parent.GetName())
+	patch.SetNamespace(parent.GetNamespace())
+	if present {
+		patch.SetFinalizers([]string{Finalizer})
+	}
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	if c.opts.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	_, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).Apply(ctx, parent.GetName(), patch, opts)
+	if apierrors.IsNotFound(err) && !present {
+		return nil
+	}
+	if err != nil {
+		verb := "add"
+		if !present {
+			verb = "remove"
+		}
+		return fmt.Errorf("rule %q: %s finalizer %s: %w", st.rule.Name, verb, Finalizer, err)
+	}
+	return nil
+}
+
+// finalize handles a parent being deleted. Children that garbage collection follows go
+// with it; when the parent carries kubecel's finalizer, kubecel deletes every child it
+// labelled for this parent, waits until they are gone, then removes the finalizer.
+func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) (time.Duration, error) {
+	if !slices.Contains(parent.GetFinalizers(), Finalizer) {
+		return 0, nil
+	}
+	logger := klog.FromContext(ctx)
+	remaining := 0
+	var errs []error
+	for _, child := range st.ownedChildren(string(parent.GetUID())) {
+		remaining++
+		if child.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if err := c.deleteChild(ctx, st, child); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		logger.Info("Deleted child of deleted parent", "child", child.GetLabels()[LabelChild], "object", keyOf(child).String())
+		c.event(parent, "Normal", "Deleted", "deleted %s (parent is being deleted)", keyOf(child))
+	}
+	if len(errs) > 0 {
+		return 0, errors.Join(errs...)
+	}
+	if remaining > 0 {
+		// Child delete events requeue the parent; the delay is a safety net.
+		return 5 * time.Second, nil
+	}
+	return 0, c.applyFinalizer(ctx, st, parent, false)
+}

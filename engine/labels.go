@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// FieldManager is the server-side apply field manager of every write.
+const FieldManager = "kubecel"
+
+// Labels and annotations kubecel puts on every child (see SPEC.md).
+const (
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	ManagedByValue   = "kubecel"
+	LabelRule        = "kubecel.dev/rule"
+	LabelParentUID   = "kubecel.dev/parent-uid"
+	LabelChild       = "kubecel.dev/child"
+	AnnotationParent = "kubecel.dev/parent"
+	// Finalizer guards parents whose children Kubernetes garbage collection cannot reach
+	// (cluster-scoped or other-namespace children of a namespaced parent).
+	Finalizer = "kubecel.dev/cleanup"
+)
+
+// Key identifies one parent under one rule: the unit of work of the queue.
+type Key struct {
+	Rule      string
+	Namespace string
+	Name      string
+}
+
+func (k Key) String() string {
+	if k.Namespace == "" {
+		return k.Rule + ":" + k.Name
+	}
+	return k.Rule + ":" + k.Namespace + "/" + k.Name
+}
+
+// parentAnnotation is the value of AnnotationParent: group/resource/namespace/name.
+func parentAnnotation(gvr schema.GroupVersionResource, namespace, name string) string {
+	return fmt.Sprintf("%s/%s/%s/%s", gvr.Group, gvr.Resource, namespace, name)
+}
+
+// parentKey maps a child to the key of its parent, from its labels and annotation.
+func parentKey(obj *unstructured.Unstructured) (Key, bool) {
+	rule := obj.GetLabels()[LabelRule]
+	parts := strings.Split(obj.GetAnnotations()[AnnotationParent], "/")
+	if rule == "" || len(parts) != 4 || parts[3] == "" {
+		return Key{}, false
+	}
+	return Key{Rule: rule, Namespace: parts[2], Name: parts[3]}, true
+}
+
+// objectKey identifies one object: kind, namespace and name.
+type objectKey struct {
+	GK        schema.GroupKind
+	Namespace string
+	Name      string
+}
+
+func keyOf(obj *unstructured.Unstructured) objectKey {
+	return objectKey{GK: obj.GroupVersionKind().GroupKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+func (k objectKey) String() string {
+	kind := k.GK.Kind
+	if k.GK.Group != "" {
+		kind += "." + k.GK.Group
+	}
+	if k.Namespace == "" {
+		return kind + "/" + k.Name
+	}
+	return kind + " " + k.Namespace + "/" + k.Name
+}

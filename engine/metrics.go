@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// metrics are kubecel's Prometheus metrics (names kubecel_*), plus the workqueue's.
+type metrics struct {
+	reg         *prometheus.Registry
+	reconciles  *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	applies     *prometheus.CounterVec
+	prunes      *prometheus.CounterVec
+	celErrors   *prometheus.CounterVec
+	activeRules prometheus.Gauge
+
+}
+
+func newMetrics(reg *prometheus.Registry) (*metrics, error) {
+	m := &metrics{
+		reg: reg,
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_reconcile_total", Help: "Reconciles by rule and result (success, error).",
+		}, []string{"rule", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "kubecel_reconcile_duration_seconds", Help: "Time spent in one reconcile, by rule.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"rule"}),
+		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_apply_total", Help: "Server-side applies of children, by rule.",
+		}, []string{"rule"}),
+		prunes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_prune_total", Help: "Children deleted because the rule no longer produces them, by rule.",
+		}, []string{"rule"}),
+		celErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_cel_evaluation_errors_total", Help: "Rule evaluations that failed, by rule.",
+		}, []string{"rule"}),
+		activeRules: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kubecel_active_rules", Help: "Rules currently running (not waiting for their kinds).",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.reconciles, m.duration, m.applies, m.prunes, m.celErrors, m.activeRules} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observeReconcile(rule string, err error, d time.Duration) {
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	m.reconciles.WithLabelValues(rule, result).Inc()
+	m.duration.WithLabelValues(rule).Observe(d.Seconds())
+}
+
+// queueProvider returns a workqueue metrics provider registering into m's registry,
+// with the names client-go's workqueue metrics conventionally use.
+func (m *metrics) queueProvider() workqueue.MetricsProvider { return queueMetrics{reg: m.reg} }
+
+type queueMetrics struct{ reg *prometheus.Registry }
+
+func (q queueMetrics) gauge(name, help, queue string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: "workqueue", Name: name, Help: help, ConstLabels: prometheus.Labels{"name": queue}})
+	q.reg.MustRegister(g)
+	return g
+}
+
+func (q queueMetrics) counter(name, help, queue string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "workqueue", Name: name, Help: help, ConstLabels: prometheus.Labels{"name": queue}})
+	q.reg.MustRegister(c)
+	return c
+}
+
+func (q queueMetrics) histogram(name, help, queue string) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: "workqueue", Name: name, Help: help,
+		ConstLabels: prometheus.Labels{"name": queue}, Buckets: prometheus.ExponentialBuckets(1e-6, 10, 9)})
+	q.reg.MustRegister(h)
+	return h
+}
+
+func (q queueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return q.gauge("depth", "Current depth of the workqueue.", name)
+}
+
+func (q queueMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
+	return q.counter("adds_total", "Adds handled by the workqueue.", name)
+}
+
+func (q queueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
+	return q.histogram("queue_duration_seconds", "Seconds an item stays in the workqueue before it is processed.", name)
+}
+
+func (q queueMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+	return q.histogram("work_duration_seconds", "Seconds processing an item from the workqueue takes.", name)
+}
+
+func (q queueMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return q.gauge("unfinished_work_seconds", "Seconds of work in progress not yet observed by work_duration.", name)
+}
+
+func (q queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return q.gauge("longest_running_processor_seconds", "Seconds the longest running processor has been running.", name)
+}
+
+func (q queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
+	return q.counter("retries_total", "Retries handled by the workqueue.", name)
+}

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+)
+
+// prune deletes the objects labelled for this rule and parent that the rule no longer
+// produces. Children that wait for dependencies or failed to evaluate are kept.
+func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, out *outcome) []error {
+	wanted := map[objectKey]bool{}
+	keep := map[string]bool{}
+	if !out.result.Skip {
+		for _, d := range out.result.Children {
+			obj, err := c.prepareChild(st, parent, d)
+			if err != nil {
+				return []error{err} // cannot tell what is wanted: prune nothing
+			}
+			wanted[keyOf(obj)] = true
+		}
+		for _, w := range out.result.Waiting {
+			keep[w.ID] = true
+		}
+		for _, id := range out.result.Failed {
+			keep[id] = true
+		}
+	}
+	var errs []error
+	for _, child := range st.ownedChildren(string(parent.GetUID())) {
+		k := keyOf(child)
+		id := child.GetLabels()[LabelChild]
+		if wanted[k] || keep[id] || child.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if err := c.deleteChild(ctx, st, child); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
+		klog.FromContext(ctx).Info("Pruned child", "child", id, "object", k.String(), "dryRun", c.opts.DryRun)
+		c.event(parent, "Normal", "Pruned", "pruned %s (child %q no longer produced)", k, id)
+	}
+	return errs
+}
+
+// deleteChild deletes one child, on the condition that it is still the object we saw
+// (same UID): an object recreated under the same name by someone else is never touched.
+func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child *unstructured.Unstructured) error {
+	ck := st.children[child.GroupVersionKind().GroupKind()]
+	uid := child.GetUID()
+	policy := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &policy}
+	if c.opts.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	err := c.client.Resource(ck.GVR).Namespace(child.GetNamespace()).Delete(ctx, child.GetName(), opts)
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// Gone already, or replaced by another object (UID precondition): nothing to do.
+		return nil
+	}
+	return fmt.Errorf("rule %q child %q: delete %s: %w", st.rule.Name, child.GetLabels()[LabelChild], keyOf(child), err)
+}
+

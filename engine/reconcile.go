@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/rules"
+)
+
+// outcome collects what one reconcile did and what went wrong, for status and events.
+type outcome struct {
+	result   *rules.Result
+	evalErr  error
+	applyErr []error
+	pruneErr []error
+	// applied holds the objects written in this reconcile (server responses), by key.
+	applied map[objectKey]*unstructured.Unstructured
+}
+
+func (o *outcome) synced() bool {
+	return o.evalErr == nil && len(o.applyErr) == 0 && len(o.pruneErr) == 0
+}
+
+// reconcile makes one parent's children and status match its rule. It returns a delay
+// after which the key should be looked at again (0 = only on the next event).
+func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, error) {
+	st := c.rule(key.Rule)
+	if st == nil {
+		return 0, nil // the rule was removed or waits for its kinds
+	}
+	if !st.synced() {
+		return 0, &requeueAfter{after: 200 * time.Millisecond, reason: "caches not synced"}
+	}
+	parent, ok := st.getParent(key)
+	if !ok {
+		return 0, nil // deleted: owner references and finalizers take care of the children
+	}
+	if parent.GetDeletionTimestamp() != nil {
+		return c.finalize(ctx, st, parent)
+	}
+	out := c.converge(ctx, st, parent)
+	if out.evalErr == nil && len(out.applyErr) == 0 {
+		out.pruneErr = c.prune(ctx, st, parent, out)
+	}
+	statusErr := c.writeStatus(ctx, st, parent, out)
+	c.recordOutcome(ctx, st, parent, out)
+	// Evaluation errors are deterministic: retrying without a change would only loop.
+	// The next change to the parent or a child reconciles again.
+	if errs := append(append(out.applyErr, out.pruneErr...), statusErr); errors.Join(errs...) != nil {
+		return 0, errors.Join(errs...)
+	}
+	return 0, nil
+}
+
+// converge evaluates the rule and applies the desired children in dependency order.
+// When an apply makes a waiting child's dependencies available (a child that exists
+// right after its apply and needs no readiness), the rule is evaluated again with the
+// applied objects, so a chain of dependencies converges in one reconcile.
+func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) *outcome {
+	logger := klog.FromContext(ctx)
+	owned := st.ownedChildren(string(parent.GetUID()))
+	live := map[objectKey]*unstructured.Unstructured{}
+	for _, o := range owned {
+		live[keyOf(o)] = o
+	}
+	out := &outcome{applied: map[objectKey]*unstructured.Unstructured{}}
+	for round := 0; round <= len(st.rule.Children); round++ {
+		res, err := st.rule.Evaluate(ctx, parent.Object, observedByID(owned, out.applied))
+		out.result, out.evalErr = res, err
+		if err != nil {
+			c.metrics.celErrors.WithLabelValues(st.rule.Name).Inc()
+		}
+		if res == nil || res.Skip {
+			return out
+		}
+		progressed := false
+		for _, d := range res.Children {
+			obj, err := c.prepareChild(st, parent, d)
+			if err != nil {
+				out.applyErr = append(out.applyErr, err)
+				continue
+			}
+			k := keyOf(obj)
+			if _, done := out.applied[k]; done {
+				continue
+			}
+			if !needsApply(obj, c.written.freshest(k.String(), live[k])) {
+				continue
+			}
+			if err := c.ensureFinalizerFor(ctx, st, parent, obj); err != nil {
+				out.applyErr = append(out.applyErr, err)
+				continue
+			}
+			got, err := c.apply(ctx, st, d.ID, obj)
+			if err != nil {
+				out.applyErr = append(out.applyErr, err)
+				continue
+			}
+			logger.V(2).Info("Applied child", "child", d.ID, "object", k.String())
+			out.applied[k] = got
+			progressed = true
+		}
+		if !progressed || len(res.Waiting) == 0 {
+			return out
+		}
+	}
+	return out
+}
+
+// observedByID groups the cached children, overlaid with the objects applied in this
+// reconcile, by child id for the rule's `children` variable.
+func observedByID(owned []*unstructured.Unstructured, applied map[objectKey]*unstructured.Unstructured) rules.Observed {
+	obs := rules.Observed{}
+	seen := map[objectKey]bool{}
+	add := func(o *unstructured.Unstructured) {
+		id := o.GetLabels()[LabelChild]
+		if id != "" {
+			obs[id] = append(obs[id], o.Object)
+		}
+	}
+	for _, o := range owned {
+		k := keyOf(o)
+		seen[k] = true
+		if a, ok := applied[k]; ok {
+			add(a)
+		} else {
+			add(o)
+		}
+	}
+	for k, a := range applied {
+		if !seen[k] {
+			add(a)
+		}
+	}
+	return obs
+}
+
+// childError names the rule, child and object in an error.
+func childError(rule, child string, k objectKey, err error) error {
+	return fmt.Errorf("rule %q child %q: %s: %w", rule, child, k, err)
+}

@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/rules"
+)
+
+// parentIndex indexes children by their parent's UID label.
+const parentIndex = "kubecel-parent"
+
+// kindInfo is what discovery says about one kind.
+type kindInfo struct {
+	GVK        schema.GroupVersionKind
+	GVR        schema.GroupVersionResource
+	Namespaced bool
+}
+
+// ruleState is one running rule: its rule, its parent watches and the child kinds it
+// produces (including kinds an earlier version of the rule produced, so that their
+// objects can still be pruned).
+type ruleState struct {
+	rule     *rules.Rule
+	parent   kindInfo
+	parents  map[string]*watch // by namespace ("" = all)
+	regs     map[string]cache.ResourceEventHandlerRegistration
+	children map[schema.GroupKind]*childKind
+}
+
+type childKind struct {
+	kindInfo
+	watch *watch
+}
+
+// SetRules replaces the running rule set. Only rules whose fingerprint changed are
+// restarted; rules whose kinds are not served yet wait and start by themselves.
+func (c *Controller) SetRules(ctx context.Context, rs *rules.RuleSet) {
+	logger := klog.FromContext(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wanted := map[string]*rules.Rule{}
+	for _, r := range rs.Rules {
+		wanted[r.Name] = r
+	}
+	for name, st := range c.rules {
+		if r, ok := wanted[name]; !ok || r.Fingerprint != st.rule.Fingerprint {
+			if ok {
+				// Keep the old watches alive until the new version holds them.
+				continue
+			}
+			logger.Info("Stopping rule", "rule", name)
+			c.stopRule(st)
+			delete(c.rules, name)
+		}
+	}
+	c.pending = map[string]*rules.Rule{}
+	for name, r := range wanted {
+		old := c.rules[name]
+		if old != nil && old.rule.Fingerprint == r.Fingerprint {
+			continue
+		}
+		if err := c.startRuleLocked(ctx, r, old); err != nil {
+			logger.Info("Rule waits for its kinds to be served", "rule", name, "reason", err.Error())
+			c.pending[name] = r
+		}
+		if old != nil {
+			c.stopRule(old)
+			if c.rules[name] == old {
+				delete(c.rules, name)
+			}
+		}
+	}
+	c.loaded = true
+	c.metrics.activeRules.Set(float64(len(c.rules)))
+}
+
+// startRuleLocked resolves the rule's kinds, starts its watches and queues its parents.
+// old, when set, is the version being replaced: its child kinds stay watched.
+func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ruleState) error {
+	parent, err := c.kindForResource(r.Parent.GVR)
+	if err != nil {
+		return fmt.Errorf("parent %s: %w", r.Parent.GVR, err)
+	}
+	st := &ruleState{rule: r, parent: parent, parents: map[string]*watch{},
+		regs: map[string]cache.ResourceEventHandlerRegistration{}, children: map[schema.GroupKind]*childKind{}}
+	kinds := map[schema.GroupKind]schema.GroupVersionKind{}
+	if old != nil {
+		for gk, ck := range old.children {
+			kinds[gk] = ck.GVK
+		}
+	}
+	for _, ch := range r.Children {
+		kinds[ch.GVK.GroupKind()] = ch.GVK
+	}
+	for gk, gvk := range kinds {
+		info, err := c.kindInfo(gvk)
+		if err != nil {
+			c.stopRule(st)
+			return fmt.Errorf("child kind %s: %w", gvk, err)
+		}
+		w, err := c.watches.acquire(ctx, watchKey{GVR: info.GVR, Selector: LabelManagedBy + "=" + ManagedByValue}, c.setupChildInformer)
+		if err != nil {
+			c.stopRule(st)
+			return err
+		}
+		st.children[gk] = &childKind{kindInfo: info, watch: w}
+	}
+	namespaces := r.Parent.Namespaces
+	if len(namespaces) == 0 || !parent.Namespaced {
+		namespaces = []string{""}
+	}
+	for _, ns := range namespaces {
+		w, err := c.watches.acquire(ctx, watchKey{GVR: parent.GVR, Namespace: ns, Selector: r.Parent.Selector.String()}, nil)
+		if err != nil {
+			c.stopRule(st)
+			return err
+		}
+		st.parents[ns] = w
+		reg, err := w.informer.AddEventHandler(c.parentHandler(r.Name))
+		if err != nil {
+			c.stopRule(st)
+			return err
+		}
+		st.regs[ns] = reg
+	}
+	c.rules[r.Name] = st
+	klog.FromContext(ctx).Info("Started rule", "rule", r.Name, "parent", parent.GVR.String(), "childKinds", len(st.children))
+	return nil
+}
+
+// stopRule releases the rule's handlers and watches.
+func (c *Controller) stopRule(st *ruleState) {
+	for ns, w := range st.parents {
+		if reg, ok := st.regs[ns]; ok {
+			_ = w.informer.RemoveEventHandler(reg)
+		}
+		c.watches.release(w)
+	}
+	for _, ck := range st.children {
+		c.watches.release(ck.watch)
+	}
+	st.parents, st.children = nil, nil
+}
+
+func (c *Controller) stopAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, st := range c.rules {
+		c.stopRule(st)
+		delete(c.rules, name)
+	}
+}
+
+// retryPending starts the rules that wait for their kinds, once discovery serves them.
+func (c *Controller) retryPending(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return
+	}
+	c.mapper.Reset()
+	for name, r := range c.pending {
+		if err := c.startRuleLocked(ctx, r, nil); err != nil {
+			continue
+		}
+		delete(c.pending, name)
+		c.rules[name].enqueueAll(c.queue)
+	}
+	c.metrics.activeRules.Set(float64(len(c.rules)))
+}
+
+func (c *Controller) kindForResource(gvr schema.GroupVersionResource) (kindInfo, error) {
+	gvk, err := c.mapper.KindFor(gvr)
+	if err != nil {
+		return kindInfo{}, err
+	}
+	return c.kindInfo(gvk)
+}
+
+func (c *Controller) kindInfo(gvk schema.GroupVersionKind) (kindInfo, error) {
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return kindInfo{}, err
+	}
+	return kindInfo{GVK: gvk, GVR: m.Resource, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, nil
+}
+
+func (c *Controller) rule(name string) *ruleState {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rules[name]
+}
+
+// synced reports whether every watch of the rule has synced.
+func (st *ruleState) synced() bool {
+	for _, w := range st.parents {
+		if !w.informer.HasSynced() {
+			return false
+		}
+	}
+	for _, ck := range st.children {
+		if !ck.watch.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// getParent reads a parent from the rule's cache.
+func (st *ruleState) getParent(key Key) (*unstructured.Unstructured, bool) {
+	w := st.parents[key.Namespace]
+	if w == nil {
+		w = st.parents[""]
+	}
+	if w == nil {
+		return nil, false
+	}
+	storeKey := key.Name
+	if key.Namespace != "" {
+		storeKey = key.Namespace + "/" + key.Name
+	}
+	obj, ok, err := w.informer.GetStore().GetByKey(storeKey)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return obj.(*unstructured.Unstructured), true
+}
+
+// ownedChildren returns the cached objects that carry this rule's and this parent's
+// labels, in a stable order.
+func (st *ruleState) ownedChildren(parentUID string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, ck := range st.children {
+		objs, err := ck.watch.informer.GetIndexer().ByIndex(parentIndex, parentUID)
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			u := o.(*unstructured.Unstructured)
+			if u.GetLabels()[LabelRule] == st.rule.Name {
+				out = append(out, u)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return keyOf(out[i]).String() < keyOf(out[j]).String() })
+	return out
+}
+
+func (st *ruleState) enqueueAll(q workqueue.TypedRateLimitingInterface[Key]) {
+	for _, w := range st.parents {
+		for _, o := range w.informer.GetStore().List() {
+			u := o.(*unstructured.Unstructured)
+			q.Add(Key{Rule: st.rule.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
+)
+
+// ServeMetrics serves reg on addr at /metrics until ctx ends. Go runtime and process
+// collectors are added to reg.
+func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry) error {
+	_ = reg.Register(collectors.NewGoCollector())
+	_ = reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return serve(ctx, addr, mux)
+}
+
+// ServeHealth serves /healthz (the process runs) and /readyz (ready() is true) on addr
+// until ctx ends. The /readyz body lists the rules waiting for their kinds.
+func ServeHealth(ctx context.Context, addr string, ready func() (bool, []string)) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, pending := ready()
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ready: rules not loaded or caches not synced")
+		} else {
+			fmt.Fprintln(w, "ok")
+		}
+		if len(pending) > 0 {
+			fmt.Fprintf(w, "pending rules (kinds not served): %s\n", strings.Join(pending, ", "))
+		}
+	})
+	return serve(ctx, addr, mux)
+}
+
+func serve(ctx context.Context, addr string, h http.Handler) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	klog.FromContext(ctx).Info("Serving", "addr", l.Addr().String())
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

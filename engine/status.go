@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+)
+
+// Condition types and reasons kubecel writes.
+const (
+	ConditionReady  = "Ready"
+	ConditionSynced = "Synced"
+
+	ReasonReady            = "AllChildrenReady"
+	ReasonNotReady         = "ChildrenNotReady"
+	ReasonWaiting          = "WaitingForDependencies"
+	ReasonSynced           = "Applied"
+	ReasonEvaluationFailed = "EvaluationFailed"
+	ReasonApplyFailed      = "ApplyFailed"
+	ReasonPruneFailed      = "PruneFailed"
+	ReasonNotApplicable    = "RuleNotApplicable"
+)
+
+// desiredStatus builds the status kubecel wants on the parent: the rule's fields,
+// observedGeneration and the Ready and Synced conditions. Conditions keep their
+// lastTransitionTime while their status does not change.
+func desiredStatus(parent *unstructured.Unstructured, out *outcome, now time.Time) map[string]any {
+	status := map[string]any{}
+	if out.result != nil {
+		for k, v := range out.result.Status {
+			status[k] = runtime.DeepCopyJSONValue(v)
+		}
+	}
+	gen := parent.GetGeneration()
+	status["observedGeneration"] = gen
+	ready, synced := readyCondition(out), syncedCondition(out)
+	live, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
+	var conds []any
+	for _, c := range []metav1.Condition{ready, synced} {
+		c.ObservedGeneration = gen
+		c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
+		for _, l := range live {
+			lm, ok := l.(map[string]any)
+			if ok && lm["type"] == c.Type && lm["status"] == string(c.Status) {
+				if t, ok := lm["lastTransitionTime"].(string); ok {
+					if parsed, err := time.Parse(time.RFC3339, t); err == nil {
+						c.LastTransitionTime = metav1.NewTime(parsed)
+					}
+				}
+			}
+		}
+		conds = append(conds, map[string]any{
+			"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message,
+			"observedGeneration": c.ObservedGeneration, "lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
+		})
+	}
+	status["conditions"] = conds
+	return status
+}
+
+func readyCondition(out *outcome) metav1.Condition {
+	res := out.result
+	switch {
+	case res == nil:
+		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonEvaluationFailed, Message: "the rule could not be evaluated"}
+	case res.Skip:
+		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonNotApplicable, Message: "the rule's when condition is false for this parent"}
+	case len(res.Waiting) > 0:
+		var parts []string
+		for _, w := range res.Waiting {
+			parts = append(parts, fmt.Sprintf("%s waits for %s", w.ID, strings.Join(w.On, ", ")))
+		}
+		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonWaiting, Message: strings.Join(parts, "; ")}
+	case res.Ready && out.synced():
+		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, Message: "every child is ready"}
+	default:
+		var notReady []string
+		for _, d := range res.Children {
+			if !d.Ready {
+				notReady = append(notReady, d.ID)
+			}
+		}
+		msg := "not every child is ready"
+		if len(notReady) > 0 {
+			msg = "not ready: " + strings.Join(dedupe(notReady), ", ")
+		}
+		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNotReady, Message: msg}
+	}
+}
+
+func syncedCondition(out *outcome) metav1.Condition {
+	fail := func(reason string, errs ...error) metav1.Condition {
+		return metav1.Condition{Type: ConditionSynced, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(errors.Join(errs...).Error(), 1024)}
+	}
+	switch {
+	case out.evalErr != nil:
+		return fail(ReasonEvaluationFailed, out.evalErr)
+	case len(out.applyErr) > 0:
+		return fail(ReasonApplyFailed, out.applyErr...)
+	case len(out.pruneErr) > 0:
+		return fail(ReasonPruneFailed, out.pruneErr...)
+	}
+	return metav1.Condition{Type: ConditionSynced, Status: metav1.ConditionTrue, Reason: ReasonSynced, Message: "children are applied"}
+}
+
+// writeStatus applies the desired status to the parent's status subresource when the
+// rule has a status block and something changed.
+func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, out *outcome) error {
+	if !st.rule.HasStatus {
+		return nil
+	}
+	uidKey := string(parent.GetUID())
+	if _, bad := c.statusless.Load(uidKey); bad {
+		return nil
+	}
+	current := c.written.freshest("status/"+uidKey, parent)
+	want := desiredStatus(current, out, time.Now())
+	if !statusNeedsApply(want, current) {
+		return nil
+	}
+	patch := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": parent.GetAPIVersion(), "kind": parent.GetKind(),
+		"metadata": map[string]any{"name": parent.GetName(), "namespace": parent.GetNamespace()},
+		"status":   want,
+	}}
+	if parent.GetNamespace() == "" {
+		unstructured.RemoveNestedField(patch.Object, "metadata", "namespace")
+	}
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	if c.opts.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	got, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), patch, opts)
+	if err == nil && !c.opts.DryRun {
+		c.written.remember("status/"+uidKey, got)
+	}
+	switch {
+	case apierrors.IsNotFound(err) && c.parentExists(ctx, st, parent):
+		// The object exists but /status does not: the CRD has no status subresource.
+		c.statusless.Store(uidKey, true)
+		msg := fmt.Sprintf("rule %q has a status block but %s has no status subresource; add `subresources: {status: {}}` to the CRD version", st.rule.Name, st.parent.GVR.GroupResource())
+		klog.FromContext(ctx).Error(nil, "Cannot write status", "reason", msg)
+		c.event(parent, "Warning", "StatusNotWritable", "%s", msg)
+		return nil
+	case err != nil:
+		return fmt.Errorf("rule %q: write status: %w", st.rule.Name, err)
+	}
+	return nil
+}
+
+// statusNeedsApply compares the wanted status with the parent's, including status
+// fields kubecel owns that it no longer wants.
+func statusNeedsApply(want map[string]any, parent *unstructured.Unstructured) bool {
+	live, _, _ := unstructured.NestedMap(parent.Object, "status")
+	if !subset(want, live) {
+		return true
+	}
+	owned, ok := ownedFields(parent, "status")
+	if !ok {
+		return true
+	}
+	return !coversAll(owned, map[string]any{"status": want})
+}
+
+func (c *Controller) parentExists(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) bool {
+	_, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).Get(ctx, parent.GetName(), metav1.GetOptions{})
+	return err == nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func dedupe(ids []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}

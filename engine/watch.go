@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// watchKey identifies one informer: a GVR, optionally one namespace, and a label selector.
+type watchKey struct {
+	GVR       schema.GroupVersionResource
+	Namespace string
+	Selector  string
+}
+
+// watch is one running informer, shared by reference count.
+type watch struct {
+	key      watchKey
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+	refs     int
+}
+
+// watchSet owns the informers. Unlike the dynamic informer factory, which stops all of
+// its informers at once, each watch here stops when its last user releases it.
+type watchSet struct {
+	client dynamic.Interface
+	resync time.Duration
+
+	mu      sync.Mutex
+	watches map[watchKey]*watch
+}
+
+func newWatchSet(client dynamic.Interface, resync time.Duration) *watchSet {
+	return &watchSet{client: client, resync: resync, watches: map[watchKey]*watch{}}
+}
+
+// acquire returns the running informer for key, starting it when it is new. setup runs
+// once, before the informer starts, to add indexers and handlers that belong to the
+// informer itself rather than to one user.
+func (s *watchSet) acquire(ctx context.Context, key watchKey, setup func(cache.SharedIndexInformer) error) (*watch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.watches[key]; ok {
+		w.refs++
+		return w, nil
+	}
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = key.Selector }
+	inf := dynamicinformer.NewFilteredDynamicInformer(s.client, key.GVR, key.Namespace, s.resync, cache.Indexers{}, tweak).Informer()
+	if err := inf.SetTransform(trimObject); err != nil {
+		return nil, err
+	}
+	if setup != nil {
+		if err := setup(inf); err != nil {
+			return nil, err
+		}
+	}
+	// The informer lives until its last release, not as long as the caller's request:
+	// keep the caller's values (logger) but not its cancellation.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w := &watch{key: key, informer: inf, cancel: cancel, refs: 1}
+	s.watches[key] = w
+	go inf.RunWithContext(wctx)
+	return w, nil
+}
+
+// release drops one reference and stops the informer with the last one.
+func (s *watchSet) release(w *watch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w.refs--
+	if w.refs > 0 {
+		return
+	}
+	w.cancel()
+	delete(s.watches, w.key)
+}
+
+// count returns the number of running informers.
+func (s *watchSet) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watches)
+}
+
+// trimObject drops what kubecel never reads before an object enters a cache: the
+// managedFields entries of other managers and kubectl's last-applied annotation. Our own
+// entries stay: they tell which fields an apply would remove.
+func trimObject(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	if mf := u.GetManagedFields(); len(mf) > 0 {
+		kept := mf[:0]
+		for _, e := range mf {
+			if e.Manager == FieldManager {
+				kept = append(kept, e)
+			}
+		}
+		if len(kept) == 0 {
+			unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+		} else {
+			u.SetManagedFields(kept)
+		}
+	}
+	if ann := u.GetAnnotations(); ann != nil {
+		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+			u.SetAnnotations(ann)
+		}
+	}
+	return u, nil
+}
