@@ -36,6 +36,8 @@ type Rule struct {
 	// when is parent.when; nil when the rule sets none.
 	when   *program
 	status []statusField
+	// statusBatch evaluates every status field at once, when all can be evaluated.
+	statusBatch *batch
 	// timeout bounds one Evaluate call.
 	timeout time.Duration
 	// parentType is the declared type of `parent` (nil without a schema); coerce is true
@@ -69,6 +71,8 @@ type Child struct {
 	// Compiled parts; nil when not set. A child has a template or an expr.
 	when, forEach, readyWhen, expr *program
 	template                       *node
+	// batch evaluates the template's expressions at once; nil when not worth it.
+	batch *batch
 	// apiVersion is GVK's group/version as written in manifests.
 	apiVersion string
 	// reads lists every child the expressions read, before ordering.

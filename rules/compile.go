@@ -10,7 +10,6 @@ import (
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/parser"
-	"k8s.io/apiserver/pkg/cel/library"
 )
 
 // This file compiles one CEL expression: parse, type-check, check the result type, find
@@ -23,12 +22,16 @@ type program struct {
 	w where
 	// source is the field's text, shown in errors: a whole template string, or the CEL.
 	source string
-	prg    cel.Program
+	// src is the CEL text itself.
+	src string
+	prg cel.Program
 	out    *cel.Type
 	// reads lists the ids of the children the expression reads.
 	reads []string
 	// checked is the type-checked AST, kept for static analysis at load time.
 	checked *cel.Ast
+	// slot is the expression's index in its template's batch.
+	slot int
 }
 
 // want is the kind of value an expression must produce.
@@ -82,7 +85,7 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 		c.issues(w, source, src, off, iss, env, parsed)
 		return nil
 	}
-	p := &program{w: w, source: source, out: checked.OutputType(), checked: checked}
+	p := &program{w: w, source: source, src: src, out: checked.OutputType(), checked: checked}
 	if msg := mismatch(p.out, wanted); msg != "" {
 		c.fail(w, source, columnOf(source, off, 0), msg)
 		return nil
@@ -94,12 +97,7 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 	if !c.checkCost(env, w, source, checked) {
 		return nil
 	}
-	prg, err := env.Program(checked,
-		cel.CostLimit(c.costLimit),
-		cel.CostTracking(&library.CostEstimator{}),
-		cel.InterruptCheckFrequency(interruptCheckFrequency),
-		cel.EvalOptions(cel.OptOptimize),
-	)
+	prg, err := env.Program(checked, c.programOptions(env, checked)...)
 	if err != nil {
 		c.fail(w, source, 0, "cannot build the program: "+err.Error())
 		return nil

@@ -67,6 +67,34 @@ func toJSONDepth(v ref.Val, depth int) (any, error) {
 			return out, nil
 		}
 	}
+	switch native := v.Value().(type) {
+	case map[ref.Val]ref.Val:
+		// A map literal built by the expression.
+		out := make(map[string]any, len(native))
+		for k, val := range native {
+			key, ok := k.(types.String)
+			if !ok {
+				return nil, fmt.Errorf("map key %v is a %s; JSON object keys are strings", k, k.Type().TypeName())
+			}
+			c, err := toJSONDepth(val, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[string(key)] = c
+		}
+		return out, nil
+	case []ref.Val:
+		// A list literal built by the expression.
+		out := make([]any, len(native))
+		for i, val := range native {
+			c, err := toJSONDepth(val, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	}
 	switch x := v.(type) {
 	case traits.Mapper:
 		out := make(map[string]any)
@@ -97,9 +125,8 @@ func toJSONDepth(v ref.Val, depth int) (any, error) {
 		}
 		return out, nil
 	}
-	// Kubernetes library values (quantity, URL, IP, CIDR, semver) render as strings.
-	if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
-		return string(s), nil
+	if s, ok := stringForm(v); ok {
+		return s, nil
 	}
 	return nil, fmt.Errorf("a value of type %s cannot be stored in a manifest", v.Type().TypeName())
 }
@@ -166,8 +193,21 @@ func toText(v ref.Val) (string, error) {
 	case types.Null, *types.Optional, traits.Lister, traits.Mapper:
 		return "", fmt.Errorf("cannot interpolate %s into a string; convert it first (string(), join(), .orValue())", v.Type().TypeName())
 	}
-	if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
-		return string(s), nil
+	if s, ok := stringForm(v); ok {
+		return s, nil
 	}
 	return "", fmt.Errorf("cannot interpolate a value of type %s into a string", v.Type().TypeName())
+}
+
+// stringForm renders values of the Kubernetes libraries (quantity, URL, IP, CIDR,
+// semver) and other opaque values as strings: through CEL's string() conversion where
+// they support it, else through their Go value's String method.
+func stringForm(v ref.Val) (string, bool) {
+	if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
+		return string(s), true
+	}
+	if s, ok := v.Value().(fmt.Stringer); ok {
+		return s.String(), true
+	}
+	return "", false
 }

@@ -11,10 +11,14 @@ import (
 	"k8s.io/apiserver/pkg/cel/library"
 )
 
-// Cost control. Every expression runs with a runtime cost limit (CEL's abstract cost
-// units, roughly one per value visited or operation) and under a deadline; at load
-// time, an expression whose worst-case cost, estimated from the sizes the schema
-// states, exceeds the same limit is rejected.
+// Cost control. Every expression runs under a deadline and a runtime cost limit (CEL's
+// abstract cost units, roughly one per value visited or operation); at load time, an
+// expression whose worst-case cost, estimated from the sizes the schema states, exceeds
+// the same limit is rejected.
+//
+// An expression whose worst case is within the limit even with every size unbounded
+// (field reads, arithmetic, comparisons of scalars) can never reach the limit, so it runs
+// without cost tracking, which is most of the cost of evaluating a small expression.
 const (
 	// DefaultCostLimit is the per-expression runtime cost limit: the Kubernetes
 	// apiserver's per-expression limit for validation rules.
@@ -22,8 +26,11 @@ const (
 	// DefaultEvalTimeout bounds one Evaluate call (all expressions of one parent).
 	DefaultEvalTimeout = 100 * time.Millisecond
 	// interruptCheckFrequency is how many comprehension iterations run between checks
-	// of the context's deadline.
-	interruptCheckFrequency = 100
+	// of the context's deadline. It must be 1: CEL's check counter is shared by nested
+	// comprehensions, and an interrupted inner loop does not stop the loops around it, so
+	// with a sparser check a deadline stops nested loops only after a long while. A check
+	// is a non-blocking channel receive.
+	interruptCheckFrequency = 1
 )
 
 // unknownSize returns what the static estimate assumes for a list, map or string whose
@@ -47,14 +54,44 @@ func (c *compiler) checkCost(env *cel.Env, w where, source string, checked *cel.
 	return true
 }
 
+// programOptions returns the options of the program of a checked expression: a cost
+// limit unless the expression is bounded below it whatever the sizes of its inputs.
+func (c *compiler) programOptions(env *cel.Env, checked *cel.Ast) []cel.ProgramOption {
+	opts := []cel.ProgramOption{
+		cel.InterruptCheckFrequency(interruptCheckFrequency),
+		cel.EvalOptions(cel.OptOptimize),
+	}
+	if !c.bounded(env, checked) {
+		opts = append(opts, cel.CostLimit(c.costLimit), cel.CostTracking(&library.CostEstimator{}))
+	}
+	return opts
+}
+
+// bounded reports whether the expression's worst-case cost, with every size the schema
+// does not state taken as unbounded, is well within the cost limit. CEL's runtime counts
+// a few units more than its estimate for some nodes (a field read costs one more), so
+// the estimate must fit twice, with room to spare.
+func (c *compiler) bounded(env *cel.Env, checked *cel.Ast) bool {
+	honest := &sizeEstimator{parent: c.sizes.parent, unbounded: true}
+	est, err := env.EstimateCost(checked, &library.CostEstimator{SizeEstimator: honest})
+	return err == nil && est.Max <= (c.costLimit-boundMargin)/2 && c.costLimit > boundMargin
+}
+
+// boundMargin is the room left between twice a bounded expression's estimate and the
+// cost limit.
+const boundMargin = 100
+
 // sizeEstimator tells CEL's cost estimator the sizes the parent's schema states.
 type sizeEstimator struct {
 	// parent is the declared type of `parent`; nil when it has no schema.
 	parent *apiservercel.DeclType
+	// unbounded leaves unknown sizes to CEL, which takes them as unbounded, instead of
+	// counting them as one element.
+	unbounded bool
 }
 
 // EstimateSize returns the stated bound of the value at the node's path (for example
-// parent.spec.ports with maxItems), unknownSize when none is stated, and nil for
+// parent.spec.ports with maxItems), an unknown size when none is stated, and nil for
 // comprehension variables, whose sizes CEL tracks itself.
 func (s *sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
 	p := node.Path()
@@ -62,10 +99,10 @@ func (s *sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate
 		if e := node.Expr(); e != nil && e.Kind() == celast.IdentKind && !isGlobalVar(e.AsIdent()) {
 			return nil
 		}
-		return unknownSize()
+		return s.unknown()
 	}
 	if p[0] != varParent || s.parent == nil {
-		return unknownSize()
+		return s.unknown()
 	}
 	t := s.parent
 	for _, name := range p[1:] {
@@ -84,13 +121,21 @@ func (s *sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate
 			}
 		}
 		if t == nil {
-			return unknownSize()
+			return s.unknown()
 		}
 	}
 	if t.MaxElements <= 0 {
-		return unknownSize()
+		return s.unknown()
 	}
 	return &checker.SizeEstimate{Min: 0, Max: uint64(t.MaxElements)}
+}
+
+// unknown is the size of a value whose bound the schema does not state.
+func (s *sizeEstimator) unknown() *checker.SizeEstimate {
+	if s.unbounded {
+		return nil
+	}
+	return unknownSize()
 }
 
 // EstimateCallCost leaves function costs to CEL and the Kubernetes libraries.

@@ -38,7 +38,10 @@ var libraryEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.ParserRecursionLimit(parserRecursionLimit),
 		cel.ParserExpressionSizeLimit(parserSizeLimit),
 		ext.Strings(),
-		ext.Lists(),
+		// Version 2 has every list function; version 3 only adds per-overload cost
+		// trackers, which CEL rebuilds into a map on every evaluation (most of the cost of
+		// evaluating a small expression). The deadline bounds those functions instead.
+		ext.Lists(ext.ListsVersion(2)),
 		ext.Math(),
 		ext.Encoders(),
 		ext.Sets(),

@@ -75,6 +75,10 @@ type evaluation struct {
 
 func (ev *evaluation) run(parent map[string]any) {
 	r := ev.rule
+	if err := ev.ctx.Err(); err != nil {
+		ev.errs = append(ev.errs, &Error{Rule: r.Name, Message: ev.cause(err).Error(), Err: err})
+		return
+	}
 	var p any = parent
 	if r.coerce {
 		p, _ = coerceNumbers(parent, r.parentType)
@@ -192,7 +196,7 @@ func (ev *evaluation) object(ch *Child, vars *activation, index int) bool {
 	}
 	var obj map[string]any
 	if ch.template != nil {
-		v, present, ok := ev.value(ch.template, vars, at)
+		v, present, ok := ev.value(ch.template, vars, at, ch.batch.run(ev.ctx, vars))
 		if !ok {
 			return false
 		}
@@ -244,14 +248,27 @@ func (ev *evaluation) status() {
 		return
 	}
 	ev.res.Status = make(map[string]any, len(ev.rule.status))
-fields:
-	for _, f := range ev.rule.status {
+	include := func(f statusField) bool {
 		for _, id := range f.reads {
 			if _, observed := ev.children[id]; !observed {
-				continue fields
+				return false
 			}
 		}
-		if v, present, ok := ev.value(f.value, &ev.vars, ""); ok && present {
+		return true
+	}
+	var results traits.Lister
+	all := true
+	for _, f := range ev.rule.status {
+		all = all && include(f)
+	}
+	if all {
+		results = ev.rule.statusBatch.run(ev.ctx, &ev.vars)
+	}
+	for _, f := range ev.rule.status {
+		if !include(f) {
+			continue
+		}
+		if v, present, ok := ev.value(f.value, &ev.vars, "", results); ok && present {
 			ev.res.Status[f.name] = v
 		}
 	}
@@ -259,7 +276,8 @@ fields:
 
 // value evaluates a template node. present is false for an expression that returned an
 // empty optional, which leaves its field out; ok is false when something failed.
-func (ev *evaluation) value(n *node, vars *activation, at string) (v any, present, ok bool) {
+// results holds the values of the node's batch, or is nil to evaluate one by one.
+func (ev *evaluation) value(n *node, vars *activation, at string, results traits.Lister) (v any, present, ok bool) {
 	switch n.kind {
 	case constNode:
 		return n.value, true, true
@@ -267,7 +285,7 @@ func (ev *evaluation) value(n *node, vars *activation, at string) (v any, presen
 		m := make(map[string]any, len(n.keys))
 		ok = true
 		for i, k := range n.keys {
-			v, present, okv := ev.value(n.elems[i], vars, at)
+			v, present, okv := ev.value(n.elems[i], vars, at, results)
 			if present {
 				m[k] = v
 			}
@@ -278,7 +296,7 @@ func (ev *evaluation) value(n *node, vars *activation, at string) (v any, presen
 		l := make([]any, 0, len(n.elems))
 		ok = true
 		for _, e := range n.elems {
-			v, present, okv := ev.value(e, vars, at)
+			v, present, okv := ev.value(e, vars, at, results)
 			if present {
 				l = append(l, v)
 			}
@@ -286,7 +304,7 @@ func (ev *evaluation) value(n *node, vars *activation, at string) (v any, presen
 		}
 		return l, true, ok
 	case exprNode:
-		out, ok := ev.eval(n.prog, vars, at)
+		out, ok := ev.evalIn(n.prog, vars, at, results)
 		if !ok {
 			return nil, false, false
 		}
@@ -309,7 +327,7 @@ func (ev *evaluation) value(n *node, vars *activation, at string) (v any, presen
 				b.WriteString(part.text)
 				continue
 			}
-			out, ok := ev.eval(part.prog, vars, at)
+			out, ok := ev.evalIn(part.prog, vars, at, results)
 			if !ok {
 				return nil, false, false
 			}
@@ -339,6 +357,14 @@ func (ev *evaluation) condition(p *program, vars *activation, at string) (value,
 	return bool(b), true
 }
 
+// evalIn takes an expression's value from its batch's results, or evaluates it.
+func (ev *evaluation) evalIn(p *program, vars *activation, at string, results traits.Lister) (ref.Val, bool) {
+	if results != nil {
+		return results.Get(types.Int(p.slot)), true
+	}
+	return ev.eval(p, vars, at)
+}
+
 // eval runs one program; ok is false when it failed, and the error is recorded.
 func (ev *evaluation) eval(p *program, vars *activation, at string) (ref.Val, bool) {
 	out, _, err := p.prg.ContextEval(ev.ctx, vars)
@@ -351,14 +377,14 @@ func (ev *evaluation) eval(p *program, vars *activation, at string) (ref.Val, bo
 
 // cause says why an expression stopped: the cost limit, the deadline, or its own error.
 func (ev *evaluation) cause(err error) error {
+	if strings.Contains(err.Error(), "cost limit exceeded") {
+		return fmt.Errorf("%w: the expression did more work than its limit allows; iterate over fewer elements", ErrCostLimit)
+	}
 	if ctxErr := ev.ctx.Err(); ctxErr != nil {
 		if errors.Is(ctxErr, context.DeadlineExceeded) {
 			return fmt.Errorf("evaluation stopped after the %s deadline: %w", ev.rule.timeout, ctxErr)
 		}
 		return fmt.Errorf("evaluation stopped: %w", ctxErr)
-	}
-	if strings.Contains(err.Error(), "cost limit exceeded") {
-		return fmt.Errorf("%w: the expression did more work than its limit allows; iterate over fewer elements", ErrCostLimit)
 	}
 	return err
 }

@@ -107,6 +107,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 			v := c.compileValue(e.base, src.status.fields[name], fw.key(name), valueSchema{})
 			r.status = append(r.status, statusField{name: name, value: v, reads: c.readsSince(mark)})
 		}
+		roots := make([]*node, len(r.status))
+		for i, f := range r.status {
+			roots[i] = f.value
+		}
+		r.statusBatch = c.newBatch(e.base, roots...)
 	}
 	if len(*errs) > before {
 		return nil
@@ -166,6 +171,7 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 			vs.schema = opts.Schemas.KindSchema(gvk)
 		}
 		ch.template = c.compileValue(env, cs.template, tw, vs)
+		ch.batch = c.newBatch(env, ch.template)
 	} else {
 		ch.expr = c.compile(env, w.key("expr"), cs.expr, cs.expr, 0, wantMap)
 		if ch.expr != nil {

@@ -1,0 +1,96 @@
+package rules
+
+import (
+	"context"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/traits"
+)
+
+// A batch evaluates all the expressions of one template (or of all status fields) as a
+// single CEL list, which costs one evaluation instead of one per expression: most of the
+// cost of evaluating a small expression is CEL's fixed setup.
+//
+// Batching is only an optimisation. The batch runs under the per-expression cost
+// limit (unless its worst case is within it); when it fails for any reason, the expressions are evaluated one by one, which
+// finds the failing one and gives each its own limit, exactly as without the batch.
+type batch struct {
+	prg cel.Program
+}
+
+// newBatch compiles the expressions below roots into one batch and numbers them with
+// their slot in it. It returns nil when there is nothing to gain or the combined source
+// does not compile (for example over the parser's size limit).
+func (c *compiler) newBatch(env *cel.Env, roots ...*node) *batch {
+	var progs []*program
+	for _, n := range roots {
+		collectPrograms(n, &progs)
+	}
+	if len(progs) < 2 {
+		return nil
+	}
+	var src strings.Builder
+	src.WriteString("[")
+	for i, p := range progs {
+		if p == nil {
+			// A part that failed to compile: the rule will not load anyway.
+			return nil
+		}
+		if i > 0 {
+			src.WriteString(",")
+		}
+		// A newline before the closing parenthesis ends any trailing // comment.
+		src.WriteString("(" + p.src + "\n)")
+	}
+	src.WriteString("]")
+	checked, iss := env.Compile(src.String())
+	if iss.Err() != nil {
+		return nil
+	}
+	prg, err := env.Program(checked, c.programOptions(env, checked)...)
+	if err != nil {
+		return nil
+	}
+	for i, p := range progs {
+		p.slot = i
+	}
+	return &batch{prg: prg}
+}
+
+func collectPrograms(n *node, progs *[]*program) {
+	if n == nil {
+		return
+	}
+	switch n.kind {
+	case exprNode:
+		*progs = append(*progs, n.prog)
+	case textNode:
+		for _, part := range n.parts {
+			if part.prog != nil || part.text == "" {
+				*progs = append(*progs, part.prog)
+			}
+		}
+	case mapNode, listNode:
+		for _, e := range n.elems {
+			collectPrograms(e, progs)
+		}
+	}
+}
+
+// run evaluates the batch; nil means "evaluate one by one".
+func (b *batch) run(ctx context.Context, vars *activation) traits.Lister {
+	if b == nil {
+		return nil
+	}
+	out, _, err := b.prg.ContextEval(ctx, vars)
+	if err != nil {
+		return nil
+	}
+	if _, isErr := out.(*types.Err); isErr {
+		return nil
+	}
+	list, _ := out.(traits.Lister)
+	return list
+}
