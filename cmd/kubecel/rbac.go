@@ -1,0 +1,192 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubecel/kubecel/rules"
+)
+
+// discoveryTimeout bounds the requests that read the cluster's resource names.
+const discoveryTimeout = 15 * time.Second
+
+type rbacOptions struct {
+	rulesFile  string
+	kubeconfig string
+	name       string
+	crdDir     string
+}
+
+func newRBACCommand() *cobra.Command {
+	o := rbacOptions{name: "kubecel-rules"}
+	cmd := &cobra.Command{
+		Use:   "rbac --rules FILE",
+		Short: "Print the least-privilege ClusterRole that the rules need",
+		Long: `rbac prints, as YAML, the ClusterRole that the rules need and nothing more:
+get, list, watch and patch on each parent resource (patch adds and removes the
+kubecel.dev/cleanup finalizer), patch on its status subresource when the rule writes
+status, and get, list, watch, create, patch and delete on each child resource (every
+write is a server-side apply; delete prunes).
+
+The role is labelled kubecel.dev/aggregate-to-controller: "true", so the controller's
+aggregated ClusterRole from deploy/ picks it up; the controller's own needs (its rules
+ConfigMap, Events, Leases, reading CRDs) are in the fixed base role there.
+
+Child kinds are mapped to resources with the CRDs from --crds, then with the discovery
+of the cluster from --kubeconfig ($KUBECONFIG, ~/.kube/config or in-cluster), and are
+otherwise guessed from the kind's name, with a note on stderr.`,
+		Example: `  kubecel rbac --rules rules.yaml > rules-rbac.yaml
+  kubectl apply -f rules-rbac.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&o.rulesFile, "rules", "", "rules file (required)")
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster whose discovery maps kinds to resources (default $KUBECONFIG, ~/.kube/config or in-cluster; without one, resource names are guessed)")
+	cmd.Flags().StringVar(&o.name, "name", o.name, "name of the ClusterRole")
+	cmd.Flags().StringVar(&o.crdDir, "crds", "", "directory of CustomResourceDefinition manifests that map the kinds they define to their resources")
+	_ = cmd.MarkFlagRequired("rules")
+	return cmd
+}
+
+func (o *rbacOptions) run(stdout, stderr io.Writer) error {
+	data, err := os.ReadFile(o.rulesFile)
+	if err != nil {
+		return err
+	}
+	rs, err := rules.Load(data, rules.Options{})
+	if err != nil {
+		return fmt.Errorf("load %s:\n%w", o.rulesFile, err)
+	}
+	m := &kindMapping{}
+	if o.crdDir != "" {
+		if m.crds, err = rules.SchemasFromCRDDir(o.crdDir); err != nil {
+			return err
+		}
+	}
+	m.mapper, err = o.discoveryMapper()
+	noCluster := ""
+	switch {
+	case err != nil && o.kubeconfig != "":
+		return fmt.Errorf("read the resources of the cluster in %s: %w", o.kubeconfig, err)
+	case clientcmd.IsEmptyConfig(err):
+		noCluster = "no kubeconfig and not in a cluster"
+	case err != nil:
+		noCluster = err.Error()
+	}
+	role := rulesClusterRole(o.name, rs, m.resourceFor)
+	if m.mapper != nil {
+		for _, r := range rs.Rules {
+			if _, err := m.mapper.KindFor(r.Parent.GVR); meta.IsNoMatchError(err) {
+				fmt.Fprintf(stderr, "note: rule %q: the cluster does not serve parent resource %s (yet); its permissions are included all the same\n", r.Name, gvrString(r.Parent.GVR))
+			}
+		}
+	}
+	for _, n := range escalationNotes(rs) {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	hint := "--crds DIR with its CRD"
+	if m.mapper == nil && len(m.guessed) > 0 {
+		hint += ", or --kubeconfig"
+		fmt.Fprintf(stderr, "note: cannot read the cluster's resources (%s), so the resources of kinds are guessed from their names\n", noCluster)
+	}
+	for _, g := range m.guessed {
+		fmt.Fprintf(stderr, "note: guessed resource %q for kind %s%s; check it, or pass %s\n", g.resource, g.kind, g.why, hint)
+	}
+	out, err := yaml.Marshal(role)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "# The permissions that the rules need, from \"kubecel rbac\". Regenerate it after editing the rules.\n%s", out)
+	return err
+}
+
+// discoveryMapper returns a RESTMapper built from the discovery of the configured cluster.
+func (o *rbacOptions) discoveryMapper() (meta.RESTMapper, error) {
+	loading := clientcmd.NewDefaultClientConfigLoadingRules()
+	loading.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = discoveryTimeout
+	client, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := restmapper.GetAPIGroupResources(client)
+	// A group whose discovery failed (an aggregated API that is down) maps nothing; its
+	// kinds are guessed like those of any group the cluster does not serve.
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("discovery at %s: %w", cfg.Host, err)
+	}
+	return restmapper.NewDiscoveryRESTMapper(groups), nil
+}
+
+// kindMapping maps child kinds to resources: from CRD manifests first, then from the
+// cluster's discovery, and otherwise by guessing the plural from the kind's name.
+type kindMapping struct {
+	crds    *rules.CRDSchemas // nil without --crds
+	mapper  meta.RESTMapper   // nil without a usable cluster
+	guessed []guess
+}
+
+// guess records a kind whose resource was guessed, and why when a cluster was asked.
+type guess struct {
+	kind, resource, why string
+}
+
+func (m *kindMapping) resourceFor(gvk schema.GroupVersionKind) schema.GroupVersionResource {
+	if m.crds != nil {
+		if gvr, ok := m.crds.ResourceFor(gvk); ok {
+			return gvr
+		}
+	}
+	var why string
+	if m.mapper != nil {
+		mapping, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err == nil {
+			return mapping.Resource
+		}
+		why = " (the cluster does not serve it)"
+		if !meta.IsNoMatchError(err) {
+			why = " (" + err.Error() + ")"
+		}
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	g := guess{kind: gvkString(gvk), resource: gvr.Resource, why: why}
+	for _, seen := range m.guessed {
+		if seen.kind == g.kind {
+			return gvr
+		}
+	}
+	m.guessed = append(m.guessed, g)
+	return gvr
+}
+
+// gvkString renders a kind as kubectl does: Kind.group/version, or Kind/v1 for the core group.
+func gvkString(gvk schema.GroupVersionKind) string {
+	if gvk.Group == "" {
+		return gvk.Kind + "/" + gvk.Version
+	}
+	return gvk.Kind + "." + gvk.Group + "/" + gvk.Version
+}
+
+// gvrString renders a resource as group/version/resource, or version/resource for the core group.
+func gvrString(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Version + "/" + gvr.Resource
+	}
+	return gvr.Group + "/" + gvr.Version + "/" + gvr.Resource
+}
