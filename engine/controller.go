@@ -73,9 +73,12 @@ type Controller struct {
 
 	busy atomic.Int64 // reconciles in progress
 
-	// statusless remembers parents whose status cannot be written (no status
-	// subresource), so the error is reported once, not in a loop.
+	// statusless remembers (Key -> UID) parents whose status cannot be written (no
+	// status subresource), so the error is reported once, not in a loop.
 	statusless sync.Map
+	// lastFailure holds the last failure reported per parent (Key -> "uid|reason|msg"),
+	// to record each failure once.
+	lastFailure sync.Map
 	// written holds our latest writes until the caches show them.
 	written *written
 }

@@ -35,10 +35,22 @@ func (c *Controller) event(obj *unstructured.Unstructured, eventType, reason, fo
 // recordOutcome turns a reconcile's failures into a log line and a Warning Event.
 func (c *Controller) recordOutcome(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, out *outcome) {
 	logger := klog.FromContext(ctx)
+	key := keyFor(st, parent)
+	if out.synced() {
+		c.lastFailure.Delete(key)
+	}
 	report := func(reason string, errs ...error) {
 		err := errors.Join(errs...)
 		logger.Error(err, "Reconcile step failed", "reason", reason)
-		c.event(parent, "Warning", reason, "%s", truncate(err.Error(), 1024))
+		// One Event per distinct failure: re-reconciling a parent that is stuck in the
+		// same error must not write again and again.
+		msg := truncate(err.Error(), 1024)
+		seen := string(parent.GetUID()) + "|" + reason + "|" + msg
+		if last, ok := c.lastFailure.Load(key); ok && last == seen {
+			return
+		}
+		c.lastFailure.Store(key, seen)
+		c.event(parent, "Warning", reason, "%s", msg)
 	}
 	if out.evalErr != nil {
 		report(ReasonEvaluationFailed, out.evalErr)

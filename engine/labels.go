@@ -31,6 +31,11 @@ type Key struct {
 	Name      string
 }
 
+// keyFor is the queue key of parent under st's rule.
+func keyFor(st *ruleState, parent *unstructured.Unstructured) Key {
+	return Key{Rule: st.rule.Name, Namespace: parent.GetNamespace(), Name: parent.GetName()}
+}
+
 func (k Key) String() string {
 	if k.Namespace == "" {
 		return k.Rule + ":" + k.Name

@@ -25,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, controlplane.Options{ControllerManager: true, CRDs: []*apiextensionsv1.CustomResourceDefinition{
+	testenv.Main(m, controlplane.Options{ControllerManager: true, AuditWrites: true, CRDs: []*apiextensionsv1.CustomResourceDefinition{
 		widgetCRD("widgets", "Widget", apiextensionsv1.NamespaceScoped, true),
 		widgetCRD("clusterwidgets", "ClusterWidget", apiextensionsv1.ClusterScoped, true),
 		widgetCRD("plainwidgets", "PlainWidget", apiextensionsv1.NamespaceScoped, false),
@@ -38,6 +38,7 @@ var (
 	plainWidgets   = schema.GroupVersionResource{Group: "engine.kubecel.dev", Version: "v1", Resource: "plainwidgets"}
 	configMaps     = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	services       = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	statefulSets   = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
 )
 
 // widgetCRD describes a test CRD with a free-form spec and, optionally, a status

@@ -73,8 +73,10 @@ func resolves(obj any, p fieldpath.Path) bool {
 				if !ok {
 					return false
 				}
+				// A key field the desired item leaves out is one the server
+				// defaults (a Service port's protocol): match on the others.
 				for _, f := range *pe.Key {
-					if !equalValues(m[f.Name], f.Value.Unstructured()) {
+					if v, set := m[f.Name]; set && !equalValues(v, f.Value.Unstructured()) {
 						return false
 					}
 				}

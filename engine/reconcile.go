@@ -36,10 +36,14 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 	if !st.synced() {
 		return 0, &requeueAfter{after: 200 * time.Millisecond, reason: "caches not synced"}
 	}
-	parent, ok := st.getParent(key)
+	cached, ok := st.getParent(key)
 	if !ok {
-		return 0, nil // deleted: owner references and finalizers take care of the children
+		// Deleted: owner references and finalizers take care of the children.
+		c.statusless.Delete(key)
+		c.lastFailure.Delete(key)
+		return 0, nil
 	}
+	parent := cached.DeepCopy() // never mutate the cache
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, st, parent)
 	}
@@ -58,9 +62,9 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 }
 
 // converge evaluates the rule and applies the desired children in dependency order.
-// When an apply makes a waiting child's dependencies available (a child that exists
-// right after its apply and needs no readiness), the rule is evaluated again with the
-// applied objects, so a chain of dependencies converges in one reconcile.
+// After applying, it evaluates again with the applied objects as observed children, so
+// the status and readiness it reports include them, and a child that waited for one of
+// them (and needs no further readiness) is applied in the same reconcile.
 func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) *outcome {
 	logger := klog.FromContext(ctx)
 	owned := st.ownedChildren(string(parent.GetUID()))
@@ -105,7 +109,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 			out.applied[k] = got
 			progressed = true
 		}
-		if !progressed || len(res.Waiting) == 0 {
+		if !progressed {
 			return out
 		}
 	}

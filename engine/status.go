@@ -118,7 +118,7 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 		return nil
 	}
 	uidKey := string(parent.GetUID())
-	if _, bad := c.statusless.Load(uidKey); bad {
+	if uid, bad := c.statusless.Load(keyFor(st, parent)); bad && uid == uidKey {
 		return nil
 	}
 	current := c.written.freshest("status/"+uidKey, parent)
@@ -145,7 +145,7 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	switch {
 	case apierrors.IsNotFound(err) && c.parentExists(ctx, st, parent):
 		// The object exists but /status does not: the CRD has no status subresource.
-		c.statusless.Store(uidKey, true)
+		c.statusless.Store(keyFor(st, parent), uidKey)
 		msg := fmt.Sprintf("rule %q has a status block but %s has no status subresource; add `subresources: {status: {}}` to the CRD version", st.rule.Name, st.parent.GVR.GroupResource())
 		klog.FromContext(ctx).Error(nil, "Cannot write status", "reason", msg)
 		c.event(parent, "Warning", "StatusNotWritable", "%s", msg)

@@ -27,6 +27,8 @@ repairs drift and reports status.`,
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 	root.AddCommand(
 		newDevCommand(),
+		newRBACCommand(),
+		newRunCommand(),
 	)
 	return root
 }

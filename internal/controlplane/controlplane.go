@@ -38,6 +38,9 @@ type Options struct {
 	// instead of after its next discovery refresh (30s).
 	CRDs    []*apiextensionsv1.CustomResourceDefinition
 	CRDDirs []string
+	// AuditWrites makes kube-apiserver log every write request (create, update, patch,
+	// delete) to Dir/audit.log at Metadata level, so tests can count writes exactly.
+	AuditWrites bool
 }
 
 // ControlPlane is a running local control plane.
@@ -48,6 +51,8 @@ type ControlPlane struct {
 	Kubeconfig string
 	// Dir is the state directory; process logs are Dir/*.log.
 	Dir string
+	// AuditLog is the audit log path when Options.AuditWrites is set.
+	AuditLog string
 
 	env       *envtest.Environment
 	logs      []*os.File
@@ -130,6 +135,11 @@ func (cp *ControlPlane) startAPIServer(binDir string, opts Options) error {
 	api.Out, api.Err = apiLog, apiLog
 	args := api.Configure()
 	args.Set("service-cluster-ip-range", ServiceCIDR)
+	if opts.AuditWrites {
+		if err := cp.enableAudit(args); err != nil {
+			return err
+		}
+	}
 	for name, value := range opts.APIServerFlags {
 		args.Set(name, value)
 	}

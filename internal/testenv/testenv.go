@@ -123,3 +123,23 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string))
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Writes counts the write requests (not dry runs) in the audit log that match keep. The
+// package's control plane must be started with Options.AuditWrites.
+func Writes(t testing.TB, keep func(controlplane.AuditEvent) bool) int {
+	t.Helper()
+	events, err := ControlPlane(t).AuditEvents()
+	if err != nil {
+		t.Fatalf("read audit log (is AuditWrites set?): %v", err)
+	}
+	n := 0
+	for _, e := range events {
+		if strings.Contains(e.RequestURI, "dryRun=All") {
+			continue
+		}
+		if keep(e) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,123 @@
+package engine_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/testenv"
+)
+
+const evalErrorRules = `
+apiVersion: kubecel.dev/v1alpha1
+kind: RuleSet
+rules:
+  - name: {{.Rule}}
+    parent:
+      apiVersion: engine.kubecel.dev/v1
+      resource: widgets
+      namespaces: [{{.NS}}]
+    children:
+      - id: config
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}"}
+          data: {size: "${string(100 / parent.spec.divisor)}"}
+    status:
+      fields:
+        divisor: ${parent.spec.divisor}
+`
+
+func TestEvaluationErrorBecomesSyncedFalse(t *testing.T) {
+	f := startController(t, evalErrorRules)
+	f.create(widgets, widget(f.ns, "e", map[string]any{"divisor": int64(4)}))
+	f.waitFor(configMaps, f.ns, "e", nil)
+
+	f.patchSpec(widgets, f.ns, "e", `{"divisor":0}`)
+	f.waitFor(widgets, f.ns, "e", func(o *unstructured.Unstructured) (bool, string) {
+		status, reason, msg := condition(o, engine.ConditionSynced)
+		return status == "False" && reason == engine.ReasonEvaluationFailed &&
+				strings.Contains(msg, `child "config"`) && strings.Contains(msg, "division by zero"),
+			fmt.Sprintf("Synced=%s %s %q", status, reason, msg)
+	})
+	f.waitIdle()
+	// The failed evaluation pruned nothing, and the parent is not retried in a loop.
+	if _, err := f.get(configMaps, f.ns, "e"); err != nil {
+		t.Errorf("child removed after an evaluation error: %v", err)
+	}
+	before := testenv.Writes(t, func(e controlplane.AuditEvent) bool { return e.ObjectRef.Namespace == f.ns })
+	f.ctrl.EnqueueAll()
+	f.waitIdle()
+	if after := testenv.Writes(t, func(e controlplane.AuditEvent) bool { return e.ObjectRef.Namespace == f.ns }); after != before {
+		t.Errorf("re-reconciling a parent in the same error state sent %d writes, want 0", after-before)
+	}
+
+	f.patchSpec(widgets, f.ns, "e", `{"divisor":5}`)
+	f.waitFor(configMaps, f.ns, "e", func(o *unstructured.Unstructured) (bool, string) {
+		return nestedString(o, "data", "size") == "20", "size not 20"
+	})
+	f.waitFor(widgets, f.ns, "e", func(o *unstructured.Unstructured) (bool, string) {
+		status, _, msg := condition(o, engine.ConditionSynced)
+		return status == "True", fmt.Sprintf("Synced=%s %q", status, msg)
+	})
+}
+
+const plainRules = `
+apiVersion: kubecel.dev/v1alpha1
+kind: RuleSet
+rules:
+  - name: {{.Rule}}
+    parent:
+      apiVersion: engine.kubecel.dev/v1
+      resource: plainwidgets
+      namespaces: [{{.NS}}]
+    children:
+      - id: config
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}"}
+    status:
+      fields:
+        name: ${parent.metadata.name}
+`
+
+func TestMissingStatusSubresourceIsReportedOnce(t *testing.T) {
+	f := startController(t, plainRules)
+	parent := f.create(plainWidgets, map[string]any{
+		"apiVersion": "engine.kubecel.dev/v1", "kind": "PlainWidget",
+		"metadata": map[string]any{"name": "p", "namespace": f.ns}, "spec": map[string]any{},
+	})
+	f.waitFor(configMaps, f.ns, "p", nil)
+	var events []corev1.Event
+	f.eventually(func() (bool, string) {
+		list, err := testenv.Kube(t).CoreV1().Events(f.ns).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=StatusNotWritable"})
+		if err != nil {
+			return false, err.Error()
+		}
+		events = list.Items
+		return len(events) > 0, "no StatusNotWritable event"
+	})
+	if !strings.Contains(events[0].Message, "no status subresource") {
+		t.Errorf("event message %q does not explain the missing status subresource", events[0].Message)
+	}
+	f.ctrl.EnqueueAll()
+	f.waitIdle()
+	got, err := f.get(plainWidgets, f.ns, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetGeneration() != parent.GetGeneration() {
+		t.Errorf("generation moved from %d to %d: status writes must not loop through the main resource", parent.GetGeneration(), got.GetGeneration())
+	}
+	if events[0].Count > 1 {
+		t.Errorf("StatusNotWritable recorded %d times, want once", events[0].Count)
+	}
+}

@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// TestDeleteChildChecksUID: a stale cached child whose name now belongs to another
+// object (deleted and recreated) must not be deleted.
+func TestDeleteChildChecksUID(t *testing.T) {
+	ns := testenv.Namespace(t)
+	c, err := New(testenv.Config(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	st := &ruleState{rule: &rules.Rule{Name: "uid"}, children: map[schema.GroupKind]*childKind{
+		{Kind: "ConfigMap"}: {kindInfo: kindInfo{GVR: cmGVR, Namespaced: true}},
+	}}
+	live := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "same-name", "namespace": ns},
+	}}
+	created, err := c.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), live, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := created.DeepCopy()
+	stale.SetUID(types.UID("11111111-2222-3333-4444-555555555555"))
+	if err := c.deleteChild(t.Context(), st, stale); err != nil {
+		t.Fatalf("deleteChild: %v", err)
+	}
+	if _, err := c.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "same-name", metav1.GetOptions{}); err != nil {
+		t.Fatalf("object with another UID was deleted: %v", err)
+	}
+	if err := c.deleteChild(t.Context(), st, created); err != nil {
+		t.Fatalf("deleteChild: %v", err)
+	}
+	if _, err := c.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "same-name", metav1.GetOptions{}); err == nil {
+		t.Fatal("object with the matching UID was not deleted")
+	}
+}

@@ -1,0 +1,99 @@
+package engine_test
+
+import (
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/testenv"
+)
+
+const steadyRules = `
+apiVersion: kubecel.dev/v1alpha1
+kind: RuleSet
+rules:
+  - name: {{.Rule}}
+    parent:
+      apiVersion: engine.kubecel.dev/v1
+      resource: widgets
+      namespaces: [{{.NS}}]
+    children:
+      - id: config
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}"}
+          data: {size: "${string(parent.spec.size)}"}
+      - id: service
+        template:
+          apiVersion: v1
+          kind: Service
+          metadata: {name: "${parent.metadata.name}"}
+          spec:
+            selector: {app: "${parent.metadata.name}"}
+            ports: [{name: http, port: 80, targetPort: 8080}]
+      - id: peers
+        forEach: "[1, 2]"
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name + '-peer-' + string(each)}"}
+          data: {peer: "${string(each)}"}
+    status:
+      fields:
+        clusterIP: ${children.service.spec.clusterIP}
+        size: ${parent.spec.size}
+`
+
+func TestSteadyStateSendsNoWrites(t *testing.T) {
+	const parents = 100
+	f := startController(t, steadyRules)
+	inNamespace := func(e controlplane.AuditEvent) bool { return e.ObjectRef.Namespace == f.ns }
+	for i := range parents {
+		f.create(widgets, widget(f.ns, fmt.Sprintf("s%03d", i), map[string]any{"size": int64(i)}))
+	}
+	for i := range parents {
+		f.waitFor(widgets, f.ns, fmt.Sprintf("s%03d", i), func(o *unstructured.Unstructured) (bool, string) {
+			ready, _, msg := condition(o, engine.ConditionReady)
+			return ready == "True" && nestedString(o, "status", "clusterIP") != "", fmt.Sprintf("Ready=%s %q", ready, msg)
+		})
+	}
+	f.waitIdle()
+	converged := testenv.Writes(t, inNamespace)
+	// creates of the parents + (4 children + 1 status) per parent, at most.
+	if max := parents + parents*5; converged > max {
+		t.Errorf("convergence took %d writes, want at most %d (children + 1 per parent)", converged, max)
+		logRepeatedWrites(t, inNamespace)
+	}
+
+	f.ctrl.EnqueueAll()
+	f.waitIdle()
+	f.ctrl.EnqueueAll()
+	f.waitIdle()
+	if after := testenv.Writes(t, inNamespace); after != converged {
+		t.Errorf("a resync of %d converged parents sent %d write requests, want 0", parents, after-converged)
+		logRepeatedWrites(t, inNamespace)
+	}
+}
+
+// logRepeatedWrites logs the objects written more than once, to show what was redundant.
+func logRepeatedWrites(t *testing.T, keep func(controlplane.AuditEvent) bool) {
+	events, err := testenv.ControlPlane(t).AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, e := range events {
+		if keep(e) {
+			counts[fmt.Sprintf("%s %s/%s %s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Subresource, e.ObjectRef.Name)]++
+		}
+	}
+	for k, n := range counts {
+		if n > 1 {
+			t.Logf("%dx %s", n, k)
+		}
+	}
+}
