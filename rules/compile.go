@@ -94,6 +94,9 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 	if p.reads, ok = c.childReads(w, source, src, off, checked); !ok {
 		return nil
 	}
+	if !c.checkRanges(w, source, src, off, checked) {
+		return nil
+	}
 	if !c.checkCost(env, w, source, checked) {
 		return nil
 	}
@@ -105,6 +108,34 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 	p.prg = prg
 	c.progs = append(c.progs, p)
 	return p
+}
+
+// maxRange is the largest count lists.range accepts.
+const maxRange = 10_000
+
+// checkRanges rejects lists.range calls whose count is not a constant of at most
+// maxRange. The function allocates its whole list before CEL can count the cost, so a
+// count read from the parent would let whoever writes the parent exhaust the
+// controller's memory.
+func (c *compiler) checkRanges(w where, source, src string, off int, checked *cel.Ast) bool {
+	native := checked.NativeRep()
+	ok := true
+	visit(native.Expr(), func(e celast.Expr) bool {
+		if e.Kind() != celast.CallKind || e.AsCall().FunctionName() != "lists.range" {
+			return true
+		}
+		args := e.AsCall().Args()
+		if len(args) == 1 && args[0].Kind() == celast.LiteralKind {
+			if n, isInt := args[0].AsLiteral().(types.Int); isInt && n <= maxRange {
+				return true
+			}
+		}
+		ok = false
+		loc := native.SourceInfo().GetStartLocation(e.ID())
+		c.fail(w, source, columnOf(source, off, runeOffset(src, loc)), fmt.Sprintf("lists.range needs a literal count of at most %d: it allocates the whole list before its cost is counted", maxRange))
+		return true
+	})
+	return ok
 }
 
 // mismatch explains why a static type cannot produce the wanted kind of value, or

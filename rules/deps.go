@@ -125,7 +125,8 @@ func (c *compiler) orderChildren(rule string, ruleAt path, children []*Child, re
 	}
 	placed := make(map[string]bool, len(children))
 	ordered := make([]*Child, 0, len(children))
-	for len(ordered) < len(children) {
+	for progress := true; progress && len(ordered) < len(children); {
+		progress = false
 		for _, ch := range children {
 			if placed[ch.ID] {
 				continue
@@ -140,6 +141,7 @@ func (c *compiler) orderChildren(rule string, ruleAt path, children []*Child, re
 			if ready {
 				placed[ch.ID] = true
 				ordered = append(ordered, ch)
+				progress = true
 				break
 			}
 		}

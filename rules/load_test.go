@@ -321,6 +321,21 @@ func TestLoadErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "lists.range needs a small literal count",
+			data: ruleFile(`- name: web
+  parent: {apiVersion: v1, resource: configmaps}
+  status:
+    fields:
+      small: ${lists.range(3)}
+      computed: ${lists.range(size(parent.data))}
+      huge: ${lists.range(1000000000)}
+`),
+			want: []errView{
+				{Line: 9, Rule: "web", Field: "status.fields.computed", Expr: "${lists.range(size(parent.data))}", Column: 14, Message: "lists.range needs a literal count of at most 10000: it allocates the whole list before its cost is counted"},
+				{Line: 10, Rule: "web", Field: "status.fields.huge", Expr: "${lists.range(1000000000)}", Column: 14, Message: "lists.range needs a literal count of at most 10000: it allocates the whole list before its cost is counted"},
+			},
+		},
+		{
 			name: "static cost over the limit",
 			data: ruleFile(`- name: web
   parent: {apiVersion: example.com/v1, resource: webapps}
