@@ -25,7 +25,7 @@ type program struct {
 	// src is the CEL text itself.
 	src string
 	prg cel.Program
-	out    *cel.Type
+	out *cel.Type
 	// reads lists the ids of the children the expression reads.
 	reads []string
 	// checked is the type-checked AST, kept for static analysis at load time.
