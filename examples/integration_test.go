@@ -1,6 +1,7 @@
 package examples_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -126,7 +127,10 @@ func TestNamespaceDefaultsOnCluster(t *testing.T) {
 		u.SetName(sample + "-" + suffix)
 		parents[sample] = c.create(namespaces, u)
 		t.Cleanup(func() {
-			_ = testenv.Dynamic(t).Resource(namespaces).Delete(t.Context(), u.GetName(), metav1.DeleteOptions{})
+			// t.Context() is canceled before cleanups run.
+			if err := testenv.Dynamic(t).Resource(namespaces).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Errorf("delete namespace %s: %v", u.GetName(), err)
+			}
 		})
 	}
 	payments, batch, scratch := parents["payments"], parents["shared-batch"], parents["scratch"]
