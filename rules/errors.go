@@ -169,7 +169,12 @@ func didYouMean(name string, candidates []string) string {
 		if c == name {
 			continue
 		}
-		d := editDistance(strings.ToLower(name), strings.ToLower(c))
+		lname, lc := strings.ToLower(name), strings.ToLower(c)
+		d := editDistance(lname, lc)
+		if min(len(lname), len(lc)) >= 3 && (strings.HasPrefix(lc, lname) || strings.HasPrefix(lname, lc)) {
+			// A shortened or extended name: deploy for deployment.
+			d = min(d, 1)
+		}
 		if best == "" || d < bestDist || (d == bestDist && c < best) {
 			best, bestDist = c, d
 		}

@@ -30,6 +30,8 @@ func Load(data []byte, opts Options) (*RuleSet, error) {
 	}
 	if len(errs) > 0 {
 		setLines(data, errs)
+		// In file order; problems without a line (the file as a whole) first.
+		slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, errs
 	}
 	return rs, nil

@@ -80,9 +80,9 @@ func TestLoadErrors(t *testing.T) {
 			name: "wrong header",
 			data: []byte("apiVersion: v1\nkind: ConfigMap\nrulez: []\n"),
 			want: []errView{
-				{Line: 3, Field: "rulez", Message: "unknown field (did you mean 'rules'?)"},
 				{Line: 1, Field: "apiVersion", Message: `unsupported apiVersion "v1"; use kubecel.dev/v1alpha1`},
 				{Line: 2, Field: "kind", Message: `unsupported kind "ConfigMap"; use RuleSet`},
+				{Line: 3, Field: "rulez", Message: "unknown field (did you mean 'rules'?)"},
 			},
 		},
 		{
@@ -96,12 +96,12 @@ func TestLoadErrors(t *testing.T) {
   - 3
 `),
 			want: []errView{
-				{Line: 5, Rule: "web", Field: "parnt", Message: "unknown field (did you mean 'parent'?)"},
 				{Line: 4, Rule: "web", Field: "parent", Message: "required"},
+				{Line: 5, Rule: "web", Field: "parnt", Message: "unknown field (did you mean 'parent'?)"},
+				{Line: 7, Rule: "web", Child: "cm", Message: "set template (a manifest) or expr (CEL that returns one)"},
 				{Line: 8, Rule: "web", Child: "cm", Field: "tempalte", Message: "unknown field (did you mean 'template'?)"},
 				{Line: 9, Rule: "web", Child: "cm", Field: "crossNamespace", Message: "must be true or false, not a string"},
 				{Line: 10, Rule: "web", Message: "must be a map, not a number"},
-				{Line: 7, Rule: "web", Child: "cm", Message: "set template (a manifest) or expr (CEL that returns one)"},
 			},
 		},
 		{
@@ -122,13 +122,13 @@ func TestLoadErrors(t *testing.T) {
 `),
 			want: []errView{
 				{Line: 4, Rule: "Web", Field: "name", Message: "invalid rule name: a lowercase RFC 1123 label must consist of*"},
-				{Line: 12, Rule: "Web", Field: "name", Message: "invalid rule name: a lowercase RFC 1123 label must consist of*"},
-				{Line: 12, Rule: "Web", Field: "name", Message: "duplicate rule name (also at rules[0]); rule names must be unique"},
 				{Line: 6, Rule: "Web", Field: "parent.apiVersion", Message: `invalid group in apiVersion "Example.com/v1": *`},
 				{Line: 7, Rule: "Web", Field: "parent.resource", Message: `must be the lowercase plural resource name (such as "webapps"), not the kind`},
 				{Line: 8, Rule: "Web", Field: "parent.namespaces[1]", Message: `duplicate namespace "a"`},
 				{Line: 8, Rule: "Web", Field: "parent.namespaces[2]", Message: `invalid namespace "B": *`},
 				{Line: 9, Rule: "Web", Field: "parent.selector", Message: `invalid label selector: "Foo" is not a valid label selector operator`},
+				{Line: 12, Rule: "Web", Field: "name", Message: "invalid rule name: a lowercase RFC 1123 label must consist of*"},
+				{Line: 12, Rule: "Web", Field: "name", Message: "duplicate rule name (also at rules[0]); rule names must be unique"},
 				{Line: 13, Rule: "Web", Field: "parent.apiVersion", Message: `invalid apiVersion "example.com": use group/version, or v1 for the core group`},
 				{Line: 13, Rule: "Web", Field: "parent.resource", Message: "subresources are not supported; name the resource itself"},
 				{Line: 14, Rule: "Web", Field: "status.fields.conditions", Message: "reserved: the controller writes conditions and observedGeneration"},
@@ -235,12 +235,12 @@ func TestLoadErrors(t *testing.T) {
 				{Line: 5, Rule: "web", Field: "parent.when", Expr: `"x"`, Column: 1, Message: "must evaluate to a bool, not string"},
 				{Line: 8, Rule: "web", Child: "cm", Field: "when", Expr: "parent.data.size()", Column: 1, Message: "must evaluate to a bool, not int"},
 				{Line: 9, Rule: "web", Child: "cm", Field: "forEach", Expr: `{"a": 1}`, Column: 1, Message: "must evaluate to a list, not map(string, int)"},
-				{Line: 19, Rule: "web", Child: "cm", Field: "template.data[\"${k}\"]", Expr: "${k}", Message: "a map key cannot hold ${}; to compute keys, make the whole map one ${} expression"},
+				{Line: 13, Rule: "web", Child: "cm", Field: "template.metadata.name", Expr: "${parent.metadata.name + }", Column: 26, Message: "syntax error: mismatched input '<EOF>' expecting*"},
 				{Line: 15, Rule: "web", Child: "cm", Field: "template.data.a", Expr: "x-${[1, 2]}-y", Column: 5, Message: "cannot interpolate a list(int) into a string; make the field exactly ${...} to keep the value's type, or convert it (string(), join(), format())"},
 				{Line: 16, Rule: "web", Child: "cm", Field: "template.data.b", Expr: "${paren.data}", Column: 3, Message: "undeclared reference to 'paren' (did you mean 'parent'?)"},
 				{Line: 17, Rule: "web", Child: "cm", Field: "template.data.d", Expr: "${self}", Column: 3, Message: "undeclared reference to 'self': self (the observed child) exists only in readyWhen"},
 				{Line: 18, Rule: "web", Child: "cm", Field: "template.data.e", Expr: "${parent.data", Column: 1, Message: "unterminated ${: missing closing }"},
-				{Line: 13, Rule: "web", Child: "cm", Field: "template.metadata.name", Expr: "${parent.metadata.name + }", Column: 26, Message: "syntax error: mismatched input '<EOF>' expecting*"},
+				{Line: 19, Rule: "web", Child: "cm", Field: "template.data[\"${k}\"]", Expr: "${k}", Message: "a map key cannot hold ${}; to compute keys, make the whole map one ${} expression"},
 				{Line: 21, Rule: "web", Child: "plain", Field: "template.metadata.name", Expr: "${each.name}", Column: 3, Message: "undeclared reference to 'each': each and index exist only in a forEach child's template, expr and readyWhen"},
 			},
 		},
@@ -313,11 +313,11 @@ func TestLoadErrors(t *testing.T) {
 			want: []errView{
 				{Line: 5, Rule: "web", Field: "parent.when", Expr: `parent.spec.replicas > "1"`, Column: 22, Message: "found no matching overload for '_>_' applied to '(int, string)'"},
 				{Line: 11, Rule: "web", Child: "backend", Field: "template.metadata.name", Expr: "${parent.metadata.nmae}", Column: 18, Message: "undefined field 'nmae' (did you mean 'name'?)"},
+				{Line: 13, Rule: "web", Child: "backend", Field: "template.spec.replicas", Expr: "${parent.spec.replicsa}", Column: 14, Message: "undefined field 'replicsa' (did you mean 'replicas'?)"},
 				{Line: 14, Rule: "web", Child: "backend", Field: "template.spec.image", Expr: "${parent.spec.replicas}", Message: "the expression is of type int, but Backend .spec.image is a string"},
 				{Line: 15, Rule: "web", Child: "backend", Field: "template.spec.port", Expr: "${parent.spec.port}0", Message: "text with ${} is a string, but Backend .spec.port is an integer; make the field exactly ${...} to keep the value's type"},
-				{Line: 19, Rule: "web", Child: "backend", Field: "template.spec.ports", Expr: "${parent.spec.image}", Message: "the expression is of type string, but Backend .spec.ports is an array"},
 				{Line: 17, Rule: "web", Child: "backend", Field: "template.spec.protocol", Expr: "${parent.spec.expose}", Message: "the expression is of type bool, but Backend .spec.protocol is an integer or a string"},
-				{Line: 13, Rule: "web", Child: "backend", Field: "template.spec.replicas", Expr: "${parent.spec.replicsa}", Column: 14, Message: "undefined field 'replicsa' (did you mean 'replicas'?)"},
+				{Line: 19, Rule: "web", Child: "backend", Field: "template.spec.ports", Expr: "${parent.spec.image}", Message: "the expression is of type string, but Backend .spec.ports is an array"},
 			},
 		},
 		{
@@ -549,6 +549,9 @@ func TestDidYouMean(t *testing.T) {
 		"imgae":    " (did you mean 'image'?)",
 		"Name":     " (did you mean 'name'?)",
 		"xyz":      "",
+		"rep":      " (did you mean 'replicas'?)",
+		"images":   " (did you mean 'image'?)",
+		"re":       "",
 		"replicas": "",
 	}
 	for name, want := range tests {

@@ -29,6 +29,8 @@ repairs drift and reports status.`,
 		newDevCommand(),
 		newRBACCommand(),
 		newRunCommand(),
+		newRenderCommand(),
+		newCheckCommand(),
 	)
 	return root
 }

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules"
+)
+
+type checkOptions struct {
+	rules string
+	crds  string
+}
+
+func newCheckCommand() *cobra.Command {
+	var o checkOptions
+	cmd := &cobra.Command{
+		Use:   "check --rules FILE [--crds DIR]",
+		Short: "Validate and type-check a rules file",
+		Long: `check loads a rules file the way the controller does: strict YAML, names, resources
+and selectors, CEL syntax and types, references between children and their cycles, and
+the estimated cost of every expression. With --crds, expressions are type-checked
+against the schemas of the CRDs in DIR (parent.spec.replicsa is an error; a string
+where a CRD child's schema wants an integer is too).
+
+It prints a one-line summary and exits 0, or lists every problem with its line, rule,
+child, field and expression and exits 1. It also warns (without failing) about children
+of sensitive kinds: Secrets, RBAC objects, admission webhooks and policies, and CRDs,
+which give whoever writes a parent power over the cluster through the controller.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	cmd.Flags().StringVar(&o.rules, "rules", "", "rules file (required)")
+	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests to type-check against")
+	_ = cmd.MarkFlagRequired("rules")
+	return cmd
+}
+
+func (o *checkOptions) run(cmd *cobra.Command) error {
+	data, err := os.ReadFile(o.rules)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	var opts rules.Options
+	var crds *rules.CRDSchemas
+	if o.crds != "" {
+		if crds, err = rules.SchemasFromCRDDir(o.crds); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		opts.Schemas = crds
+	}
+	rs, err := rules.Load(data, opts)
+	if err != nil {
+		var list rules.ErrorList
+		if !errors.As(err, &list) {
+			return &exitError{code: 1, err: err}
+		}
+		printProblems(cmd.ErrOrStderr(), o.rules, list)
+		return &exitError{code: 1, err: fmt.Errorf("%s: %d %s", o.rules, len(list), plural(len(list), "problem", "problems"))}
+	}
+	warnings := checkWarnings(rs, crds)
+	for _, w := range warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", o.rules, w)
+	}
+	children := 0
+	for _, r := range rs.Rules {
+		children += len(r.Children)
+	}
+	summary := fmt.Sprintf("%s: OK: %d %s, %d %s", o.rules,
+		len(rs.Rules), plural(len(rs.Rules), "rule", "rules"), children, plural(children, "child", "children"))
+	if len(warnings) > 0 {
+		summary += fmt.Sprintf(", %d %s", len(warnings), plural(len(warnings), "warning", "warnings"))
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), summary)
+	return nil
+}
+
+// printProblems lists load errors as file:line: message, with the expression and a caret
+// under the column where CEL gives one.
+func printProblems(w io.Writer, file string, list rules.ErrorList) {
+	for _, e := range list {
+		line := *e
+		line.Line = 0
+		if e.Line > 0 {
+			fmt.Fprintf(w, "%s:%d: %s\n", file, e.Line, line.Error())
+		} else {
+			fmt.Fprintf(w, "%s: %s\n", file, line.Error())
+		}
+		if caret := e.Caret(); caret != "" {
+			fmt.Fprintln(w, "    "+strings.ReplaceAll(caret, "\n", "\n    "))
+		}
+	}
+}
+
+// checkWarnings lists what loads but deserves a second look.
+func checkWarnings(rs *rules.RuleSet, crds *rules.CRDSchemas) []string {
+	var out []string
+	for _, r := range rs.Rules {
+		if crds != nil && crds.ResourceSchema(r.Parent.GVR) == nil {
+			out = append(out, fmt.Sprintf("rule %q: no schema for %s in --crds, so expressions reading the parent are not type-checked", r.Name, gvrString(r.Parent.GVR)))
+		}
+		for _, c := range r.Children {
+			if why := sensitiveKind(c.GVK); why != "" {
+				out = append(out, fmt.Sprintf("rule %q child %q: creates %s objects, %s; make sure whoever can write the parent may do that", r.Name, c.ID, c.GVK.Kind, why))
+			}
+		}
+	}
+	return out
+}
+
+// sensitiveKind says why children of a kind give power over the cluster, or "" when
+// they do not particularly.
+func sensitiveKind(gvk schema.GroupVersionKind) string {
+	switch gvk.Group {
+	case "":
+		if gvk.Kind == "Secret" {
+			return "which hold credentials"
+		}
+	case "rbac.authorization.k8s.io":
+		if slices.Contains([]string{"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}, gvk.Kind) {
+			return "which grant permissions"
+		}
+	case "admissionregistration.k8s.io":
+		return "which intercept or restrict API requests"
+	case "apiextensions.k8s.io":
+		if gvk.Kind == "CustomResourceDefinition" {
+			return "which change the cluster's API"
+		}
+	}
+	return ""
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

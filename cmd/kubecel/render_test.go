@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of the render and check tests")
+
+// runCommand runs a command in process and returns what it printed and its exit code.
+func runCommand(t *testing.T, cmd *cobra.Command, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage = true
+	cmd.SilenceErrors = true
+	err := cmd.ExecuteContext(t.Context())
+	switch ee := (*exitError)(nil); {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.code
+		if ee.err != nil {
+			fmt.Fprintf(&errOut, "Error: %v\n", ee.err)
+		}
+	default:
+		code = 1
+		fmt.Fprintf(&errOut, "Error: %v\n", err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// golden compares got with the file, or rewrites the file with -update.
+func golden(t *testing.T, file, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("output differs from %s (-want +got; go test -update rewrites it):\n%s", file, diff)
+	}
+}
+
+func transcript(stdout, stderr string, code int) string {
+	return fmt.Sprintf("## stdout\n%s## stderr\n%s## exit %d\n", stdout, stderr, code)
+}
+
+func TestRender(t *testing.T) {
+	const dir = "testdata/render"
+	crds := "../../rules/testdata/crds"
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{name: "nothing-observed", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/parent.yaml"}},
+		{name: "observed", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/parent.yaml", "-f", dir + "/observed.yaml", "--crds", crds}},
+		{name: "json", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/parent.yaml", "-f", dir + "/observed.yaml", "-o", "json"}},
+		{name: "when-false", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/no-image.yaml"}},
+		{name: "not-selected", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/other-parent.yaml"}, code: 1},
+		{name: "no-rule", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/database.yaml"}, code: 1},
+		{name: "secret-redacted-and-error", args: []string{"--rules", dir + "/secret-rules.yaml", "-f", dir + "/database.yaml"}, code: 1},
+		{name: "rules-do-not-load", args: []string{"--rules", dir + "/parent.yaml", "-f", dir + "/parent.yaml"}, code: 1},
+		{name: "bad-output", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/parent.yaml", "-o", "xml"}, code: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := runCommand(t, newRenderCommand(), tt.args...)
+			if code != tt.code {
+				t.Errorf("exit code %d, want %d\nstderr:\n%s", code, tt.code, stderr)
+			}
+			golden(t, filepath.Join(dir, "golden", tt.name+".txt"), transcript(stdout, stderr, code))
+		})
+	}
+}
+
+// TestDocsExamples renders every example of docs/rules.md and compares it with the
+// output shown there, so that the documentation cannot rot. Each example directory
+// holds rules.yaml, parent.yaml, optionally observed.yaml and crds/, and output.yaml.
+func TestDocsExamples(t *testing.T) {
+	dirs, err := filepath.Glob("../../docs/examples/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no examples under docs/examples")
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			args := []string{"--rules", filepath.Join(dir, "rules.yaml"), "-f", filepath.Join(dir, "parent.yaml")}
+			if _, err := os.Stat(filepath.Join(dir, "observed.yaml")); err == nil {
+				args = append(args, "-f", filepath.Join(dir, "observed.yaml"))
+			}
+			if _, err := os.Stat(filepath.Join(dir, "crds")); err == nil {
+				args = append(args, "--crds", filepath.Join(dir, "crds"))
+			}
+			stdout, stderr, code := runCommand(t, newRenderCommand(), args...)
+			if code != 0 {
+				t.Fatalf("render exited %d:\n%s", code, stderr)
+			}
+			golden(t, filepath.Join(dir, "output.yaml"), stdout)
+		})
+	}
+}
