@@ -67,7 +67,7 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 // them (and needs no further readiness) is applied in the same reconcile.
 func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) *outcome {
 	logger := klog.FromContext(ctx)
-	owned := st.ownedChildren(string(parent.GetUID()))
+	owned := c.observe(st, parent)
 	live := map[objectKey]*unstructured.Unstructured{}
 	for _, o := range owned {
 		live[keyOf(o)] = o
@@ -93,7 +93,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 			if _, done := out.applied[k]; done {
 				continue
 			}
-			if !needsApply(obj, c.written.freshest(k.String(), live[k])) {
+			if !needsApply(obj, live[k]) {
 				continue
 			}
 			if err := c.ensureFinalizerFor(ctx, st, parent, obj); err != nil {
@@ -111,6 +111,26 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 		}
 		if !progressed {
 			return out
+		}
+	}
+	return out
+}
+
+// observe returns the parent's children under this rule as the cache shows them,
+// updated with our own writes the cache does not show yet.
+func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) []*unstructured.Unstructured {
+	uid := string(parent.GetUID())
+	cached := st.ownedChildren(uid)
+	seen := make(map[string]bool, len(cached))
+	out := make([]*unstructured.Unstructured, 0, len(cached))
+	for _, o := range cached {
+		k := keyOf(o).String()
+		seen[k] = true
+		out = append(out, c.written.freshest(k, o))
+	}
+	for _, o := range c.written.children(uid, seen) {
+		if o.GetLabels()[LabelRule] == st.rule.Name {
+			out = append(out, o)
 		}
 	}
 	return out
