@@ -25,6 +25,7 @@ type runOptions struct {
 	burst       int
 	metricsAddr string
 	healthAddr  string
+	pprofAddr   string
 }
 
 func newRunCommand() *cobra.Command {
@@ -47,6 +48,7 @@ load is reported and the last good rules keep running.`,
 	f.IntVar(&o.burst, "burst", 400, "client-side burst of API requests")
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
 	f.StringVar(&o.healthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty disables)")
+	f.StringVar(&o.pprofAddr, "pprof-addr", "", "address of net/http/pprof under /debug/pprof/ (empty disables)")
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
@@ -91,6 +93,9 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	if o.healthAddr != "" {
 		g.Go(func() error { return serveErr("health", engine.ServeHealth(ctx, o.healthAddr, ctrl.Ready)) })
+	}
+	if o.pprofAddr != "" {
+		g.Go(func() error { return serveErr("pprof", servePprof(ctx, o.pprofAddr)) })
 	}
 	g.Go(func() error { loader.Watch(ctx); return nil })
 	g.Go(func() error { return ctrl.Run(ctx) })
