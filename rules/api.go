@@ -77,6 +77,8 @@ type Child struct {
 	apiVersion string
 	// reads lists every child the expressions read, before ordering.
 	reads []string
+	// depIndex holds the positions in Rule.Children of DependsOn.
+	depIndex []int
 }
 
 // Options tunes loading. The zero value is valid.

@@ -24,37 +24,46 @@ type batch struct {
 // their slot in it. It returns nil when there is nothing to gain or the combined source
 // does not compile (for example over the parser's size limit).
 func (c *compiler) newBatch(env *cel.Env, roots ...*node) *batch {
+	list, n := batchList(roots...)
+	if n < 2 {
+		return nil
+	}
+	return c.compileBatch(env, list)
+}
+
+// batchList numbers the expressions below roots with their slot and returns them as a
+// CEL list literal, and how many there are (0 when one failed to compile).
+func batchList(roots ...*node) (string, int) {
 	var progs []*program
 	for _, n := range roots {
 		collectPrograms(n, &progs)
-	}
-	if len(progs) < 2 {
-		return nil
 	}
 	var src strings.Builder
 	src.WriteString("[")
 	for i, p := range progs {
 		if p == nil {
 			// A part that failed to compile: the rule will not load anyway.
-			return nil
+			return "", 0
 		}
 		if i > 0 {
 			src.WriteString(",")
 		}
 		// A newline before the closing parenthesis ends any trailing // comment.
 		src.WriteString("(" + p.src + "\n)")
+		p.slot = i
 	}
 	src.WriteString("]")
-	checked, iss := env.Compile(src.String())
+	return src.String(), len(progs)
+}
+
+func (c *compiler) compileBatch(env *cel.Env, src string) *batch {
+	checked, iss := env.Compile(src)
 	if iss.Err() != nil {
 		return nil
 	}
 	prg, err := env.Program(checked, c.programOptions(env, checked)...)
 	if err != nil {
 		return nil
-	}
-	for i, p := range progs {
-		p.slot = i
 	}
 	return &batch{prg: prg}
 }

@@ -147,9 +147,10 @@ func (c *compiler) orderChildren(rule string, ruleAt path, children []*Child, re
 		}
 	}
 	for _, ch := range ordered {
-		for _, other := range ordered {
+		for i, other := range ordered {
 			if slices.Contains(reads[ch.ID], other.ID) {
 				ch.DependsOn = append(ch.DependsOn, other.ID)
+				ch.depIndex = append(ch.depIndex, i)
 			}
 		}
 	}

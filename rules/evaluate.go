@@ -40,6 +40,7 @@ const (
 // evaluated, and the caller must not prune in that case.
 func (r *Rule) Evaluate(ctx context.Context, parent map[string]any, observed Observed) (res *Result, err error) {
 	ev := &evaluation{rule: r, observed: observed, res: &Result{}}
+	ev.claims.list = make([]claimEntry, 0, len(r.Children)+4)
 	defer func() {
 		if p := recover(); p != nil {
 			res = ev.res
@@ -65,12 +66,13 @@ type evaluation struct {
 	vars activation
 	// children is what `children` reads: observed objects by child id.
 	children map[string]any
-	states   map[string]childState
+	// states holds each child's state, by position in rule.Children.
+	states []childState
 	// matched holds the observed object of each desired child in res.Children (nil when
 	// not observed), in the same order.
 	matched []map[string]any
-	// names detects two children that produce the same object.
-	names map[objectKey]string
+	// claims detects two children that produce the same object.
+	claims claimSet
 }
 
 func (ev *evaluation) run(parent map[string]any) {
@@ -84,13 +86,13 @@ func (ev *evaluation) run(parent map[string]any) {
 		p, _ = coerceNumbers(parent, r.parentType)
 	}
 	ev.children = make(map[string]any, len(r.Children))
-	ev.states = make(map[string]childState, len(r.Children))
+	ev.states = make([]childState, len(r.Children))
 	ev.vars = activation{
-		parent:   types.DefaultTypeAdapter.NativeToValue(p),
-		children: types.DefaultTypeAdapter.NativeToValue(ev.children),
+		parent:   jsonValue(p),
+		children: jsonValue(ev.children),
 	}
 	if r.when != nil {
-		include, ok := ev.condition(r.when, &ev.vars, "")
+		include, ok := ev.condition(r.when, &ev.vars, -1)
 		if !ok {
 			return
 		}
@@ -99,8 +101,8 @@ func (ev *evaluation) run(parent map[string]any) {
 			return
 		}
 	}
-	for _, ch := range r.Children {
-		ev.states[ch.ID] = ev.child(ch)
+	for i, ch := range r.Children {
+		ev.states[i] = ev.child(ch)
 	}
 	ev.status()
 	ev.res.Ready = len(ev.res.Waiting) == 0 && len(ev.res.Failed) == 0
@@ -112,13 +114,13 @@ func (ev *evaluation) run(parent map[string]any) {
 // child evaluates one child and returns its state.
 func (ev *evaluation) child(ch *Child) childState {
 	var missing []string
-	for _, dep := range ch.DependsOn {
+	for i, dep := range ch.depIndex {
 		switch ev.states[dep] {
 		case stateExcluded:
 			return stateExcluded
 		case stateReady:
 		default:
-			missing = append(missing, dep)
+			missing = append(missing, ch.DependsOn[i])
 		}
 	}
 	if len(missing) > 0 {
@@ -126,7 +128,7 @@ func (ev *evaluation) child(ch *Child) childState {
 		return stateWaiting
 	}
 	if ch.when != nil {
-		include, ok := ev.condition(ch.when, &ev.vars, "")
+		include, ok := ev.condition(ch.when, &ev.vars, -1)
 		if !ok {
 			ev.res.Failed = append(ev.res.Failed, ch.ID)
 			return stateFailed
@@ -166,15 +168,15 @@ func (ev *evaluation) child(ch *Child) childState {
 // objects appends the child's desired objects to the result; false when any failed.
 func (ev *evaluation) objects(ch *Child) bool {
 	if !ch.ForEach {
-		return ev.object(ch, &ev.vars, -1)
+		return ev.object(ch, &ev.vars, -1, ch.batch.run(ev.ctx, &ev.vars))
 	}
-	out, ok := ev.eval(ch.forEach, &ev.vars, "")
+	out, ok := ev.eval(ch.forEach, &ev.vars, -1)
 	if !ok {
 		return false
 	}
 	list, isList := out.(traits.Lister)
 	if !isList {
-		ev.fail(ch.forEach, "", fmt.Errorf("forEach must evaluate to a list, not %s", out.Type().TypeName()))
+		ev.fail(ch.forEach, -1, fmt.Errorf("forEach must evaluate to a list, not %s", out.Type().TypeName()))
 		return false
 	}
 	n, _ := list.Size().(types.Int)
@@ -182,27 +184,25 @@ func (ev *evaluation) objects(ch *Child) bool {
 	for i := range int(n) {
 		vars := ev.vars
 		vars.each, vars.index = list.Get(types.Int(i)), types.Int(i)
-		ok = ev.object(ch, &vars, i) && ok
+		ok = ev.object(ch, &vars, i, ch.batch.run(ev.ctx, &vars)) && ok
 	}
 	return ok
 }
 
 // object builds one desired object, matches it with the observed ones and checks
-// whether it is ready.
-func (ev *evaluation) object(ch *Child, vars *activation, index int) bool {
-	at := ""
-	if index >= 0 {
-		at = fmt.Sprintf("forEach index %d: ", index)
-	}
+// whether it is ready. results are the values of the template's expressions when a
+// batch computed them, else nil.
+func (ev *evaluation) object(ch *Child, vars *activation, index int, results traits.Lister) bool {
+	at := index
 	var obj map[string]any
 	if ch.template != nil {
-		v, present, ok := ev.value(ch.template, vars, at, ch.batch.run(ev.ctx, vars))
+		v, present, ok := ev.value(ch.template, vars, at, results)
 		if !ok {
 			return false
 		}
 		obj, _ = v.(map[string]any)
 		if !present || obj == nil {
-			ev.fail(nil, at, errors.New("the template produced no object"))
+			ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Child: ch.ID, Message: forEachPrefix(at) + "the template produced no object"})
 			return false
 		}
 	} else {
@@ -224,7 +224,7 @@ func (ev *evaluation) object(ch *Child, vars *activation, index int) bool {
 		err = ev.claim(key, ch.ID)
 	}
 	if err != nil {
-		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Child: ch.ID, Message: at + err.Error()})
+		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Child: ch.ID, Message: forEachPrefix(at) + err.Error()})
 		return false
 	}
 	d := Desired{ID: ch.ID, Index: index, Object: obj}
@@ -233,7 +233,7 @@ func (ev *evaluation) object(ch *Child, vars *activation, index int) bool {
 		d.Observed, d.Ready = true, true
 		if ch.readyWhen != nil {
 			ready := *vars
-			ready.self = types.DefaultTypeAdapter.NativeToValue(matched)
+			ready.self = jsonValue(matched)
 			d.Ready, _ = ev.condition(ch.readyWhen, &ready, at)
 		}
 	}
@@ -268,7 +268,7 @@ func (ev *evaluation) status() {
 		if !include(f) {
 			continue
 		}
-		if v, present, ok := ev.value(f.value, &ev.vars, "", results); ok && present {
+		if v, present, ok := ev.value(f.value, &ev.vars, -1, results); ok && present {
 			ev.res.Status[f.name] = v
 		}
 	}
@@ -277,7 +277,7 @@ func (ev *evaluation) status() {
 // value evaluates a template node. present is false for an expression that returned an
 // empty optional, which leaves its field out; ok is false when something failed.
 // results holds the values of the node's batch, or is nil to evaluate one by one.
-func (ev *evaluation) value(n *node, vars *activation, at string, results traits.Lister) (v any, present, ok bool) {
+func (ev *evaluation) value(n *node, vars *activation, at int, results traits.Lister) (v any, present, ok bool) {
 	switch n.kind {
 	case constNode:
 		return n.value, true, true
@@ -308,7 +308,7 @@ func (ev *evaluation) value(n *node, vars *activation, at string, results traits
 		if !ok {
 			return nil, false, false
 		}
-		if opt, isOpt := out.(*types.Optional); isOpt {
+		if opt, isOpt := out.(*types.Optional); isOpt && !n.exact {
 			if !opt.HasValue() {
 				return nil, false, true
 			}
@@ -344,7 +344,7 @@ func (ev *evaluation) value(n *node, vars *activation, at string, results traits
 }
 
 // condition evaluates a bool expression; ok is false when it failed.
-func (ev *evaluation) condition(p *program, vars *activation, at string) (value, ok bool) {
+func (ev *evaluation) condition(p *program, vars *activation, at int) (value, ok bool) {
 	out, ok := ev.eval(p, vars, at)
 	if !ok {
 		return false, false
@@ -358,7 +358,7 @@ func (ev *evaluation) condition(p *program, vars *activation, at string) (value,
 }
 
 // evalIn takes an expression's value from its batch's results, or evaluates it.
-func (ev *evaluation) evalIn(p *program, vars *activation, at string, results traits.Lister) (ref.Val, bool) {
+func (ev *evaluation) evalIn(p *program, vars *activation, at int, results traits.Lister) (ref.Val, bool) {
 	if results != nil {
 		return results.Get(types.Int(p.slot)), true
 	}
@@ -366,7 +366,7 @@ func (ev *evaluation) evalIn(p *program, vars *activation, at string, results tr
 }
 
 // eval runs one program; ok is false when it failed, and the error is recorded.
-func (ev *evaluation) eval(p *program, vars *activation, at string) (ref.Val, bool) {
+func (ev *evaluation) eval(p *program, vars *activation, at int) (ref.Val, bool) {
 	out, _, err := p.prg.ContextEval(ev.ctx, vars)
 	if err != nil {
 		ev.fail(p, at, ev.cause(err))
@@ -390,12 +390,20 @@ func (ev *evaluation) cause(err error) error {
 }
 
 // fail records a failed expression; p may be nil for a problem with a whole object.
-func (ev *evaluation) fail(p *program, at string, err error) {
-	e := &Error{Rule: ev.rule.Name, Message: at + err.Error(), Err: err}
+func (ev *evaluation) fail(p *program, at int, err error) {
+	e := &Error{Rule: ev.rule.Name, Message: forEachPrefix(at) + err.Error(), Err: err}
 	if p != nil {
 		e.Child, e.Field, e.Expr = p.w.child, string(p.w.field), p.source
 	}
 	ev.errs = append(ev.errs, e)
+}
+
+// forEachPrefix starts the message of an error in forEach element at (none when -1).
+func forEachPrefix(at int) string {
+	if at < 0 {
+		return ""
+	}
+	return fmt.Sprintf("forEach index %d: ", at)
 }
 
 // activation resolves the CEL variables of one expression.

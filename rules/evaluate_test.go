@@ -478,3 +478,34 @@ func TestEvaluateHonoursCancelledContext(t *testing.T) {
 		t.Fatalf("Evaluate() with a cancelled context = %v, want context.Canceled", err)
 	}
 }
+
+// TestMapsIterateInKeyOrder guards against Go's random map order leaking into desired
+// objects, which would make the controller rewrite children on every resync.
+func TestMapsIterateInKeyOrder(t *testing.T) {
+	r := loadRule(t, `- name: order
+  parent: {apiVersion: v1, resource: configmaps}
+  status:
+    fields:
+      keys: '${parent.data.transformList(k, v, k)}'
+      pairs: '${parent.data.map(k, k + "=" + parent.data[k]).join(",")}'
+      first: ${parent.data.exists(k, k == "a")}
+`, Options{})
+	data := map[string]any{}
+	for _, k := range []string{"q", "a", "m", "z", "c", "x", "b", "k"} {
+		data[k] = k + k
+	}
+	want := map[string]any{
+		"keys":  []any{"a", "b", "c", "k", "m", "q", "x", "z"},
+		"pairs": "a=aa,b=bb,c=cc,k=kk,m=mm,q=qq,x=xx,z=zz",
+		"first": true,
+	}
+	for range 20 {
+		res, err := r.Evaluate(t.Context(), configMap("p", data), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, res.Status); diff != "" {
+			t.Fatalf("status (-want +got):\n%s", diff)
+		}
+	}
+}

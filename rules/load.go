@@ -173,7 +173,6 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 			vs.schema = opts.Schemas.KindSchema(gvk)
 		}
 		ch.template = c.compileValue(env, cs.template, tw, vs)
-		ch.batch = c.newBatch(env, ch.template)
 	} else {
 		ch.expr = c.compile(env, w.key("expr"), cs.expr, cs.expr, 0, wantMap)
 		if ch.expr != nil {
@@ -182,7 +181,11 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 				c.fail(w.key("expr"), cs.expr, 0, msg)
 			}
 			ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
+			ch.template = c.exprTemplate(env, ch.expr)
 		}
+	}
+	if ch.template != nil {
+		ch.batch = c.newBatch(env, ch.template)
 	}
 	if cs.readyWhen != "" {
 		ch.readyWhen = c.compile(readyEnv, w.key("readyWhen"), cs.readyWhen, cs.readyWhen, 0, wantBool)

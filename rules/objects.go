@@ -59,17 +59,58 @@ func describeValue(v any) string {
 // claim records that child id produces the object key, and fails when another child
 // (or another forEach element) already does: both would fight over one object.
 func (ev *evaluation) claim(key objectKey, id string) error {
-	if ev.names == nil {
-		ev.names = make(map[objectKey]string, len(ev.rule.Children))
-	}
-	if other, taken := ev.names[key]; taken {
+	other, taken := ev.claims.find(key)
+	if taken {
 		if other == id {
 			return fmt.Errorf("forEach produces %s more than once; make the names unique (use each or index)", key)
 		}
 		return fmt.Errorf("produces %s, which child %q produces too", key, other)
 	}
-	ev.names[key] = id
+	ev.claims.add(key, id)
 	return nil
+}
+
+// claimSet maps object keys to the child that produces them. Most rules produce a
+// handful of objects, which a slice searches faster than a map is built; past
+// claimSlice entries it switches to a map.
+type claimSet struct {
+	list  []claimEntry
+	index map[objectKey]string
+}
+
+type claimEntry struct {
+	key objectKey
+	id  string
+}
+
+const claimSlice = 32
+
+func (s *claimSet) find(key objectKey) (string, bool) {
+	if s.index != nil {
+		id, ok := s.index[key]
+		return id, ok
+	}
+	for _, e := range s.list {
+		if e.key == key {
+			return e.id, true
+		}
+	}
+	return "", false
+}
+
+func (s *claimSet) add(key objectKey, id string) {
+	if s.index == nil && len(s.list) < claimSlice {
+		s.list = append(s.list, claimEntry{key, id})
+		return
+	}
+	if s.index == nil {
+		s.index = make(map[objectKey]string, 2*claimSlice)
+		for _, e := range s.list {
+			s.index[e.key] = e.id
+		}
+		s.list = nil
+	}
+	s.index[key] = id
 }
 
 // findObserved returns the observed object that matches the desired key: same group,

@@ -39,6 +39,9 @@ type node struct {
 	elems []*node
 	// prog is an exprNode's expression.
 	prog *program
+	// exact keeps an exprNode's value as it is, as in a CEL map literal: an optional
+	// value is then an error instead of leaving the field out.
+	exact bool
 	// parts are a textNode's pieces.
 	parts []textPart
 }
