@@ -54,3 +54,10 @@ $(BIN)/etcd: $(CP_DIR)/etcd/go.mod $(CP_DIR)/etcd/go.sum
 	@echo ">> building etcd $(ETCD_VERSION) from go.etcd.io/etcd/server/v3 (first build: ~1 min; cached in bin/ afterwards)"
 	@cd $(CP_DIR)/etcd && $(GO) build -trimpath -ldflags '-s -w' -o $@ .
 	@echo ">> built $@"
+
+FUZZTIME ?= 60s
+
+.PHONY: fuzz
+fuzz: ## run the fuzz tests for longer (FUZZTIME=60s each)
+	$(GO) test -run='^$$' -fuzz='^FuzzParseTemplate$$' -fuzztime=$(FUZZTIME) ./rules
+	$(GO) test -run='^$$' -fuzz='^FuzzLoad$$' -fuzztime=$(FUZZTIME) ./rules
