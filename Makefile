@@ -55,6 +55,13 @@ $(BIN)/etcd: $(CP_DIR)/etcd/go.mod $(CP_DIR)/etcd/go.sum
 	@cd $(CP_DIR)/etcd && $(GO) build -trimpath -ldflags '-s -w' -o $@ .
 	@echo ">> built $@"
 
+N ?= 1000
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: controlplane build ## measure convergence, writes, memory against a direct-apply baseline (N=1000 parents; N=10000 works)
+	$(GO) run ./cmd/bench --n $(N) --kubecel $(BIN)/kubecel --dir $(BIN)/bench $(BENCH_FLAGS)
+
 FUZZTIME ?= 60s
 
 .PHONY: fuzz

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/kubecel/kubecel/internal/controlplane"
+)
+
+// auditCounter counts the controller's write requests in the bench namespace from the
+// API server's audit log, reading only what was added since the last read. Requests
+// are the controller's when their user agent starts with "kubecel" and is not the
+// bench's own.
+type auditCounter struct {
+	path   string
+	offset int64
+	counts writeCounts
+}
+
+// writeCounts counts writes by "verb resource[/subresource]".
+type writeCounts map[string]int
+
+func (a *auditCounter) read() error {
+	f, err := os.Open(a.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
+		return err
+	}
+	if a.counts == nil {
+		a.counts = writeCounts{}
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return nil // a partial line is read again next time
+		}
+		if err != nil {
+			return err
+		}
+		a.offset += int64(len(line))
+		var e controlplane.AuditEvent
+		if json.Unmarshal(line, &e) != nil || !controllerWrite(e) {
+			continue
+		}
+		what := e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			what += "/" + e.ObjectRef.Subresource
+		}
+		a.counts[e.Verb+" "+what]++
+	}
+}
+
+func controllerWrite(e controlplane.AuditEvent) bool {
+	return e.ObjectRef.Namespace == benchNS && strings.HasPrefix(e.UserAgent, "kubecel") && !strings.HasPrefix(e.UserAgent, userAgent)
+}
+
+func (a *auditCounter) snapshot() writeCounts {
+	out := make(writeCounts, len(a.counts))
+	for k, v := range a.counts {
+		out[k] = v
+	}
+	return out
+}
+
+func (w writeCounts) minus(earlier writeCounts) writeCounts {
+	out := writeCounts{}
+	for k, v := range w {
+		if d := v - earlier[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func (w writeCounts) total() int {
+	n := 0
+	for _, v := range w {
+		n += v
+	}
+	return n
+}
+
+// String lists the counts, largest first: "patch configmaps: 1000, ...".
+func (w writeCounts) String() string {
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if w[keys[i]] != w[keys[j]] {
+			return w[keys[i]] > w[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, w[k])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+)
+
+// controller is the kubecel process under test.
+type controller struct {
+	cmd     *exec.Cmd
+	log     *os.File
+	metrics string // base URL of --metrics-addr
+	pprof   string // base URL of --pprof-addr
+	done    chan struct{}
+	waitErr error
+}
+
+// startController writes the rules, starts `kubecel run` against the control plane,
+// waits until it is ready, and starts the bench's own watches.
+func (b *bench) startController(ctx context.Context) error {
+	rulesPath := filepath.Join(b.cfg.dir, "rules.yaml")
+	if err := os.WriteFile(rulesPath, rulesYAML, 0o644); err != nil {
+		return err
+	}
+	ports := make([]int, 3)
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return err
+		}
+		ports[i] = p
+	}
+	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
+	args := []string{"run", "--rules", rulesPath, "--kubeconfig", b.cp.Kubeconfig,
+		"--metrics-addr", addr(ports[0]), "--health-addr", addr(ports[1]), "--pprof-addr", addr(ports[2])}
+	args = append(args, strings.Fields(b.cfg.kubecelArgs)...)
+	log, err := os.Create(filepath.Join(b.cfg.dir, "kubecel.log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(b.cfg.kubecel, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	logf("starting %s %s", b.cfg.kubecel, strings.Join(args, " "))
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("start %s (build it with `make build`): %w", b.cfg.kubecel, err)
+	}
+	c := &controller{cmd: cmd, log: log, done: make(chan struct{}),
+		metrics: "http://" + addr(ports[0]), pprof: "http://" + addr(ports[2])}
+	go func() { c.waitErr = cmd.Wait(); close(c.done) }()
+	b.ctrl = c
+	if err := c.waitReady(ctx, "http://"+addr(ports[1])+"/readyz"); err != nil {
+		return fmt.Errorf("controller (log: %s): %w", log.Name(), err)
+	}
+	var dyn dynamic.Interface = b.clients[0]
+	b.watch, err = startTracker(ctx, b.kube, dyn, b.cfg.n)
+	return err
+}
+
+func (c *controller) waitReady(ctx context.Context, url string) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.done:
+			return fmt.Errorf("exited: %v", c.waitErr)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("not ready at %s after a minute", url)
+}
+
+// stop sends SIGTERM and waits, then kills.
+func (c *controller) stop() error {
+	defer c.log.Close()
+	select {
+	case <-c.done:
+		return c.waitErr
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return fmt.Errorf("did not stop within 15s of SIGTERM; killed")
+	}
+}
+
+// rss returns the process's peak (VmHWM) and current (VmRSS) resident set in bytes.
+func (c *controller) rss() (peak, current uint64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseUint(f[1], 10, 64)
+		switch f[0] {
+		case "VmHWM:":
+			peak = kb * 1024
+		case "VmRSS:":
+			current = kb * 1024
+		}
+	}
+	return peak, current
+}
+
+// cpuSeconds returns the process's user plus system CPU time.
+func (c *controller) cpuSeconds() float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces:
+	// utime and stime are fields 14 and 15 of the whole line.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	const clockTicks = 100 // USER_HZ on Linux
+	return (utime + stime) / clockTicks
+}
+
+// metric returns the sum of every sample of a counter or gauge on /metrics.
+func (c *controller) metric(ctx context.Context, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.metrics+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != '{' && line[len(name)] != ' ') {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum, sc.Err()
+}
+
+// saveProfile writes /debug/pprof/<profile> to dir/file.
+func (c *controller) saveProfile(ctx context.Context, profile, dir, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.pprof+"/debug/pprof/"+profile, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", req.URL, resp.Status)
+	}
+	f, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// profiler takes consecutive 5s CPU profiles (dir/cpu-NN.pprof) until stopped;
+// `go tool pprof` merges them when given all the files.
+type profiler struct {
+	stopped chan struct{}
+	wg      sync.WaitGroup
+}
+
+func (c *controller) profileCPU(ctx context.Context, dir string) *profiler {
+	p := &profiler{stopped: make(chan struct{})}
+	p.wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-p.stopped:
+				return
+			default:
+			}
+			if err := c.saveProfile(ctx, "profile?seconds=5", dir, fmt.Sprintf("cpu-%02d.pprof", i)); err != nil {
+				logf("cpu profile: %v", err)
+				return
+			}
+		}
+	})
+	return p
+}
+
+// stop ends the profiling after the profile in progress.
+func (p *profiler) stop() {
+	close(p.stopped)
+	p.wg.Wait()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// baseline applies the children the rule computes for N parents directly, with the
+// bench's parallel unthrottled clients, in a namespace of its own, and returns the wall
+// time. The objects are the rule's own output with kubecel's labels and annotation, but
+// a managed-by value the controller does not watch and no owner (there is no parent).
+// The namespace is deleted afterwards so the controller starts on a quiet server.
+func (b *bench) baseline(ctx context.Context) (time.Duration, error) {
+	objs, err := renderChildren(ctx, baselineNS, b.cfg.n)
+	if err != nil {
+		return 0, err
+	}
+	logf("baseline: applying %d children with %d clients", len(objs), len(b.clients))
+	start := time.Now()
+	err = b.parallel(ctx, len(objs), func(ctx context.Context, c dynamic.Interface, i int) error {
+		o := objs[i]
+		_, err := c.Resource(childGVRs[o.GetKind()]).Namespace(baselineNS).Apply(ctx, o.GetName(), o,
+			metav1.ApplyOptions{FieldManager: userAgent, Force: true})
+		return err
+	})
+	took := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	logf("baseline: %s (%.0f applies/s)", took.Round(time.Millisecond), float64(len(objs))/took.Seconds())
+	if err := b.kube.CoreV1().Namespaces().Delete(ctx, baselineNS, metav1.DeleteOptions{}); err != nil {
+		return 0, err
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, b.cfg.timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := b.kube.CoreV1().Namespaces().Get(ctx, baselineNS, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("namespace %s not deleted: %w", baselineNS, err)
+	}
+	return took, nil
+}
+
+// renderChildren evaluates the bench's rule for N parents, offline, and returns the
+// children as the controller would apply them in namespace ns.
+func renderChildren(ctx context.Context, ns string, n int) ([]*unstructured.Unstructured, error) {
+	rs, err := rules.Load(rulesYAML, rules.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("testdata/rules.yaml: %w", err)
+	}
+	rule := rs.Rules[0]
+	var out []*unstructured.Unstructured
+	for i := range n {
+		p := newParent(ns, i)
+		p.SetUID(types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)))
+		res, err := rule.Evaluate(ctx, p.Object, rules.Observed{})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range res.Children {
+			o := &unstructured.Unstructured{Object: d.Object}
+			o.SetNamespace(ns)
+			labels := o.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[engine.LabelManagedBy] = "kubecel-baseline"
+			labels[engine.LabelRule] = rule.Name
+			labels[engine.LabelParentUID] = string(p.GetUID())
+			labels[engine.LabelChild] = d.ID
+			o.SetLabels(labels)
+			ann := o.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[engine.AnnotationParent] = fmt.Sprintf("%s/%s/%s/%s", webapps.Group, webapps.Resource, ns, p.GetName())
+			o.SetAnnotations(ann)
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// converge creates the N parents and waits until all of them are Ready and Synced and
+// every child exists; it profiles the controller meanwhile.
+func (b *bench) converge(ctx context.Context, res *results) error {
+	if err := b.audit.read(); err != nil {
+		return err
+	}
+	writes0 := b.audit.snapshot()
+	cpu0 := b.ctrl.cpuSeconds()
+	prof := b.ctrl.profileCPU(ctx, b.cfg.dir)
+	logf("convergence: creating %d parents", b.cfg.n)
+	start := time.Now()
+	err := b.parallel(ctx, b.cfg.n, func(ctx context.Context, c dynamic.Interface, i int) error {
+		_, err := c.Resource(webapps).Namespace(benchNS).Create(ctx, newParent(benchNS, i), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		prof.stop()
+		return err
+	}
+	created := time.Since(start)
+	err = b.watch.waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged)
+	res.converge = time.Since(start)
+	prof.stop()
+	if err != nil {
+		return err
+	}
+	res.cpuConverge = b.ctrl.cpuSeconds() - cpu0
+	res.convergeRSS, _ = b.ctrl.rss()
+	logf("convergence: %s (parents created in %s)", res.converge.Round(time.Millisecond), created.Round(time.Millisecond))
+	if err := b.ctrl.saveProfile(ctx, "heap", b.cfg.dir, "heap-converged.pprof"); err != nil {
+		logf("heap profile: %v", err)
+	}
+	if err := b.quiet(ctx); err != nil {
+		return err
+	}
+	res.writes = b.audit.snapshot().minus(writes0)
+	return nil
+}
+
+// quiet waits until the controller has sent no write for 3s, so that writes still in
+// flight after convergence count towards it.
+func (b *bench) quiet(ctx context.Context) error {
+	last, since := -1, time.Now()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if err := b.audit.read(); err != nil {
+			return err
+		}
+		if n := b.audit.snapshot().total(); n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= 3*time.Second {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	logf("the controller kept writing for 2 minutes after convergence")
+	return nil
+}
+
+// steady forces a reconcile of every parent (a metadata-only change to each, which the
+// controller sees as an update event), waits until the controller has reconciled them
+// all, stays idle, and counts the controller's writes meanwhile.
+func (b *bench) steady(ctx context.Context, res *results) error {
+	if err := b.audit.read(); err != nil {
+		return err
+	}
+	writes0 := b.audit.snapshot()
+	reconciles0, err := b.ctrl.metric(ctx, "kubecel_reconcile_total")
+	if err != nil {
+		return err
+	}
+	logf("steady state: touching %d parents, then %s idle", b.cfg.n, b.cfg.idle)
+	patch := []byte(`{"metadata":{"annotations":{"bench.kubecel.dev/resync":"1"}}}`)
+	err = b.parallel(ctx, b.cfg.n, func(ctx context.Context, c dynamic.Interface, i int) error {
+		_, err := c.Resource(webapps).Namespace(benchNS).Patch(ctx, parentName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, b.cfg.timeout, true, func(ctx context.Context) (bool, error) {
+		n, err := b.ctrl.metric(ctx, "kubecel_reconcile_total")
+		res.steadyReconciles = int(n - reconciles0)
+		return err == nil && res.steadyReconciles >= b.cfg.n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the controller reconciled %d of %d touched parents: %w", res.steadyReconciles, b.cfg.n, err)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.cfg.idle):
+	}
+	if err := b.audit.read(); err != nil {
+		return err
+	}
+	res.steadyWrites = b.audit.snapshot().minus(writes0)
+	_, res.settledRSS = b.ctrl.rss()
+	res.cpuSteady = b.ctrl.cpuSeconds()
+	if err := b.ctrl.saveProfile(ctx, "heap", b.cfg.dir, "heap-settled.pprof"); err != nil {
+		logf("heap profile: %v", err)
+	}
+	logf("steady state: %d writes, settled RSS %.1f MB", res.steadyWrites.total(), mb(res.settledRSS))
+	return nil
+}
+
+// update patches every parent's image and waits until every child shows the new one.
+func (b *bench) update(ctx context.Context) (time.Duration, error) {
+	logf("update: patching %d parents", b.cfg.n)
+	patch := []byte(fmt.Sprintf(`{"spec":{"image":%q}}`, image2))
+	start := time.Now()
+	err := b.parallel(ctx, b.cfg.n, func(ctx context.Context, c dynamic.Interface, i int) error {
+		_, err := c.Resource(webapps).Namespace(benchNS).Patch(ctx, parentName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	err = b.watch.waitFor(ctx, b.cfg.timeout, "update", func() (bool, string) { return b.watch.updated(image2) })
+	took := time.Since(start)
+	logf("update: %s", took.Round(time.Millisecond))
+	return took, err
+}
+
+// delete deletes every parent and waits until every child is gone (garbage collection
+// by kube-controller-manager follows the owner references).
+func (b *bench) delete(ctx context.Context) (time.Duration, error) {
+	logf("deletion: deleting %d parents", b.cfg.n)
+	start := time.Now()
+	err := b.parallel(ctx, b.cfg.n, func(ctx context.Context, c dynamic.Interface, i int) error {
+		return c.Resource(webapps).Namespace(benchNS).Delete(ctx, parentName(i), metav1.DeleteOptions{})
+	})
+	if err != nil {
+		return 0, err
+	}
+	err = b.watch.waitFor(ctx, b.cfg.timeout, "deletion", b.watch.gone)
+	took := time.Since(start)
+	logf("deletion: %s", took.Round(time.Millisecond))
+	return took, err
+}
