@@ -39,8 +39,11 @@ const (
 // child, field and expression); the Result is still filled with everything that
 // evaluated, and the caller must not prune in that case.
 func (r *Rule) Evaluate(ctx context.Context, parent map[string]any, observed Observed) (res *Result, err error) {
-	ev := &evaluation{rule: r, observed: observed, res: &Result{}}
-	ev.claims.list = make([]claimEntry, 0, len(r.Children)+4)
+	// Room for a few forEach elements spares most slice growth.
+	size := len(r.Children) + 4
+	ev := &evaluation{rule: r, observed: observed, res: &Result{Children: make([]Desired, 0, size)}}
+	ev.matched = make([]map[string]any, 0, size)
+	ev.claims.list = make([]claimEntry, 0, size)
 	defer func() {
 		if p := recover(); p != nil {
 			res = ev.res
