@@ -68,7 +68,8 @@ type Child struct {
 	// CrossNamespace allows the child to be cluster-scoped or in another namespace.
 	CrossNamespace bool
 
-	// Compiled parts; nil when not set. A child has a template or an expr.
+	// Compiled parts; nil when not set. An expr child may also have a template: its map
+	// literal split along constant keys (see exprtmpl.go), evaluated instead of expr.
 	when, forEach, readyWhen, expr *program
 	template                       *node
 	// batch evaluates the template's expressions at once; nil when not worth it.
