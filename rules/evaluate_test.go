@@ -509,3 +509,30 @@ func TestMapsIterateInKeyOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluateOddInputs feeds parents and observed objects of the wrong shape: every
+// problem must come back as an error (or a skip), never as a panic.
+func TestEvaluateOddInputs(t *testing.T) {
+	r := loadRule(t, webappRule, Options{Schemas: testSchemas(t)})
+	parents := []map[string]any{
+		nil,
+		{},
+		{"metadata": "not a map", "spec": []any{1}},
+		{"metadata": map[string]any{"name": int64(3)}, "spec": map[string]any{"image": true, "replicas": "two", "envs": "x"}},
+		webApp(map[string]any{"image": "x", "replicas": int64(1), "expose": true, "envs": []any{"not a map", nil}}),
+		webApp(map[string]any{"image": "x", "replicas": 1.5, "ratio": int64(2), "expose": "yes"}),
+	}
+	observed := Observed{
+		"deployment": {nil, {"kind": 1}, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": "x"}, deployment(1)},
+		"config":     {{"apiVersion": []any{}, "kind": "ConfigMap"}},
+	}
+	for i, p := range parents {
+		res, err := r.Evaluate(t.Context(), p, observed)
+		if res == nil {
+			t.Errorf("parent %d: nil result (error %v)", i, err)
+		}
+		if err == nil && !res.Skip && len(res.Children) == 0 && len(res.Waiting) == 0 {
+			t.Errorf("parent %d: no error, no skip and nothing computed", i)
+		}
+	}
+}
