@@ -104,9 +104,16 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		}
 		slices.Sort(names)
 		fw := rw.key("status").key("fields")
+		// Status fields are checked against the parent's status schema, when known.
+		vs := valueSchema{kind: gvr.Resource, at: ".status"}
+		if parentSchema != nil {
+			if s, ok := parentSchema.Properties["status"]; ok {
+				vs.schema = &s
+			}
+		}
 		for _, name := range names {
 			mark := len(c.progs)
-			v := c.compileValue(e.base, src.status.fields[name], fw.key(name), valueSchema{})
+			v := c.compileValue(e.base, src.status.fields[name], fw.key(name), vs.key(name))
 			r.status = append(r.status, statusField{name: name, value: v, reads: c.readsSince(mark)})
 		}
 		roots := make([]*node, len(r.status))

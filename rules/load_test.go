@@ -308,6 +308,11 @@ func TestLoadErrors(t *testing.T) {
         protocol: ${parent.spec.expose}
         labels: ${parent.spec.envs[0].values}
         ports: ${parent.spec.image}
+  status:
+    fields:
+      url: ${parent.spec.port}
+      availableReplicas: ${parent.spec.replicas}
+      extra: ${parent.spec.expose}
 `),
 			schemas: true,
 			want: []errView{
@@ -318,6 +323,7 @@ func TestLoadErrors(t *testing.T) {
 				{Line: 15, Rule: "web", Child: "backend", Field: "template.spec.port", Expr: "${parent.spec.port}0", Message: "text with ${} is a string, but Backend .spec.port is an integer; make the field exactly ${...} to keep the value's type"},
 				{Line: 17, Rule: "web", Child: "backend", Field: "template.spec.protocol", Expr: "${parent.spec.expose}", Message: "the expression is of type bool, but Backend .spec.protocol is an integer or a string"},
 				{Line: 19, Rule: "web", Child: "backend", Field: "template.spec.ports", Expr: "${parent.spec.image}", Message: "the expression is of type string, but Backend .spec.ports is an array"},
+				{Line: 22, Rule: "web", Field: "status.fields.url", Expr: "${parent.spec.port}", Message: "the expression is of type int, but webapps .status.url is a string"},
 			},
 		},
 		{

@@ -15,8 +15,8 @@ import (
 //
 // It follows the Kubernetes apiserver's conversion (k8s.io/apiserver/pkg/cel/common)
 // with three differences that suit a controller rather than a validator:
-//   - an object that keeps unknown fields and declares no properties is `dyn`, so that
-//     free-form maps such as Helm-like values stay readable (the apiserver hides them);
+//   - an object that keeps unknown fields (x-kubernetes-preserve-unknown-fields) is a
+//     map of dyn, so that free-form values stay readable (the apiserver hides them);
 //   - `metadata` is the full ObjectMeta shape, not only name and generateName;
 //   - size bounds are only those the schema states (maxItems, maxLength,
 //     maxProperties); unknown sizes are left for the runtime cost limit to guard
@@ -75,8 +75,10 @@ func objectDeclType(s *apiextensionsv1.JSONSchemaProps, resource bool) *apiserve
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil && len(s.Properties) == 0 {
 		return apiservercel.NewMapType(apiservercel.StringType, declType(s.AdditionalProperties.Schema, false), bound(s.MaxProperties))
 	}
-	if len(s.Properties) == 0 && !resource {
-		// Free-form (x-kubernetes-preserve-unknown-fields) or empty: any map.
+	keepsUnknown := s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
+	if (len(s.Properties) == 0 || keepsUnknown) && !resource {
+		// Free-form, or keeping fields it does not declare: any map, since a field the
+		// schema does not name may still be there.
 		return apiservercel.NewMapType(apiservercel.StringType, apiservercel.DynType, bound(s.MaxProperties))
 	}
 	fields := make(map[string]*apiservercel.DeclField, len(s.Properties)+3)
