@@ -16,13 +16,12 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // Options configures a Controller. The zero value is usable.
@@ -38,6 +37,12 @@ type Options struct {
 	// PendingRetry is how often rules whose parent or child kinds are not served yet are
 	// retried (default 5s).
 	PendingRetry time.Duration
+	// SkipAccessCheck starts rules without first checking, with SelfSubjectAccessReviews,
+	// that the controller has every permission they need.
+	SkipAccessCheck bool
+	// Notify, when set, is told once when a rule cannot run (reason PendingNotServed,
+	// PendingForbidden or PendingError) with a message naming what is missing.
+	Notify func(ctx context.Context, rule, reason, message string)
 }
 
 func (o *Options) defaults() {
@@ -59,6 +64,8 @@ func (o *Options) defaults() {
 type Controller struct {
 	opts     Options
 	client   dynamic.Interface
+	kube     kubernetes.Interface
+	meta     metadata.Interface
 	mapper   meta.ResettableRESTMapper
 	watches  *watchSet
 	queue    workqueue.TypedRateLimitingInterface[Key]
@@ -68,7 +75,7 @@ type Controller struct {
 
 	mu      sync.RWMutex
 	rules   map[string]*ruleState // running rules by name
-	pending map[string]*rules.Rule
+	pending map[string]*pendingRule
 	loaded  bool
 
 	busy atomic.Int64 // reconciles in progress
@@ -98,6 +105,10 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	metaClient, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	m, err := newMetrics(opts.Registry)
 	if err != nil {
 		return nil, err
@@ -105,6 +116,8 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	c := &Controller{
 		opts:    opts,
 		client:  client,
+		kube:    kube,
+		meta:    metaClient,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
 		watches: newWatchSet(client, opts.Resync),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -112,7 +125,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "kubecel", MetricsProvider: m.queueProvider()}),
 		metrics: m,
 		rules:   map[string]*ruleState{},
-		pending: map[string]*rules.Rule{},
+		pending: map[string]*pendingRule{},
 		written: newWritten(),
 	}
 	c.events, c.recorder = newRecorder(kube, opts.DryRun)
@@ -128,7 +141,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	for range c.opts.Workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
-	wg.Go(func() { wait.UntilWithContext(ctx, c.retryPending, c.opts.PendingRetry) })
+	wg.Go(func() { c.watchKinds(ctx, c.meta) })
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()

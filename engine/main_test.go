@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"text/template"
@@ -102,15 +104,32 @@ func startController(t *testing.T, rulesTemplate string) *fixture {
 
 func (f *fixture) loadRules(rulesTemplate string) *rules.RuleSet {
 	f.t.Helper()
+	data := f.renderRules(rulesTemplate)
+	rs, err := rules.Load(data, rules.Options{})
+	if err != nil {
+		f.t.Fatalf("load rules: %v\n%s", err, data)
+	}
+	return rs
+}
+
+// renderRules fills in a rules template's {{.NS}} and {{.Rule}}.
+func (f *fixture) renderRules(rulesTemplate string) []byte {
+	f.t.Helper()
 	var buf bytes.Buffer
 	if err := template.Must(template.New("rules").Parse(rulesTemplate)).Execute(&buf, f); err != nil {
 		f.t.Fatal(err)
 	}
-	rs, err := rules.Load(buf.Bytes(), rules.Options{})
-	if err != nil {
-		f.t.Fatalf("load rules: %v\n%s", err, buf.String())
+	return buf.Bytes()
+}
+
+// rulesFile writes a rendered rules template to a file in the test's directory.
+func (f *fixture) rulesFile(rulesTemplate string) engine.FileSource {
+	f.t.Helper()
+	path := filepath.Join(f.t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, f.renderRules(rulesTemplate), 0o600); err != nil {
+		f.t.Fatal(err)
 	}
-	return rs
+	return engine.FileSource(path)
 }
 
 // NS and Rule are used by the rules templates.

@@ -9,14 +9,15 @@ import (
 
 // metrics are kubecel's Prometheus metrics (names kubecel_*), plus the workqueue's.
 type metrics struct {
-	reg         *prometheus.Registry
-	reconciles  *prometheus.CounterVec
-	duration    *prometheus.HistogramVec
-	applies     *prometheus.CounterVec
-	prunes      *prometheus.CounterVec
-	celErrors   *prometheus.CounterVec
-	activeRules prometheus.Gauge
-
+	reg          *prometheus.Registry
+	reconciles   *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	applies      *prometheus.CounterVec
+	prunes       *prometheus.CounterVec
+	celErrors    *prometheus.CounterVec
+	activeRules  prometheus.Gauge
+	pendingRules prometheus.Gauge
+	ruleProblems *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry) (*metrics, error) {
@@ -39,10 +40,16 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Name: "kubecel_cel_evaluation_errors_total", Help: "Rule evaluations that failed, by rule.",
 		}, []string{"rule"}),
 		activeRules: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "kubecel_active_rules", Help: "Rules currently running (not waiting for their kinds).",
+			Name: "kubecel_active_rules", Help: "Rules currently running.",
 		}),
+		pendingRules: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kubecel_pending_rules", Help: "Rules not running: their kinds are not served or permissions are missing.",
+		}),
+		ruleProblems: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_rule_start_failures_total", Help: "Times a rule could not start, by rule and reason (KindNotServed, Forbidden, StartFailed).",
+		}, []string{"rule", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.duration, m.applies, m.prunes, m.celErrors, m.activeRules} {
+	for _, c := range []prometheus.Collector{m.reconciles, m.duration, m.applies, m.prunes, m.celErrors, m.activeRules, m.pendingRules, m.ruleProblems} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

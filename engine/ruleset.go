@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,6 +35,9 @@ type ruleState struct {
 	parents  map[string]*watch // by namespace ("" = all)
 	regs     map[string]cache.ResourceEventHandlerRegistration
 	children map[schema.GroupKind]*childKind
+	// stopped is set once the rule's watches are released; a reconcile still holding the
+	// state then does nothing.
+	stopped atomic.Bool
 }
 
 type childKind struct {
@@ -58,19 +62,19 @@ func (c *Controller) SetRules(ctx context.Context, rs *rules.RuleSet) {
 				continue
 			}
 			logger.Info("Stopping rule", "rule", name)
+			c.releaseParents(ctx, st)
 			c.stopRule(st)
 			delete(c.rules, name)
 		}
 	}
-	c.pending = map[string]*rules.Rule{}
+	c.pending = map[string]*pendingRule{}
 	for name, r := range wanted {
 		old := c.rules[name]
 		if old != nil && old.rule.Fingerprint == r.Fingerprint {
 			continue
 		}
 		if err := c.startRuleLocked(ctx, r, old); err != nil {
-			logger.Info("Rule waits for its kinds to be served", "rule", name, "reason", err.Error())
-			c.pending[name] = r
+			c.setPending(ctx, r, err)
 		}
 		if old != nil {
 			c.stopRule(old)
@@ -80,7 +84,7 @@ func (c *Controller) SetRules(ctx context.Context, rs *rules.RuleSet) {
 		}
 	}
 	c.loaded = true
-	c.metrics.activeRules.Set(float64(len(c.rules)))
+	c.updateRuleGauges()
 }
 
 // startRuleLocked resolves the rule's kinds, starts its watches and queues its parents.
@@ -104,15 +108,22 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 	for gk, gvk := range kinds {
 		info, err := c.kindInfo(gvk)
 		if err != nil {
-			c.stopRule(st)
 			return fmt.Errorf("child kind %s: %w", gvk, err)
 		}
-		w, err := c.watches.acquire(ctx, watchKey{GVR: info.GVR, Selector: LabelManagedBy + "=" + ManagedByValue}, c.setupChildInformer)
+		st.children[gk] = &childKind{kindInfo: info}
+	}
+	if !c.opts.SkipAccessCheck {
+		if err := c.checkAccess(ctx, st); err != nil {
+			return err
+		}
+	}
+	for _, ck := range st.children {
+		w, err := c.watches.acquire(ctx, watchKey{GVR: ck.GVR, Selector: LabelManagedBy + "=" + ManagedByValue}, c.setupChildInformer)
 		if err != nil {
 			c.stopRule(st)
 			return err
 		}
-		st.children[gk] = &childKind{kindInfo: info, watch: w}
+		ck.watch = w
 	}
 	namespaces := r.Parent.Namespaces
 	if len(namespaces) == 0 || !parent.Namespaced {
@@ -146,9 +157,12 @@ func (c *Controller) stopRule(st *ruleState) {
 		c.watches.release(w)
 	}
 	for _, ck := range st.children {
-		c.watches.release(ck.watch)
+		if ck.watch != nil {
+			c.watches.release(ck.watch)
+		}
 	}
-	st.parents, st.children = nil, nil
+	// The maps stay as they are: a reconcile that already holds st may still read them.
+	st.stopped.Store(true)
 }
 
 func (c *Controller) stopAll() {
@@ -158,24 +172,6 @@ func (c *Controller) stopAll() {
 		c.stopRule(st)
 		delete(c.rules, name)
 	}
-}
-
-// retryPending starts the rules that wait for their kinds, once discovery serves them.
-func (c *Controller) retryPending(ctx context.Context) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.pending) == 0 {
-		return
-	}
-	c.mapper.Reset()
-	for name, r := range c.pending {
-		if err := c.startRuleLocked(ctx, r, nil); err != nil {
-			continue
-		}
-		delete(c.pending, name)
-		c.rules[name].enqueueAll(c.queue)
-	}
-	c.metrics.activeRules.Set(float64(len(c.rules)))
 }
 
 func (c *Controller) kindForResource(gvr schema.GroupVersionResource) (kindInfo, error) {

@@ -122,7 +122,7 @@ rules:
       namespaces: [{{.NS}}]
     children:
       - id: podService
-        forEach: lists.range(parent.spec.replicas)
+        forEach: lists.range(50).filter(i, i < parent.spec.replicas)
         template:
           apiVersion: v1
           kind: Service
