@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// yamlDocs splits a multi-document YAML file into objects.
+func yamlDocs(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := map[string]any{}
+		if err := dec.Decode(&obj); err != nil {
+			break
+		}
+		if len(obj) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: obj})
+		}
+	}
+	return out
+}
+
+// TestLeastPrivilegeRBAC runs the controller as a ServiceAccount that has only what
+// `kubecel rbac` prints for the webapp example plus the base role in deploy/: the
+// example converges. A rule needing more is reported as forbidden and not started.
+func TestLeastPrivilegeRBAC(t *testing.T) {
+	ctx := t.Context()
+	ns := testenv.Namespace(t)
+	kube := testenv.Kube(t)
+
+	// The webapp example's CRD.
+	crdData, err := os.ReadFile("../../examples/webapp/crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(crdData, &crd); err != nil {
+		t.Fatal(err)
+	}
+	crds := apiextensionsclient.NewForConfigOrDie(testenv.Config(t)).ApiextensionsV1().CustomResourceDefinitions()
+	if _, err := crds.Create(ctx, &crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+		got, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, "not established"
+	})
+
+	webappRules, err := os.ReadFile("../../examples/webapp/rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := rules.Load(webappRules, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The printed role, mapped with the cluster's discovery, and deploy/'s base role.
+	groups, err := restmapper.GetAPIGroupResources(kube.Discovery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+	resourceFor := func(gvk schema.GroupVersionKind) schema.GroupVersionResource {
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("map %s: %v", gvk, err)
+		}
+		return m.Resource
+	}
+	roleName := ns + "-rules"
+	role := rulesClusterRole(roleName, rs, resourceFor)
+	var base *rbacv1.ClusterRole
+	for _, o := range yamlDocs(t, "../../deploy/rbac.yaml") {
+		if o.GetKind() == "ClusterRole" && o.GetName() == "kubecel-base" {
+			base = &rbacv1.ClusterRole{}
+			data, _ := yaml.Marshal(o.Object)
+			if err := yaml.Unmarshal(data, base); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if base == nil {
+		t.Fatal("deploy/rbac.yaml has no ClusterRole kubecel-base")
+	}
+	base.Name, base.Labels = ns+"-base", nil
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kubecel", Namespace: ns}}
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*rbacv1.ClusterRole{role, base} {
+		if _, err := kube.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: r.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: r.Name},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "kubecel", Namespace: ns}},
+		}
+		if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), r.Name, metav1.DeleteOptions{})
+			_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), r.Name, metav1.DeleteOptions{})
+		})
+	}
+
+	// A second rule that needs Secrets, which the role does not grant.
+	secretRule := `
+  - name: needs-secrets
+    parent: {apiVersion: example.kubecel.dev/v1, resource: webapps}
+    children:
+      - id: secret
+        template:
+          apiVersion: v1
+          kind: Secret
+          metadata: {name: "${parent.metadata.name}-secret"}
+          stringData: {token: "x"}
+`
+	both, err := rules.Load(append(append([]byte{}, webappRules...), secretRule...), rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := testenv.Config(t)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":kubecel"}
+	var mu sync.Mutex
+	var notes []string
+	ctrl, err := engine.New(cfg, engine.Options{Notify: func(_ context.Context, rule, reason, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		notes = append(notes, fmt.Sprintf("%s %s %s", rule, reason, msg))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	ctrl.SetRules(runCtx, both)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = ctrl.Run(runCtx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	_, pending := ctrl.Ready()
+	if !slices.Equal(pending, []string{"needs-secrets"}) {
+		t.Errorf("pending rules = %v, want [needs-secrets]", pending)
+	}
+	mu.Lock()
+	if len(notes) != 1 || !bytes.Contains([]byte(notes[0]), []byte("Forbidden")) || !bytes.Contains([]byte(notes[0]), []byte("secrets")) {
+		t.Errorf("notifications = %q, want one Forbidden naming secrets", notes)
+	}
+	mu.Unlock()
+
+	// The webapp rule converges with only the printed permissions.
+	dyn := testenv.Dynamic(t)
+	webapps := schema.GroupVersionResource{Group: "example.kubecel.dev", Version: "v1", Resource: "webapps"}
+	for _, p := range yamlDocs(t, "../../examples/webapp/parents.yaml") {
+		p.SetNamespace(ns)
+		if _, err := dyn.Resource(webapps).Namespace(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 60*time.Second, func() (bool, string) {
+		list, err := dyn.Resource(webapps).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, w := range list.Items {
+			if !conditionTrue(&w, "Synced") {
+				return false, fmt.Sprintf("%s not Synced: %v", w.GetName(), w.Object["status"])
+			}
+		}
+		deploys, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(deploys.Items) != len(list.Items) {
+			return false, fmt.Sprintf("deployments %d (err %v), want %d", len(deploys.Items), err, len(list.Items))
+		}
+		return true, ""
+	})
+	secrets, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 0 {
+		t.Errorf("the forbidden rule created %d secrets", len(secrets.Items))
+	}
+}
+
+func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
