@@ -17,7 +17,8 @@ import (
 )
 
 type runOptions struct {
-	rulesFile   string
+	rulesFile      string
+	rulesConfigMap string
 	kubeconfig  string
 	dryRun      bool
 	workers     int
@@ -41,6 +42,7 @@ load is reported and the last good rules keep running.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.rulesFile, "rules", "", "rules file (re-read when it changes)")
+	f.StringVar(&o.rulesConfigMap, "rules-configmap", "", "NAMESPACE/NAME of a ConfigMap whose key rules.yaml holds the rules (re-read when it changes)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "never write: log each change the controller would make")
 	f.IntVar(&o.workers, "workers", 8, "parallel reconciles")
@@ -49,7 +51,6 @@ load is reported and the last good rules keep running.`,
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
 	f.StringVar(&o.healthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty disables)")
 	f.StringVar(&o.pprofAddr, "pprof-addr", "", "address of net/http/pprof under /debug/pprof/ (empty disables)")
-	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
 
@@ -68,13 +69,18 @@ func (o *runOptions) run(ctx context.Context) error {
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "kubecel"
 	reg := prometheus.NewRegistry()
-	ctrl, err := engine.New(cfg, engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg})
+	src, err := o.rulesSource(cfg)
+	if err != nil {
+		return err
+	}
+	var ctrl *engine.Controller
+	ctrl, err = engine.New(cfg, engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Notify: ruleNotifier(&ctrl, src)})
 	if err != nil {
 		return err
 	}
 	loader := &engine.Loader{
 		Controller: ctrl,
-		Source:     engine.FileSource(o.rulesFile),
+		Source:     src,
 		Options: func(ctx context.Context) rules.Options {
 			schemas, err := engine.ClusterSchemas(ctx, cfg)
 			if err != nil {
@@ -83,6 +89,7 @@ func (o *runOptions) run(ctx context.Context) error {
 			}
 			return rules.Options{Schemas: schemas}
 		},
+		OnError: func(_ context.Context, err error) { warnOnSource(ctrl, src, "RulesLoadFailed", err.Error()) },
 	}
 	if err := loader.Load(ctx); err != nil {
 		return err
