@@ -16,9 +16,11 @@ import (
 // expression whose worst-case cost, estimated from the sizes the schema states, exceeds
 // the same limit is rejected.
 //
-// An expression whose worst case is within the limit even with every size unbounded
-// (field reads, arithmetic, comparisons of scalars) can never reach the limit, so it runs
+// An expression whose worst case is within the limit for any input (field reads,
+// arithmetic, comparisons, a few concatenations) can never reach the limit, so it runs
 // without cost tracking, which is most of the cost of evaluating a small expression.
+// "Any input" means any object the API server can store: no string, list or map in it
+// is larger than maxObjectBytes. Comprehensions over inputs stay tracked.
 const (
 	// DefaultCostLimit is the per-expression runtime cost limit: the Kubernetes
 	// apiserver's per-expression limit for validation rules.
@@ -68,11 +70,11 @@ func (c *compiler) programOptions(env *cel.Env, checked *cel.Ast) []cel.ProgramO
 }
 
 // bounded reports whether the expression's worst-case cost, with every size the schema
-// does not state taken as unbounded, is well within the cost limit. CEL's runtime counts
-// a few units more than its estimate for some nodes (a field read costs one more), so
-// the estimate must fit twice, with room to spare.
+// does not state taken as the largest a stored object allows, is well within the cost
+// limit. CEL's runtime counts a few units more than its estimate for some nodes (a
+// field read costs one more), so the estimate must fit twice, with room to spare.
 func (c *compiler) bounded(env *cel.Env, checked *cel.Ast) bool {
-	honest := &sizeEstimator{parent: c.sizes.parent, unbounded: true}
+	honest := &sizeEstimator{parent: c.sizes.parent, worstCase: true}
 	est, err := env.EstimateCost(checked, &library.CostEstimator{SizeEstimator: honest})
 	return err == nil && est.Max <= (c.costLimit-boundMargin)/2 && c.costLimit > boundMargin
 }
@@ -85,10 +87,14 @@ const boundMargin = 100
 type sizeEstimator struct {
 	// parent is the declared type of `parent`; nil when it has no schema.
 	parent *apiservercel.DeclType
-	// unbounded leaves unknown sizes to CEL, which takes them as unbounded, instead of
-	// counting them as one element.
-	unbounded bool
+	// worstCase takes an unknown size as the largest a stored object allows, instead
+	// of as one element.
+	worstCase bool
 }
+
+// maxObjectBytes is the largest object the API server stores: etcd's default request
+// size limit (1.5 MiB). No string, list or map in a parent or a child is larger.
+const maxObjectBytes = 1536 * 1024
 
 // EstimateSize returns the stated bound of the value at the node's path (for example
 // parent.spec.ports with maxItems), an unknown size when none is stated, and nil for
@@ -132,8 +138,8 @@ func (s *sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate
 
 // unknown is the size of a value whose bound the schema does not state.
 func (s *sizeEstimator) unknown() *checker.SizeEstimate {
-	if s.unbounded {
-		return nil
+	if s.worstCase {
+		return &checker.SizeEstimate{Min: 0, Max: maxObjectBytes}
 	}
 	return unknownSize()
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apiserver/pkg/cel/library"
 )
@@ -145,31 +144,33 @@ func TestBoundedExpressionsSkipTracking(t *testing.T) {
 		{"parent.spec.replicas * 2 + 1", true},
 		{"parent.spec.?expose.orValue(false) && has(parent.metadata.labels)", true},
 		{"[parent.metadata.name, parent.spec.replicas]", true},
-		{"parent.metadata.name + '-web'", false},
+		{"parent.metadata.name + '-web'", true},
+		{"self.status.?ready.orValue(0) == parent.spec.replicas", true},
+		{"parent.metadata.name + parent.metadata.name + parent.metadata.name + parent.metadata.name", false},
 		{"parent.spec.hosts.map(h, h)", false},
 		{"parent.metadata.labels.all(k, k != '')", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
-			checked, iss := e.base.Compile(tt.expr)
+			checked, iss := e.ready.Compile(tt.expr)
 			if iss.Err() != nil {
 				t.Fatal(iss.Err())
 			}
-			if got := c.bounded(e.base, checked); got != tt.bounded {
+			if got := c.bounded(e.ready, checked); got != tt.bounded {
 				t.Errorf("bounded(%s) = %v, want %v", tt.expr, got, tt.bounded)
 			}
 			if !tt.bounded {
 				return
 			}
-			est, err := e.base.EstimateCost(checked, &library.CostEstimator{SizeEstimator: &sizeEstimator{unbounded: true}})
+			est, err := e.ready.EstimateCost(checked, &library.CostEstimator{SizeEstimator: &sizeEstimator{worstCase: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			prg, err := e.base.Program(checked, cel.CostTracking(&library.CostEstimator{}))
+			prg, err := e.ready.Program(checked, cel.CostTracking(&library.CostEstimator{}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			vars := &activation{parent: types.DefaultTypeAdapter.NativeToValue(parent), children: types.DefaultTypeAdapter.NativeToValue(map[string]any{})}
+			vars := &activation{parent: jsonValue(parent), children: jsonValue(map[string]any{}), self: jsonValue(map[string]any{"status": map[string]any{}})}
 			_, det, err := prg.Eval(vars)
 			if err != nil {
 				t.Fatal(err)
