@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +34,7 @@ func ownedFields(obj *unstructured.Unstructured, subresource string) (*fieldpath
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
 			return nil, false
 		}
 		return set, true

@@ -83,13 +83,6 @@ func (s *watchSet) release(w *watch) {
 	delete(s.watches, w.key)
 }
 
-// count returns the number of running informers.
-func (s *watchSet) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.watches)
-}
-
 // trimObject drops what kubecel never reads before an object enters a cache: the
 // managedFields entries of other managers and kubectl's last-applied annotation. Our own
 // entries stay: they tell which fields an apply would remove.
