@@ -15,14 +15,17 @@ import (
 
 // ensureFinalizerFor adds kubecel's finalizer to the parent before the first child that
 // garbage collection cannot reach is created, so that such a child is never orphaned.
-func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, parent, child *unstructured.Unstructured) error {
+// The write is recorded in out.
+func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, parent, child *unstructured.Unstructured, out *outcome) error {
 	ck := st.children[child.GroupVersionKind().GroupKind()]
 	if !crossesNamespace(st, parent, child, ck.Namespaced) || slices.Contains(parent.GetFinalizers(), Finalizer) {
 		return nil
 	}
-	if err := c.applyFinalizer(ctx, st, parent, true); err != nil {
+	got, err := c.sendFinalizer(ctx, st, parent, true)
+	if err != nil {
 		return err
 	}
+	out.record(ActionFinalizer, "", parent, got)
 	// Later children in this reconcile see it on the cached object's copy.
 	parent.SetFinalizers(append(parent.GetFinalizers(), Finalizer))
 	return nil
@@ -31,6 +34,12 @@ func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, pare
 // applyFinalizer server-side applies the parent's metadata with (or without) kubecel's
 // finalizer: our apply owns only that list entry.
 func (c *Controller) applyFinalizer(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, present bool) error {
+	_, err := c.sendFinalizer(ctx, st, parent, present)
+	return err
+}
+
+// sendFinalizer is applyFinalizer returning the server's response.
+func (c *Controller) sendFinalizer(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, present bool) (*unstructured.Unstructured, error) {
 	patch := &unstructured.Unstructured{}
 	patch.SetAPIVersion(parent.GetAPIVersion())
 	patch.SetKind(parent.GetKind())
@@ -43,18 +52,18 @@ func (c *Controller) applyFinalizer(ctx context.Context, st *ruleState, parent *
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	_, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).Apply(ctx, parent.GetName(), patch, opts)
+	got, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).Apply(ctx, parent.GetName(), patch, opts)
 	if apierrors.IsNotFound(err) && !present {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
 		verb := "add"
 		if !present {
 			verb = "remove"
 		}
-		return fmt.Errorf("rule %q: %s finalizer %s: %w", st.rule.Name, verb, Finalizer, err)
+		return nil, fmt.Errorf("rule %q: %s finalizer %s: %w", st.rule.Name, verb, Finalizer, err)
 	}
-	return nil
+	return got, nil
 }
 
 // finalize handles a parent being deleted. Children that garbage collection follows go

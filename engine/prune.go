@@ -42,6 +42,7 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 			continue
 		}
 		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
+		out.record(ActionPrune, id, child, nil)
 		klog.FromContext(ctx).Info("Pruned child", "child", id, "object", k.String(), "dryRun", c.opts.DryRun)
 		c.event(parent, "Normal", "Pruned", "pruned %s (child %q no longer produced)", k, id)
 	}

@@ -18,6 +18,10 @@ type outcome struct {
 	evalErr  error
 	applyErr []error
 	pruneErr []error
+	// statusErr is the failure to write the parent's status.
+	statusErr error
+	// changes lists every write made (or, in a dry run, planned), in order.
+	changes []Change
 	// applied holds the objects written in this reconcile (server responses), by key.
 	applied map[objectKey]*unstructured.Unstructured
 }
@@ -30,7 +34,7 @@ func (o *outcome) synced() bool {
 // after which the key should be looked at again (0 = only on the next event).
 func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, error) {
 	st := c.rule(key.Rule)
-	if st == nil {
+	if st == nil || st.stopped.Load() {
 		return 0, nil // the rule was removed or waits for its kinds
 	}
 	if !st.synced() {
@@ -47,18 +51,30 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, st, parent)
 	}
+	out := c.sync(ctx, st, parent)
+	if c.opts.DryRun {
+		logPlan(ctx, out.changes)
+	}
+	c.recordOutcome(ctx, st, parent, out)
+	// Evaluation errors are deterministic: retrying without a change would only loop.
+	// The next change to the parent or a child reconciles again.
+	if errs := append(append(out.applyErr, out.pruneErr...), out.statusErr); errors.Join(errs...) != nil {
+		return 0, errors.Join(errs...)
+	}
+	return 0, nil
+}
+
+// sync is the reconcile of a live parent, shared by the controller and by plan: apply
+// the children, prune what is no longer produced (only when everything applied), write
+// the status. Every write goes into the outcome's changes; in a dry run every write is
+// sent with DryRun=All, so the changes are exactly what the server would do.
+func (c *Controller) sync(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) *outcome {
 	out := c.converge(ctx, st, parent)
 	if out.evalErr == nil && len(out.applyErr) == 0 {
 		out.pruneErr = c.prune(ctx, st, parent, out)
 	}
-	statusErr := c.writeStatus(ctx, st, parent, out)
-	c.recordOutcome(ctx, st, parent, out)
-	// Evaluation errors are deterministic: retrying without a change would only loop.
-	// The next change to the parent or a child reconciles again.
-	if errs := append(append(out.applyErr, out.pruneErr...), statusErr); errors.Join(errs...) != nil {
-		return 0, errors.Join(errs...)
-	}
-	return 0, nil
+	out.statusErr = c.writeStatus(ctx, st, parent, out)
+	return out
 }
 
 // converge evaluates the rule and applies the desired children in dependency order.
@@ -73,6 +89,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 		live[keyOf(o)] = o
 	}
 	out := &outcome{applied: map[objectKey]*unstructured.Unstructured{}}
+	failed := map[objectKey]bool{} // applies that failed are not retried in a later round
 	for round := 0; round <= len(st.rule.Children); round++ {
 		res, err := st.rule.Evaluate(ctx, parent.Object, observedByID(owned, out.applied))
 		out.result, out.evalErr = res, err
@@ -90,22 +107,28 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 				continue
 			}
 			k := keyOf(obj)
-			if _, done := out.applied[k]; done {
+			if _, done := out.applied[k]; done || failed[k] {
 				continue
 			}
 			if !needsApply(obj, live[k]) {
 				continue
 			}
-			if err := c.ensureFinalizerFor(ctx, st, parent, obj); err != nil {
+			if err := c.ensureFinalizerFor(ctx, st, parent, obj, out); err != nil {
 				out.applyErr = append(out.applyErr, err)
 				continue
 			}
 			got, err := c.apply(ctx, st, d.ID, obj)
 			if err != nil {
 				out.applyErr = append(out.applyErr, err)
+				failed[k] = true
 				continue
 			}
 			logger.V(2).Info("Applied child", "child", d.ID, "object", k.String())
+			action := ActionUpdate
+			if live[k] == nil {
+				action = ActionCreate
+			}
+			out.record(action, d.ID, live[k], got)
 			out.applied[k] = got
 			progressed = true
 		}

@@ -142,6 +142,9 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	if err == nil && !c.opts.DryRun {
 		c.written.remember("status/"+uidKey, got)
 	}
+	if err == nil {
+		out.record(ActionStatus, "", current, got)
+	}
 	switch {
 	case apierrors.IsNotFound(err) && c.parentExists(ctx, st, parent):
 		// The object exists but /status does not: the CRD has no status subresource.

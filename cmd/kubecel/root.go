@@ -31,6 +31,7 @@ repairs drift and reports status.`,
 		newRunCommand(),
 		newRenderCommand(),
 		newCheckCommand(),
+		newPlanCommand(),
 	)
 	return root
 }

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/rules"
+)
+
+type planOptions struct {
+	rules      string
+	kubeconfig string
+	rule       string
+	namespace  string
+	output     string
+	timeout    time.Duration
+}
+
+func newPlanCommand() *cobra.Command {
+	var o planOptions
+	cmd := &cobra.Command{
+		Use:   "plan --rules FILE [--kubeconfig FILE] [--rule NAME] [-n NAMESPACE] [-o text|json]",
+		Short: "Show what the rules would change in the cluster, without changing it",
+		Long: `plan reads the cluster, evaluates the rules (which may differ from the running ones)
+for every matching parent and runs the controller's own reconcile once per parent, with
+every write sent as a server-side dry run: each child is applied exactly as the
+controller would apply it (field manager kubecel, force) with dryRun=All, and the
+server's answer is compared with the live object. Nothing is written.
+
+Output, grouped per parent in a stable order:
+  + Kind namespace/name (child id)     would be created, with its fields
+  ~ Kind namespace/name (child id)     would be updated, with the fields that change
+  - Kind namespace/name (child id)     would be pruned
+  ~ status of Kind namespace/name      the parent's status would change
+  ! error                              the server rejects a child, an expression fails...
+then a summary line. Metadata the server maintains (resourceVersion, managedFields,
+uid, generation, timestamps) is left out; Secret data values are redacted. Colour is
+used only on a terminal (and never with NO_COLOR set).
+
+Exit status: 0 nothing would change, 2 something would change, 1 an error (the rules do
+not load, the cluster cannot be read, or any parent could not be fully planned: the plan
+of every other parent is still printed). An error wins over changes, as with
+terraform plan -detailed-exitcode.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.rules, "rules", "", "rules file (required)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	f.StringVar(&o.rule, "rule", "", "plan only this rule")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "plan only the parents in this namespace")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.DurationVar(&o.timeout, "sync-timeout", 2*time.Minute, "how long to wait for the cluster's objects to be listed")
+	_ = cmd.MarkFlagRequired("rules")
+	return cmd
+}
+
+func (o *planOptions) run(cmd *cobra.Command) error {
+	if o.output != "text" && o.output != "json" {
+		return &exitError{code: 1, err: fmt.Errorf("unknown output format %q: use text or json", o.output)}
+	}
+	// The engine's progress lines are noise here; -v=1 shows them. Errors still show.
+	ctx := klog.NewContext(cmd.Context(), klog.FromContext(cmd.Context()).V(1))
+	plans, err := o.plan(ctx)
+	if err != nil && plans == nil {
+		return &exitError{code: 1, err: err}
+	}
+	out := cmd.OutOrStdout()
+	var sum planSummary
+	if o.output == "json" {
+		sum, err = writeJSONPlan(out, plans, err)
+	} else {
+		sum = writeTextPlan(out, plans, colorFor(out))
+	}
+	switch {
+	case err != nil:
+		return &exitError{code: 1, err: err}
+	case sum.errors > 0:
+		return &exitError{code: 1, err: fmt.Errorf("%d %s could not be planned completely", sum.failed, plural(sum.failed, "parent", "parents"))}
+	case sum.changes() > 0:
+		return &exitError{code: 2}
+	}
+	return nil
+}
+
+// plan loads the rules, lets a dry-run controller list the cluster and plans every
+// parent once. The controller's worker loop never runs.
+func (o *planOptions) plan(ctx context.Context) ([]engine.ParentPlan, error) {
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "kubecel-plan"
+	data, err := os.ReadFile(o.rules)
+	if err != nil {
+		return nil, err
+	}
+	var opts rules.Options
+	if schemas, err := engine.ClusterSchemas(ctx, cfg); err == nil {
+		opts.Schemas = schemas
+	} else {
+		klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
+	}
+	rs, err := rules.Load(data, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s:\n%w", o.rules, err)
+	}
+	if o.rule != "" && !slices.ContainsFunc(rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
+		return nil, fmt.Errorf("%s has no rule %q", o.rules, o.rule)
+	}
+	ctrl, err := engine.New(cfg, engine.Options{DryRun: true, Workers: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer ctrl.Close()
+	ctrl.SetRules(ctx, rs)
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.timeout, true, func(context.Context) (bool, error) {
+		ready, _ := ctrl.Ready()
+		return ready, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the cluster's parents and children: %w", err)
+	}
+	return ctrl.Plan(ctx, engine.PlanOptions{Rule: o.rule, Namespace: o.namespace})
+}
+
+// planSummary counts a plan's changes.
+type planSummary struct {
+	Create    int `json:"create"`
+	Update    int `json:"update"`
+	Prune     int `json:"prune"`
+	Status    int `json:"status"`
+	Finalizer int `json:"finalizer"`
+	Parents   int `json:"parents"`
+	Changed   int `json:"changedParents"`
+	errors    int
+	failed    int
+}
+
+func (s planSummary) changes() int { return s.Create + s.Update + s.Prune + s.Status + s.Finalizer }
+
+func summarize(plans []engine.ParentPlan) planSummary {
+	var s planSummary
+	for _, p := range plans {
+		s.Parents++
+		if len(p.Changes) > 0 {
+			s.Changed++
+		}
+		if len(p.Errors) > 0 {
+			s.errors += len(p.Errors)
+			s.failed++
+		}
+		for _, ch := range p.Changes {
+			switch ch.Action {
+			case engine.ActionCreate:
+				s.Create++
+			case engine.ActionUpdate:
+				s.Update++
+			case engine.ActionPrune:
+				s.Prune++
+			case engine.ActionStatus:
+				s.Status++
+			case engine.ActionFinalizer:
+				s.Finalizer++
+			}
+		}
+	}
+	return s
+}
+
+// palette colours a line by its marker; the zero value prints plain text.
+type palette struct{ on bool }
+
+func colorFor(w io.Writer) palette {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return palette{}
+	}
+	fi, err := f.Stat()
+	return palette{on: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+}
+
+func (p palette) paint(code, s string) string {
+	if !p.on {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// line colours one line by its first character.
+func (p palette) line(s string) string {
+	switch t := strings.TrimLeft(s, " "); {
+	case t == "":
+		return s
+	case t[0] == '+':
+		return p.paint("32", s)
+	case t[0] == '-':
+		return p.paint("31", s)
+	case t[0] == '~':
+		return p.paint("33", s)
+	case t[0] == '!':
+		return p.paint("1;31", s)
+	}
+	return s
+}
+
+// writeTextPlan prints the parents that would change or failed, then a summary line.
+func writeTextPlan(w io.Writer, plans []engine.ParentPlan, p palette) planSummary {
+	for _, pp := range plans {
+		if len(pp.Changes) == 0 && len(pp.Errors) == 0 {
+			continue
+		}
+		fmt.Fprintln(w, p.paint("1", fmt.Sprintf("rule %s: %s", pp.Rule, pp.Parent)))
+		for _, ch := range pp.Changes {
+			for _, l := range strings.Split(ch.Text(), "\n") {
+				fmt.Fprintln(w, "  "+p.line(l))
+			}
+		}
+		for _, wt := range pp.Waiting {
+			fmt.Fprintln(w, "  . "+wt+" (planned once it exists and is ready)")
+		}
+		for _, err := range pp.Errors {
+			for i, l := range strings.Split(err.Error(), "\n") {
+				if i == 0 {
+					l = "! " + l
+				} else {
+					l = "  " + l
+				}
+				fmt.Fprintln(w, "  "+p.line(l))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	s := summarize(plans)
+	parents := fmt.Sprintf("%d %s", s.Parents, plural(s.Parents, "parent", "parents"))
+	switch {
+	case s.changes() == 0 && s.errors == 0:
+		fmt.Fprintf(w, "No changes: the cluster matches the rules (%s).\n", parents)
+	default:
+		line := fmt.Sprintf("Plan: %d to create, %d to update, %d to prune, %d status %s", s.Create, s.Update, s.Prune, s.Status, plural(s.Status, "change", "changes"))
+		if s.Finalizer > 0 {
+			line += fmt.Sprintf(", %d %s to add", s.Finalizer, plural(s.Finalizer, "finalizer", "finalizers"))
+		}
+		line += fmt.Sprintf(", in %d of %s", s.Changed, parents)
+		if s.errors > 0 {
+			line += fmt.Sprintf("; %d %s in %d %s", s.errors, plural(s.errors, "error", "errors"), s.failed, plural(s.failed, "parent", "parents"))
+		}
+		fmt.Fprintln(w, line+".")
+	}
+	return s
+}
+
+type jsonParentPlan struct {
+	Rule     string           `json:"rule"`
+	Parent   engine.ObjectRef `json:"parent"`
+	Changes  []engine.Change  `json:"changes"`
+	Waiting  []string         `json:"waiting,omitempty"`
+	Errors   []string         `json:"errors,omitempty"`
+	Deleting bool             `json:"deleting,omitempty"`
+}
+
+// writeJSONPlan prints every planned parent (changed or not), the summary and the
+// error that stopped the plan, if any.
+func writeJSONPlan(w io.Writer, plans []engine.ParentPlan, planErr error) (planSummary, error) {
+	doc := struct {
+		Parents []jsonParentPlan `json:"parents"`
+		Summary planSummary      `json:"summary"`
+		Error   string           `json:"error,omitempty"`
+	}{Parents: []jsonParentPlan{}, Summary: summarize(plans)}
+	for _, p := range plans {
+		jp := jsonParentPlan{Rule: p.Rule, Parent: p.Parent, Changes: p.Changes, Waiting: p.Waiting, Deleting: p.Deleting}
+		if jp.Changes == nil {
+			jp.Changes = []engine.Change{}
+		}
+		for _, err := range p.Errors {
+			jp.Errors = append(jp.Errors, err.Error())
+		}
+		doc.Parents = append(doc.Parents, jp)
+	}
+	if planErr != nil {
+		doc.Error = planErr.Error()
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return doc.Summary, errors.Join(planErr, err)
+	}
+	return doc.Summary, planErr
+}
