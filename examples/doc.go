@@ -12,6 +12,8 @@
 // A directory holds crd.yaml (when the parent is a custom resource), rules.yaml (one
 // rule, named like the directory), parents.yaml (sample parents), observed.yaml (where
 // status or dependencies need children the cluster has already created) and a README
-// with the `kubecel render` output. The package has no code: its tests load, check and
-// render every example against golden files, and apply them to a real control plane.
+// with the `kubecel render` output. The package's only code embeds these files for
+// `kubecel dev` (Files, CRDs, Parents, and Rules, which joins the rules into one
+// RuleSet); its tests load, check and render every example against golden files, and
+// apply them to a real control plane.
 package examples

@@ -1,52 +1,247 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/examples"
 	"github.com/kubecel/kubecel/internal/controlplane"
 )
 
 type devOptions struct {
-	dir    string
-	binDir string
+	dir         string
+	binDir      string
+	noExamples  bool
+	metricsAddr string
+	healthAddr  string
 }
 
 func newDevCommand() *cobra.Command {
 	var o devOptions
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run a local control plane (etcd, kube-apiserver, kube-controller-manager) until Ctrl-C",
+		Short: "Run a local control plane with the examples and the controller until Ctrl-C",
 		Long: `dev starts a local Kubernetes control plane from the binaries built by
 'make controlplane' (etcd and kube-apiserver, plus kube-controller-manager for garbage
-collection and namespace deletion), prints the kubeconfig to use with kubectl, and runs
-until interrupted. Ctrl-C stops every process.`,
+collection and namespace deletion), installs the examples' CRDs, writes the rules of every
+example to DIR/rules.yaml, runs the controller on that file (edits reload, as with
+'kubecel run --rules'), applies the examples' sample parents and prints the kubeconfig
+and what to try. Only the garbage collector and namespace controllers run, so
+Deployments and StatefulSets get no pods. Ctrl-C stops every process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	cmd.Flags().StringVar(&o.dir, "dir", "", "state directory (replaced at start and kept at exit); default a temporary directory removed at exit")
-	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: $"+controlplane.BinDirEnv+", next to kubecel, or ./bin)")
+	f := cmd.Flags()
+	f.StringVar(&o.dir, "dir", "", "state directory (replaced at start and kept at exit); default a temporary directory removed at exit")
+	f.StringVar(&o.binDir, "bin-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: $"+controlplane.BinDirEnv+", next to kubecel, or ./bin)")
+	f.BoolVar(&o.noExamples, "no-examples", false, "install no examples: no CRDs, no sample parents, and an empty rules file to edit")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address of the controller's /metrics (default: a free port on 127.0.0.1)")
+	f.StringVar(&o.healthAddr, "health-addr", "", "address of the controller's /healthz and /readyz (default: a free port on 127.0.0.1)")
 	return cmd
 }
+
+// emptyRules is the rules file of `kubecel dev --no-examples`.
+const emptyRules = `# Add rules here: the controller reloads this file when it changes.
+apiVersion: kubecel.dev/v1alpha1
+kind: RuleSet
+rules: []
+`
 
 func (o *devOptions) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	rulesData := []byte(emptyRules)
+	if !o.noExamples {
+		var err error
+		if crds, err = exampleCRDs(); err != nil {
+			return err
+		}
+		if rulesData, err = examples.Rules(); err != nil {
+			return fmt.Errorf("combine the examples' rules: %w", err)
+		}
+	}
+
 	start := time.Now()
 	fmt.Fprintln(out, "Starting the local control plane (etcd, kube-apiserver, kube-controller-manager)...")
-	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: o.binDir, Dir: o.dir, ControllerManager: true})
+	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: o.binDir, Dir: o.dir, ControllerManager: true, CRDs: crds})
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
-	fmt.Fprintf(out, "Control plane ready in %s.\n\n", time.Since(start).Round(100*time.Millisecond))
-	fmt.Fprintf(out, "Kubeconfig: %s\n", cp.Kubeconfig)
-	fmt.Fprintf(out, "Try:        kubectl --kubeconfig %s get namespaces\n", cp.Kubeconfig)
-	fmt.Fprintf(out, "Logs:       %s/*.log\n\n", cp.Dir)
-	fmt.Fprintln(out, "Press Ctrl-C to stop.")
-	<-ctx.Done()
+	fmt.Fprintf(out, "Control plane ready in %s, %d CRDs installed (logs: %s).\n",
+		time.Since(start).Round(100*time.Millisecond), len(crds), filepath.Join(cp.Dir, "*.log"))
+
+	rulesFile := filepath.Join(cp.Dir, "rules.yaml")
+	if err := os.WriteFile(rulesFile, rulesData, 0o644); err != nil {
+		return err
+	}
+	ctrl, err := o.startController(ctx, cmd, cp, rulesFile)
+	if err != nil {
+		return err
+	}
+	defer ctrl.stop()
+	parents := 0
+	if !o.noExamples {
+		if parents, err = applySamples(ctx, cp.Config); err != nil {
+			return err
+		}
+	}
+	if err := ctrl.waitReady(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while starting: the defers stop everything
+		}
+		return err
+	}
+	fmt.Fprintf(out, "Controller running on %s with %d sample parents (log: %s; metrics: http://%s/metrics; health: http://%s/readyz).\n\n",
+		rulesFile, parents, ctrl.logPath, ctrl.opts.metricsAddr, ctrl.opts.healthAddr)
+	fmt.Fprintf(out, "export KUBECONFIG=%s\n", cp.Kubeconfig)
+	fmt.Fprintln(out, "Then try:")
+	fmt.Fprintln(out, "  kubectl get deploy,sts,svc,ing,cm,quota -A -l app.kubernetes.io/managed-by=kubecel   # what the rules made from the samples")
+	fmt.Fprintln(out, `  kubectl patch webapp hello --type=merge -p '{"spec":{"replicas":2,"expose":true}}'       # edit a parent: kubectl get deploy,svc hello`)
+	fmt.Fprintf(out, "  ${EDITOR:-vi} %s   # edit the rules: saved changes load within seconds (errors in the log)\n", rulesFile)
+	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
+
+	select {
+	case <-ctx.Done():
+	case err := <-ctrl.done:
+		ctrl.done <- err // for stop
+		if err == nil {
+			err = errors.New("exited")
+		}
+		return fmt.Errorf("controller stopped (log: %s): %w", ctrl.logPath, err)
+	}
 	fmt.Fprintln(out, "\nStopping...")
+	if err := ctrl.stop(); err != nil {
+		return err
+	}
 	return cp.Stop()
+}
+
+// exampleCRDs parses the examples' CRDs, strictly.
+func exampleCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, data := range examples.CRDs() {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			return nil, fmt.Errorf("example CRD: %w", err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+// devController is `kubecel run` on the dev control plane, in this process.
+type devController struct {
+	opts    runOptions
+	logPath string
+	log     *os.File
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// startController runs the controller as `kubecel run --rules rulesFile` would, logging
+// to Dir/kubecel.log at the command's -v level.
+func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp *controlplane.ControlPlane, rulesFile string) (*devController, error) {
+	c := &devController{
+		opts: runOptions{
+			rulesFile:   rulesFile,
+			kubeconfig:  cp.Kubeconfig,
+			workers:     4,
+			qps:         200,
+			burst:       400,
+			metricsAddr: o.metricsAddr,
+			healthAddr:  o.healthAddr,
+		},
+		logPath: filepath.Join(cp.Dir, "kubecel.log"),
+		done:    make(chan error, 1),
+	}
+	var err error
+	for _, addr := range []*string{&c.opts.metricsAddr, &c.opts.healthAddr} {
+		if *addr == "" {
+			if *addr, err = freeLocalAddr(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if c.log, err = os.Create(c.logPath); err != nil {
+		return nil, err
+	}
+	verbosity := 0
+	if v := cmd.Flag("v"); v != nil {
+		verbosity, _ = strconv.Atoi(v.Value.String())
+	}
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(c.log), textlogger.Verbosity(verbosity)))
+	ctx, c.cancel = context.WithCancel(klog.NewContext(ctx, logger))
+	go func() { c.done <- c.opts.run(ctx) }()
+	return c, nil
+}
+
+// waitReady waits until the controller's /readyz answers OK: the rules are loaded and
+// their caches synced.
+func (c *devController) waitReady(ctx context.Context) error {
+	url := "http://" + c.opts.healthAddr + "/readyz"
+	client := &http.Client{Timeout: 2 * time.Second}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-c.done:
+			c.done <- err
+			return fmt.Errorf("controller did not start (log: %s): %w", c.logPath, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// stop ends the controller and waits for it. It is safe to call more than once.
+func (c *devController) stop() error {
+	if c.cancel == nil {
+		return nil
+	}
+	c.cancel()
+	c.cancel = nil
+	err := <-c.done
+	_ = c.log.Close()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// freeLocalAddr returns a 127.0.0.1 address with a port that is free now.
+func freeLocalAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }

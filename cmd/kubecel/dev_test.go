@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubecel/kubecel/internal/testenv"
+)
+
+// syncBuffer is an io.Writer that a test can read while a command writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestDev runs `kubecel dev` in process, as `make run` does, checks that the examples'
+// children exist and follow an edit of a sample parent, then interrupts it and checks
+// that no control-plane process is left.
+func TestDev(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dev")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	cmd := newRootCommand()
+	cmd.SetArgs([]string{"dev", "--dir", dir})
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	kubeconfigLine := regexp.MustCompile(`(?m)^export KUBECONFIG=(\S+)$`)
+	var kubeconfig string
+	testenv.Eventually(t, 3*time.Minute, func() (bool, string) {
+		select {
+		case err := <-done:
+			t.Fatalf("dev exited early: %v\n%s", err, out.String())
+		default:
+		}
+		m := kubeconfigLine.FindStringSubmatch(out.String())
+		if m == nil {
+			return false, "no kubeconfig line yet:\n" + out.String()
+		}
+		kubeconfig = m[1]
+		return true, ""
+	})
+	if want := filepath.Join(dir, "kubeconfig"); kubeconfig != want {
+		t.Errorf("kubeconfig = %s, want %s", kubeconfig, want)
+	}
+	text := out.String()
+	_, tries, _ := strings.Cut(text, "Then try:\n")
+	tries, _, _ = strings.Cut(tries, "\n\n")
+	if lines := strings.Split(tries, "\n"); len(lines) != 3 {
+		t.Errorf("%d lines to try, want 3:\n%s", len(lines), text)
+	}
+	if !strings.Contains(text, filepath.Join(dir, "rules.yaml")) {
+		t.Errorf("the output does not name the rules file:\n%s", text)
+	}
+	if pids := processesMentioning(dir); len(pids) < 3 {
+		t.Fatalf("expected etcd, kube-apiserver and kube-controller-manager running in %s, found pids %v", dir, pids)
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dynamic.NewForConfigOrDie(cfg)
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	// One child of each example's samples.
+	for _, child := range []struct {
+		gvr       schema.GroupVersionResource
+		namespace string
+		name      string
+	}{
+		{deployments, "default", "hello"},
+		{schema.GroupVersionResource{Version: "v1", Resource: "services"}, "default", "kafka-0"},
+		{schema.GroupVersionResource{Version: "v1", Resource: "resourcequotas"}, "payments", "defaults"},
+		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "default", "orders-db-connection"},
+	} {
+		testenv.Eventually(t, time.Minute, func() (bool, string) {
+			obj, err := client.Resource(child.gvr).Namespace(child.namespace).Get(t.Context(), child.name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return obj.GetLabels()["app.kubernetes.io/managed-by"] == "kubecel", fmt.Sprintf("%s %s is not kubecel's: labels %v", child.gvr.Resource, child.name, obj.GetLabels())
+		})
+	}
+
+	// Edit a sample parent: its Deployment follows.
+	webapps := schema.GroupVersionResource{Group: "example.kubecel.dev", Version: "v1", Resource: "webapps"}
+	if _, err := client.Resource(webapps).Namespace("default").Patch(t.Context(), "hello", types.MergePatchType,
+		[]byte(`{"spec":{"replicas":4}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		d, err := client.Resource(deployments).Namespace("default").Get(t.Context(), "hello", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		n, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+		return n == 4, fmt.Sprintf("Deployment hello has %d replicas, want 4", n)
+	})
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("dev returned %v after Ctrl-C", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("dev did not stop within 2 minutes of Ctrl-C")
+	}
+	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+		pids := processesMentioning(dir)
+		return len(pids) == 0, fmt.Sprintf("processes left running after dev stopped: %v", pids)
+	})
+	if !strings.Contains(out.String(), "Stopping...") {
+		t.Errorf("dev did not say it stops:\n%s", out.String())
+	}
+}
+
+// processesMentioning lists the pids whose command line contains s.
+func processesMentioning(s string) []string {
+	var pids []string
+	entries, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, e := range entries {
+		data, err := os.ReadFile(e)
+		if err == nil && bytes.Contains(data, []byte(s)) {
+			pids = append(pids, filepath.Base(filepath.Dir(e)))
+		}
+	}
+	return pids
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/kubecel/kubecel/examples"
+)
+
+// samplesFieldManager owns the sample parents that `kubecel dev` applies.
+const samplesFieldManager = "kubecel-dev"
+
+// applySamples server-side applies every example's sample parents, Namespaces first,
+// and returns how many it applied.
+func applySamples(ctx context.Context, cfg *rest.Config) (int, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = samplesFieldManager
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	var objs []*unstructured.Unstructured
+	for _, data := range examples.Parents() {
+		docs, err := decodeObjects(data)
+		if err != nil {
+			return 0, fmt.Errorf("example parents: %w", err)
+		}
+		objs = append(objs, docs...)
+	}
+	// Namespaced samples may live in a sample Namespace.
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return boolRank(a.GetKind() != "Namespace") - boolRank(b.GetKind() != "Namespace")
+	})
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return 0, fmt.Errorf("sample %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+		_, err = client.Resource(m.Resource).Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), obj,
+			metav1.ApplyOptions{FieldManager: samplesFieldManager, Force: true})
+		if err != nil {
+			return 0, fmt.Errorf("apply sample %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return len(objs), nil
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// decodeObjects reads the objects of a multi-document YAML file, skipping empty
+// documents.
+func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if len(obj) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: obj})
+		}
+	}
+}

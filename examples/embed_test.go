@@ -1,0 +1,76 @@
+package examples_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubecel/kubecel/examples"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// TestEmbedded checks that the embedded files are the directories' files and that the
+// combined rules load, with every example's rule, as `kubecel dev` runs them.
+func TestEmbedded(t *testing.T) {
+	dirs, err := filepath.Glob("*/rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, d := range dirs {
+		want = append(want, filepath.Dir(d))
+	}
+	if diff := cmp.Diff(want, examples.Names()); diff != "" {
+		t.Errorf("Names() differs from the directories with rules.yaml (-dirs +Names):\n%s", diff)
+	}
+
+	for _, kind := range []struct {
+		file string
+		got  [][]byte
+	}{{"crd.yaml", examples.CRDs()}, {"parents.yaml", examples.Parents()}} {
+		files, _ := filepath.Glob("*/" + kind.file)
+		if len(files) != len(kind.got) {
+			t.Fatalf("%d %s files embedded, %d on disk", len(kind.got), kind.file, len(files))
+		}
+		for i, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(data, kind.got[i]) {
+				t.Errorf("embedded %s differs from %s", kind.file, file)
+			}
+		}
+	}
+
+	data, err := examples.Rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := rules.Load(data, rules.Options{})
+	if err != nil {
+		t.Fatalf("combined rules do not load:\n%v\n%s", err, data)
+	}
+	var names []string
+	for _, r := range rs.Rules {
+		names = append(names, r.Name)
+	}
+	if diff := cmp.Diff(examples.Names(), names); diff != "" {
+		t.Errorf("combined rule names differ from the examples (-examples +rules):\n%s", diff)
+	}
+	// Each rule keeps its file's comments: the first comment line of every file.
+	for _, name := range examples.Names() {
+		file, _ := os.ReadFile(filepath.Join(name, "rules.yaml"))
+		first, _, _ := strings.Cut(string(file), "\n")
+		if !strings.HasPrefix(first, "#") {
+			continue
+		}
+		if !strings.Contains(string(data), "  "+first+"\n") {
+			t.Errorf("combined rules lack %s's leading comment %q", name, first)
+		}
+	}
+}
