@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -19,14 +20,15 @@ import (
 type runOptions struct {
 	rulesFile      string
 	rulesConfigMap string
-	kubeconfig  string
-	dryRun      bool
-	workers     int
-	qps         float32
-	burst       int
-	metricsAddr string
-	healthAddr  string
-	pprofAddr   string
+	kubeconfig     string
+	dryRun         bool
+	workers        int
+	qps            float32
+	burst          int
+	metricsAddr    string
+	healthAddr     string
+	pprofAddr      string
+	leader         leaderOptions
 }
 
 func newRunCommand() *cobra.Command {
@@ -36,7 +38,9 @@ func newRunCommand() *cobra.Command {
 		Short: "Run the controller",
 		Long: `run watches the parents named by the rules and keeps their children and status as
 the rules compute them. The rules file is re-read when it changes; a version that fails to
-load is reported and the last good rules keep running.`,
+load is reported and the last good rules keep running. With --leader-elect, only the
+replica that holds the Lease runs the controller; one that loses the Lease stops and exits
+non-zero.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
@@ -51,6 +55,7 @@ load is reported and the last good rules keep running.`,
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
 	f.StringVar(&o.healthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty disables)")
 	f.StringVar(&o.pprofAddr, "pprof-addr", "", "address of net/http/pprof under /debug/pprof/ (empty disables)")
+	o.leader.addFlags(f)
 	return cmd
 }
 
@@ -69,15 +74,45 @@ func (o *runOptions) run(ctx context.Context) error {
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "kubecel"
 	reg := prometheus.NewRegistry()
+	elected, err := newLeader(o.leader, cfg, reg)
+	if err != nil {
+		return err
+	}
 	src, err := o.rulesSource(cfg)
 	if err != nil {
 		return err
 	}
+	var running atomic.Pointer[engine.Controller]
+	g, ctx := errgroup.WithContext(ctx)
+	if o.metricsAddr != "" {
+		g.Go(func() error { return serveErr("metrics", engine.ServeMetrics(ctx, o.metricsAddr, reg)) })
+	}
+	if o.healthAddr != "" {
+		g.Go(func() error {
+			return serveErr("health", engine.ServeHealth(ctx, o.healthAddr, elected.ready(&running)))
+		})
+	}
+	if o.pprofAddr != "" {
+		g.Go(func() error { return serveErr("pprof", servePprof(ctx, o.pprofAddr)) })
+	}
+	g.Go(func() error {
+		return elected.run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, src, &running) })
+	})
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// control runs the controller until ctx ends; with leader election, while leading.
+func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometheus.Registry, src engine.RulesSource, running *atomic.Pointer[engine.Controller]) error {
 	var ctrl *engine.Controller
-	ctrl, err = engine.New(cfg, engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Notify: ruleNotifier(&ctrl, src)})
+	ctrl, err := engine.New(cfg, engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Notify: ruleNotifier(&ctrl, src)})
 	if err != nil {
 		return err
 	}
+	running.Store(ctrl)
 	loader := &engine.Loader{
 		Controller: ctrl,
 		Source:     src,
@@ -95,22 +130,9 @@ func (o *runOptions) run(ctx context.Context) error {
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	if o.metricsAddr != "" {
-		g.Go(func() error { return serveErr("metrics", engine.ServeMetrics(ctx, o.metricsAddr, reg)) })
-	}
-	if o.healthAddr != "" {
-		g.Go(func() error { return serveErr("health", engine.ServeHealth(ctx, o.healthAddr, ctrl.Ready)) })
-	}
-	if o.pprofAddr != "" {
-		g.Go(func() error { return serveErr("pprof", servePprof(ctx, o.pprofAddr)) })
-	}
 	g.Go(func() error { loader.Watch(ctx); return nil })
 	g.Go(func() error { return ctrl.Run(ctx) })
-	err = g.Wait()
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
+	return g.Wait()
 }
 
 func serveErr(what string, err error) error {
