@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"text/template"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// planEnv is one plan test's namespace, rules files and kubeconfig.
+type planEnv struct {
+	t          *testing.T
+	ns         string
+	v1, v2     string
+	kubeconfig string
+}
+
+func newPlanEnv(t *testing.T) *planEnv {
+	e := &planEnv{t: t, ns: testenv.Namespace(t), kubeconfig: testenv.ControlPlane(t).Kubeconfig}
+	dir := t.TempDir()
+	for _, v := range []struct {
+		file *string
+		v2   bool
+	}{{&e.v1, false}, {&e.v2, true}} {
+		var b bytes.Buffer
+		data := map[string]any{"Rule": "plan", "NS": e.ns, "V2": v.v2}
+		if err := template.Must(template.New("").Parse(planRules)).Execute(&b, data); err != nil {
+			t.Fatal(err)
+		}
+		*v.file = filepath.Join(dir, fmt.Sprintf("rules-v2-%v.yaml", v.v2))
+		if err := os.WriteFile(*v.file, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+func (e *planEnv) createGadget(name string, size any) {
+	e.t.Helper()
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "plan.kubecel.dev/v1", "kind": "Gadget",
+		"metadata": map[string]any{"name": name, "namespace": e.ns}, "spec": map[string]any{"size": size},
+	}}
+	if _, err := testenv.Dynamic(e.t).Resource(gadgets).Namespace(e.ns).Create(e.t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// writes counts the write requests in the test's namespace, and any write from plan
+// (access reviews, which the controller may send to check its permissions, are
+// questions, not writes). Deletes are not counted: a delete carries dryRun in its body,
+// which the audit log does not show, so tests check instead that the objects a dry
+// run would prune still exist (see uids).
+func (e *planEnv) writes() int { return testenv.Writes(e.t, e.counted) }
+
+func (e *planEnv) counted(a controlplane.AuditEvent) bool {
+	if a.Verb == "delete" {
+		return false
+	}
+	return a.ObjectRef.Namespace == e.ns || strings.HasPrefix(a.UserAgent, "kubecel-plan") && !strings.HasSuffix(a.ObjectRef.Resource, "reviews")
+}
+
+// uids returns the UIDs of the ConfigMaps in the test's namespace, by name.
+func (e *planEnv) uids() map[string]string {
+	list, err := testenv.Kube(e.t).CoreV1().ConfigMaps(e.ns).List(e.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, cm := range list.Items {
+		out[cm.Name] = string(cm.UID)
+	}
+	return out
+}
+
+// logWrites logs the write requests counted by writes after the first skip.
+func (e *planEnv) logWrites(skip int) {
+	events, err := testenv.ControlPlane(e.t).AuditEvents()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, a := range events {
+		if strings.Contains(a.RequestURI, "dryRun=All") || !e.counted(a) {
+			continue
+		}
+		if n++; n > skip {
+			e.t.Logf("write: %s %s (%s)", a.Verb, a.RequestURI, a.UserAgent)
+		}
+	}
+}
+
+// plan runs `kubecel plan` and returns its output and exit code.
+func (e *planEnv) plan(rulesFile string, args ...string) (string, int) {
+	e.t.Helper()
+	stdout, stderr, code := runCommand(e.t, newPlanCommand(), append([]string{"--rules", rulesFile, "--kubeconfig", e.kubeconfig}, args...)...)
+	e.t.Logf("kubecel plan %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout, stderr)
+	return stdout, code
+}
+
+// planJSON runs `kubecel plan -o json` and decodes it.
+func (e *planEnv) planJSON(rulesFile string) (jsonPlan, int) {
+	e.t.Helper()
+	out, code := e.plan(rulesFile, "-o", "json")
+	var p jsonPlan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		e.t.Fatalf("decode plan: %v\n%s", err, out)
+	}
+	return p, code
+}
+
+type jsonPlan struct {
+	Parents []struct {
+		Parent  engine.ObjectRef `json:"parent"`
+		Changes []engine.Change  `json:"changes"`
+		Errors  []string         `json:"errors"`
+	} `json:"parents"`
+}
+
+// summary is a plan's changes per parent name, as "action child object [fields]".
+func (p jsonPlan) summary(withCreateFields bool) map[string][]string {
+	out := map[string][]string{}
+	for _, pp := range p.Parents {
+		lines := []string{}
+		for _, ch := range pp.Changes {
+			l := fmt.Sprintf("%s %s %s", ch.Action, ch.Child, ch.Object.Name)
+			if ch.Action != engine.ActionCreate && ch.Action != engine.ActionStatus || withCreateFields {
+				for _, f := range ch.Fields {
+					l += "; " + f.String()
+				}
+			}
+			lines = append(lines, l)
+		}
+		out[pp.Parent.Name] = lines
+	}
+	return out
+}
+
+// converge runs the controller with a rules file until it has nothing more to do.
+func (e *planEnv) converge(rulesFile string, done func() (bool, string)) {
+	e.t.Helper()
+	data, err := os.ReadFile(rulesFile)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rs, err := rules.Load(data, rules.Options{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctrl, err := engine.New(testenv.Config(e.t), engine.Options{Workers: 2})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(e.t.Context())
+	ctrl.SetRules(ctx, rs)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = ctrl.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-stopped
+	}()
+	idle := 0
+	testenv.Eventually(e.t, time.Minute, func() (bool, string) {
+		if ok, msg := done(); !ok {
+			idle = 0
+			return false, msg
+		}
+		if ctrl.Idle() {
+			idle++
+		} else {
+			idle = 0
+		}
+		return idle >= 10, "controller busy"
+	})
+}
+
+// synced reports whether every named gadget has Synced=True for its generation.
+func (e *planEnv) synced(names ...string) func() (bool, string) {
+	return func() (bool, string) {
+		for _, n := range names {
+			g, err := testenv.Dynamic(e.t).Resource(gadgets).Namespace(e.ns).Get(e.t.Context(), n, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			conds, _, _ := unstructured.NestedSlice(g.Object, "status", "conditions")
+			ok := false
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				ok = ok || m["type"] == engine.ConditionSynced && m["status"] == "True" && m["observedGeneration"] == g.GetGeneration()
+			}
+			if !ok {
+				return false, fmt.Sprintf("gadget %s not synced: %v", n, g.Object["status"])
+			}
+		}
+		return true, ""
+	}
+}
+
+// dryRun runs `kubecel run --dry-run` until it has logged a planned change for each
+// object, and returns its log.
+func dryRun(t *testing.T, rulesFile, kubeconfig string, objects []string) string {
+	t.Helper()
+	var logs lockedBuffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&logs)
+	defer func() {
+		klog.Flush()
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	cmd := newRunCommand()
+	cmd.SetArgs([]string{"--rules", rulesFile, "--kubeconfig", kubeconfig, "--dry-run", "--metrics-addr", "", "--health-addr", ""})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		klog.Flush()
+		got := logs.String()
+		for _, o := range objects {
+			if !strings.Contains(got, `"Planned change"`) || !strings.Contains(got, `object="`+o+`"`) {
+				return false, "no planned change logged for " + o + ":\n" + got
+			}
+		}
+		return true, ""
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run --dry-run: %v", err)
+	}
+	return logs.String()
+}
+
+// lockedBuffer is a bytes.Buffer that klog writes while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
