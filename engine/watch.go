@@ -86,29 +86,34 @@ func (s *watchSet) release(w *watch) {
 // trimObject drops what kubecel never reads before an object enters a cache: the
 // managedFields entries of other managers and kubectl's last-applied annotation. Our own
 // entries stay: they tell which fields an apply would remove.
+//
+// It edits the freshly decoded maps in place. Going through GetManagedFields and
+// SetManagedFields instead converts every entry to JSON and back and deep-copies the
+// result: that was the largest single allocation site of a converging controller.
 func trimObject(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
-	if mf := u.GetManagedFields(); len(mf) > 0 {
-		kept := mf[:0]
+	md, ok := u.Object["metadata"].(map[string]any)
+	if !ok {
+		return u, nil
+	}
+	if mf, ok := md["managedFields"].([]any); ok {
+		kept := make([]any, 0, 1)
 		for _, e := range mf {
-			if e.Manager == FieldManager {
+			if m, ok := e.(map[string]any); ok && m["manager"] == FieldManager {
 				kept = append(kept, e)
 			}
 		}
 		if len(kept) == 0 {
-			unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+			delete(md, "managedFields")
 		} else {
-			u.SetManagedFields(kept)
+			md["managedFields"] = kept
 		}
 	}
-	if ann := u.GetAnnotations(); ann != nil {
-		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
-			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-			u.SetAnnotations(ann)
-		}
+	if ann, ok := md["annotations"].(map[string]any); ok {
+		delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
 	}
 	return u, nil
 }
