@@ -36,13 +36,9 @@ func (b *bench) startController(ctx context.Context) error {
 	if err := os.WriteFile(rulesPath, rulesYAML, 0o644); err != nil {
 		return err
 	}
-	ports := make([]int, 3)
-	for i := range ports {
-		p, err := freePort()
-		if err != nil {
-			return err
-		}
-		ports[i] = p
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
 	}
 	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
 	args := []string{"run", "--rules", rulesPath, "--kubeconfig", b.cp.Kubeconfig,
@@ -54,7 +50,8 @@ func (b *bench) startController(ctx context.Context) error {
 	}
 	cmd := exec.Command(b.cfg.kubecel, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	logf("starting %s %s", b.cfg.kubecel, strings.Join(args, " "))
+	cmd.Env = append(os.Environ(), strings.Fields(b.cfg.kubecelEnv)...)
+	logf("starting %s %s %s", b.cfg.kubecelEnv, b.cfg.kubecel, strings.Join(args, " "))
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("start %s (build it with `make build`): %w", b.cfg.kubecel, err)
@@ -110,11 +107,16 @@ func (c *controller) stop() error {
 	}
 }
 
-// rss returns the process's peak (VmHWM) and current (VmRSS) resident set in bytes.
-func (c *controller) rss() (peak, current uint64) {
+// memory is the process's resident set from /proc/PID/status, in bytes: peak (VmHWM),
+// current (VmRSS) and the current anonymous part (RssAnon: heap, stacks; the rest is
+// mostly the mapped binary).
+type memory struct{ peak, current, anon uint64 }
+
+func (c *controller) rss() memory {
+	var m memory
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
 	if err != nil {
-		return 0, 0
+		return m
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
@@ -124,12 +126,14 @@ func (c *controller) rss() (peak, current uint64) {
 		kb, _ := strconv.ParseUint(f[1], 10, 64)
 		switch f[0] {
 		case "VmHWM:":
-			peak = kb * 1024
+			m.peak = kb * 1024
 		case "VmRSS:":
-			current = kb * 1024
+			m.current = kb * 1024
+		case "RssAnon:":
+			m.anon = kb * 1024
 		}
 	}
-	return peak, current
+	return m
 }
 
 // cpuSeconds returns the process's user plus system CPU time.
@@ -181,7 +185,12 @@ func (c *controller) metric(ctx context.Context, name string) (float64, error) {
 
 // saveProfile writes /debug/pprof/<profile> to dir/file.
 func (c *controller) saveProfile(ctx context.Context, profile, dir, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.pprof+"/debug/pprof/"+profile, nil)
+	return save(ctx, c.pprof+"/debug/pprof/"+profile, filepath.Join(dir, file))
+}
+
+// save writes the body of GET url to path.
+func save(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -193,7 +202,7 @@ func (c *controller) saveProfile(ctx context.Context, profile, dir, file string)
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", req.URL, resp.Status)
 	}
-	f, err := os.Create(filepath.Join(dir, file))
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
@@ -235,11 +244,17 @@ func (p *profiler) stop() {
 	p.wg.Wait()
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts asks the kernel for n distinct unused loopback ports: every listener stays
+// open until all are chosen, so the same port is not handed out twice.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }

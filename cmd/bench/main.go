@@ -37,6 +37,8 @@ type config struct {
 	timeout     time.Duration
 	kubecel     string
 	kubecelArgs string
+	kubecelEnv  string
+	skipDelete  bool
 	dir         string
 	doc         string
 	note        string
@@ -50,6 +52,8 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 0, "limit of each timed phase (default 5m + 100ms per parent)")
 	flag.StringVar(&c.kubecel, "kubecel", "bin/kubecel", "the kubecel binary to run as the controller")
 	flag.StringVar(&c.kubecelArgs, "kubecel-args", "", "extra flags for `kubecel run`, space separated (e.g. \"--workers=16 --qps=500\")")
+	flag.StringVar(&c.kubecelEnv, "kubecel-env", "", "extra environment for the controller, space separated (e.g. \"GOGC=50 GOMEMLIMIT=100MiB\")")
+	flag.BoolVar(&c.skipDelete, "skip-deletion", false, "skip the deletion phase (garbage collection by kube-controller-manager, ~14 objects/s at its default 20 QPS)")
 	flag.StringVar(&c.dir, "dir", "bin/bench", "state directory: control-plane logs, controller log, profiles (replaced on each run)")
 	flag.StringVar(&c.doc, "doc", "docs/benchmarks.md", "markdown file to append the result row to (empty: do not append)")
 	flag.StringVar(&c.note, "note", "", "free text for the row's note column")
@@ -75,7 +79,7 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer b.close()
-	res := &results{n: c.n, machine: machine, kubecelArgs: strings.TrimSpace(c.kubecelArgs), note: c.note}
+	res := &results{n: c.n, machine: machine, kubecelArgs: strings.TrimSpace(c.kubecelEnv + " " + c.kubecelArgs), note: c.note}
 	if err := b.measure(ctx, res); err != nil {
 		return err
 	}
@@ -109,11 +113,13 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 	if res.update, err = b.update(ctx); err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
-	if res.deletion, err = b.delete(ctx); err != nil {
-		return fmt.Errorf("deletion: %w", err)
+	if !b.cfg.skipDelete {
+		if res.deletion, err = b.delete(ctx); err != nil {
+			return fmt.Errorf("deletion: %w", err)
+		}
 	}
 	res.cpuTotal = b.ctrl.cpuSeconds()
-	res.peakRSS, _ = b.ctrl.rss()
+	res.peakRSS = b.ctrl.rss().peak
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -119,7 +120,7 @@ func (b *bench) converge(ctx context.Context, res *results) error {
 		return err
 	}
 	res.cpuConverge = b.ctrl.cpuSeconds() - cpu0
-	res.convergeRSS, _ = b.ctrl.rss()
+	res.convergeRSS = b.ctrl.rss().current
 	logf("convergence: %s (parents created in %s)", res.converge.Round(time.Millisecond), created.Round(time.Millisecond))
 	if err := b.ctrl.saveProfile(ctx, "heap", b.cfg.dir, "heap-converged.pprof"); err != nil {
 		logf("heap profile: %v", err)
@@ -193,12 +194,16 @@ func (b *bench) steady(ctx context.Context, res *results) error {
 		return err
 	}
 	res.steadyWrites = b.audit.snapshot().minus(writes0)
-	_, res.settledRSS = b.ctrl.rss()
+	settled := b.ctrl.rss()
+	res.settledRSS, res.settledAnon = settled.current, settled.anon
 	res.cpuSteady = b.ctrl.cpuSeconds()
 	if err := b.ctrl.saveProfile(ctx, "heap", b.cfg.dir, "heap-settled.pprof"); err != nil {
 		logf("heap profile: %v", err)
 	}
-	logf("steady state: %d writes, settled RSS %.1f MB", res.steadyWrites.total(), mb(res.settledRSS))
+	if err := save(ctx, b.ctrl.metrics+"/metrics", filepath.Join(b.cfg.dir, "metrics-settled.txt")); err != nil {
+		logf("save metrics: %v", err)
+	}
+	logf("steady state: %d writes, settled RSS %.1f MB (anonymous %.1f MB)", res.steadyWrites.total(), mb(res.settledRSS), mb(res.settledAnon))
 	return nil
 }
 

@@ -24,6 +24,7 @@ type results struct {
 	writes, steadyWrites                 writeCounts
 	steadyReconciles                     int
 	peakRSS, convergeRSS, settledRSS     uint64
+	settledAnon                          uint64
 	cpuConverge, cpuSteady, cpuTotal     float64
 }
 
@@ -76,8 +77,12 @@ func (r *results) print(w io.Writer) {
 	row("3 writes per parent", fmt.Sprintf("%.2f (%s)", r.writesPerParent(), r.writes), "<= 4 (children + 1)")
 	row("4 steady-state writes", fmt.Sprintf("%d (%d reconciles)", r.steadyWrites.total(), r.steadyReconciles), "0")
 	row("5 update propagation", secs(r.update), "")
-	row("6 deletion", secs(r.deletion), "")
-	row("7 RSS peak / converged / settled", fmt.Sprintf("%.0f / %.0f / %.0f MB", mb(r.peakRSS), mb(r.convergeRSS), mb(r.settledRSS)), "settled < 150 MB at N=10,000")
+	if r.deletion > 0 {
+		row("6 deletion", secs(r.deletion), "")
+	} else {
+		row("6 deletion", "skipped", "")
+	}
+	row("7 RSS peak / converged / settled", fmt.Sprintf("%.0f / %.0f / %.0f MB (settled anonymous %.0f MB)", mb(r.peakRSS), mb(r.convergeRSS), mb(r.settledRSS), mb(r.settledAnon)), "settled < 150 MB at N=10,000")
 	row("7 CPU convergence / total", fmt.Sprintf("%.1f s / %.1f s", r.cpuConverge, r.cpuTotal), "")
 	row("bench wall time", secs(r.total), "")
 	tw.Flush()
@@ -93,7 +98,7 @@ write requests in the bench namespace, from the API server's audit log. RSS in M
 bytes). CPU is the controller's user+system seconds. Load is the 1/5/15-minute load average
 before -> after the run.
 
-| date (UTC) | N | CPUs | mem GiB | Go | load | baseline | convergence (ratio) | writes/parent | steady writes | update | deletion | RSS peak / settled | CPU conv. / total | kubecel flags | note |
+| date (UTC) | N | CPUs | mem GiB | Go | load | baseline | convergence (ratio) | writes/parent | steady writes | update | deletion | RSS peak / settled (anon) | CPU conv. / total | kubecel flags | note |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 `
 
@@ -118,10 +123,14 @@ func (r *results) appendTo(path string) error {
 	if flags == "" {
 		flags = "defaults"
 	}
-	row := fmt.Sprintf("| %s | %d | %d | %.1f | %s | %s -> %s | %.1f | %.1f (%.2fx) | %.2f | %d | %.1f | %.1f | %.0f / %.0f | %.1f / %.1f | %s | %s |\n",
+	deletion := "skipped"
+	if r.deletion > 0 {
+		deletion = fmt.Sprintf("%.1f", r.deletion.Seconds())
+	}
+	row := fmt.Sprintf("| %s | %d | %d | %.1f | %s | %s -> %s | %.1f | %.1f (%.2fx) | %.2f | %d | %.1f | %s | %.0f / %.0f (%.0f) | %.1f / %.1f | %s | %s |\n",
 		time.Now().UTC().Format("2006-01-02 15:04"), r.n, r.machine.cpus, r.machine.memGiB, r.machine.goVersion,
 		r.machine.load, r.machine.loadAfter, r.baseline.Seconds(), r.converge.Seconds(), r.ratio(), r.writesPerParent(),
-		r.steadyWrites.total(), r.update.Seconds(), r.deletion.Seconds(), mb(r.peakRSS), mb(r.settledRSS),
+		r.steadyWrites.total(), r.update.Seconds(), deletion, mb(r.peakRSS), mb(r.settledRSS), mb(r.settledAnon),
 		r.cpuConverge, r.cpuTotal, flags, r.note)
 	if _, err := io.WriteString(f, row); err != nil {
 		f.Close()
