@@ -101,7 +101,9 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	if err := ctrl.waitReady(ctx); err != nil {
+	if err := ctrl.waitReady(ctx, 2*time.Minute); errors.Is(err, errNotReady) {
+		fmt.Fprintf(out, "The controller is not ready yet (see %s and http://%s/readyz).\n", ctrl.logPath, ctrl.opts.healthAddr)
+	} else if err != nil {
 		if ctx.Err() != nil {
 			return nil // interrupted while starting: the defers stop everything
 		}
@@ -111,9 +113,9 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 		rulesFile, parents, ctrl.logPath, ctrl.opts.metricsAddr, ctrl.opts.healthAddr)
 	fmt.Fprintf(out, "export KUBECONFIG=%s\n", cp.Kubeconfig)
 	fmt.Fprintln(out, "Then try:")
-	fmt.Fprintln(out, "  kubectl get deploy,sts,svc,ing,cm,quota -A -l app.kubernetes.io/managed-by=kubecel   # what the rules made from the samples")
-	fmt.Fprintln(out, `  kubectl patch webapp hello --type=merge -p '{"spec":{"replicas":2,"expose":true}}'       # edit a parent: kubectl get deploy,svc hello`)
-	fmt.Fprintf(out, "  ${EDITOR:-vi} %s   # edit the rules: saved changes load within seconds (errors in the log)\n", rulesFile)
+	for _, try := range o.tries(rulesFile) {
+		fmt.Fprintln(out, "  "+try)
+	}
 	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
 
 	select {
@@ -130,6 +132,22 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	return cp.Stop()
+}
+
+// tries are the three things to try that dev prints.
+func (o *devOptions) tries(rulesFile string) []string {
+	if o.noExamples {
+		return []string{
+			"${EDITOR:-vi} " + rulesFile + "   # add rules: saved changes load within seconds (errors in the log)",
+			"kubectl apply -f parent.yaml   # create a parent for them (and its CRD first, if it has one)",
+			"kubectl get all,cm -A -l app.kubernetes.io/managed-by=kubecel   # what the rules made",
+		}
+	}
+	return []string{
+		"kubectl get deploy,sts,svc,ing,cm,quota -A -l app.kubernetes.io/managed-by=kubecel   # what the rules made from the samples",
+		`kubectl patch webapp hello --type=merge -p '{"spec":{"replicas":2,"expose":true}}'   # edit a parent, then: kubectl get deploy,svc hello`,
+		"${EDITOR:-vi} " + rulesFile + "   # edit the rules: saved changes load within seconds (errors in the log)",
+	}
 }
 
 // exampleCRDs parses the examples' CRDs, strictly.
@@ -191,13 +209,18 @@ func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp
 	return c, nil
 }
 
-// waitReady waits until the controller's /readyz answers OK: the rules are loaded and
-// their caches synced.
-func (c *devController) waitReady(ctx context.Context) error {
+// errNotReady says the controller did not become ready in time.
+var errNotReady = errors.New("controller not ready")
+
+// waitReady waits until the controller's /readyz answers OK (the rules are loaded and
+// their caches synced), for at most timeout.
+func (c *devController) waitReady(ctx context.Context, timeout time.Duration) error {
 	url := "http://" + c.opts.healthAddr + "/readyz"
 	client := &http.Client{Timeout: 2 * time.Second}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -216,6 +239,8 @@ func (c *devController) waitReady(ctx context.Context) error {
 		case err := <-c.done:
 			c.done <- err
 			return fmt.Errorf("controller did not start (log: %s): %w", c.logPath, err)
+		case <-deadline.C:
+			return errNotReady
 		case <-tick.C:
 		}
 	}

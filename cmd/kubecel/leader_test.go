@@ -225,7 +225,7 @@ func startReplica(t *testing.T, bin, kubeconfig, rulesFile, ns, name string) *re
 	r.cmd = exec.Command(bin, "run", "--rules", rulesFile, "--kubeconfig", kubeconfig,
 		"--metrics-addr", "", "--health-addr", "",
 		"--leader-elect", "--leader-elect-namespace", ns,
-		"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "1s")
+		"--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4s", "--leader-elect-retry-period", "1s")
 	r.cmd.Stdout, r.cmd.Stderr = log, log
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
