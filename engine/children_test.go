@@ -145,7 +145,7 @@ rules:
 func TestReadyWhenHoldsBackDependent(t *testing.T) {
 	f := startController(t, readyWhenRules)
 	f.create(widgets, widget(f.ns, "app", map[string]any{"role": "app"}))
-	backend := f.waitFor(widgets, f.ns, "app-backend", nil)
+	f.waitFor(widgets, f.ns, "app-backend", nil)
 	f.waitFor(widgets, f.ns, "app", func(o *unstructured.Unstructured) (bool, string) {
 		status, reason, msg := condition(o, engine.ConditionReady)
 		return status == "False" && reason == engine.ReasonWaiting, fmt.Sprintf("Ready=%s %s %q", status, reason, msg)
@@ -155,7 +155,12 @@ func TestReadyWhenHoldsBackDependent(t *testing.T) {
 		t.Fatal("frontend was created before the backend was ready")
 	}
 
-	// The backend becomes ready (as its own controller would report).
+	// The backend becomes ready (as its own controller would report). Read it again:
+	// the controller wrote its status (RuleNotApplicable) since it was created.
+	backend, err := f.get(widgets, f.ns, "app-backend")
+	if err != nil {
+		t.Fatal(err)
+	}
 	backend.Object["status"] = map[string]any{"phase": "Running"}
 	if _, err := testenv.Dynamic(t).Resource(widgets).Namespace(f.ns).UpdateStatus(t.Context(), backend, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -168,4 +173,20 @@ func TestReadyWhenHoldsBackDependent(t *testing.T) {
 		status, _, msg := condition(o, engine.ConditionReady)
 		return status == "True" && nestedString(o, "status", "backendPhase") == "Running", fmt.Sprintf("Ready=%s %q status=%v", status, msg, o.Object["status"])
 	})
+}
+
+func TestParentOutsideWhenIsLeftAlone(t *testing.T) {
+	f := startController(t, readyWhenRules)
+	// role "backend": the rule's parent `when` is false for this Widget.
+	created := f.create(widgets, widget(f.ns, "other", map[string]any{"role": "backend"}))
+	f.create(widgets, widget(f.ns, "app", map[string]any{"role": "app"}))
+	f.waitFor(widgets, f.ns, "app-backend", nil)
+	f.waitIdle()
+	got, err := f.get(widgets, f.ns, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetResourceVersion() != created.GetResourceVersion() {
+		t.Errorf("a parent the rule does not apply to was written: status %v", got.Object["status"])
+	}
 }

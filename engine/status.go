@@ -26,7 +26,6 @@ const (
 	ReasonEvaluationFailed = "EvaluationFailed"
 	ReasonApplyFailed      = "ApplyFailed"
 	ReasonPruneFailed      = "PruneFailed"
-	ReasonNotApplicable    = "RuleNotApplicable"
 )
 
 // desiredStatus builds the status kubecel wants on the parent: the rule's fields,
@@ -71,8 +70,6 @@ func readyCondition(out *outcome) metav1.Condition {
 	switch {
 	case res == nil:
 		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonEvaluationFailed, Message: "the rule could not be evaluated"}
-	case res.Skip:
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonNotApplicable, Message: "the rule's when condition is false for this parent"}
 	case len(res.Waiting) > 0:
 		var parts []string
 		for _, w := range res.Waiting {
@@ -114,7 +111,9 @@ func syncedCondition(out *outcome) metav1.Condition {
 // writeStatus applies the desired status to the parent's status subresource when the
 // rule has a status block and something changed.
 func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, out *outcome) error {
-	if !st.rule.HasStatus {
+	if !st.rule.HasStatus || out.result != nil && out.result.Skip {
+		// A parent the rule does not apply to (its `when` is false) is not the rule's
+		// to describe: its status is left alone.
 		return nil
 	}
 	uidKey := string(parent.GetUID())
