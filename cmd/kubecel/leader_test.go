@@ -172,6 +172,23 @@ func TestLeaderElection(t *testing.T) {
 		t.Errorf("after the old leader exited the Lease holder is %q, want %s", h, standby.identity)
 	}
 
+	// Stop the new leader as Kubernetes does: it stops its controller, releases the Lease
+	// and exits 0.
+	if err := standby.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-standby.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("the leader still runs a minute after SIGTERM; log:\n%s", readFile(standby.log))
+	}
+	if code := standby.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the leader exited with %d after SIGTERM, want 0; log:\n%s", code, readFile(standby.log))
+	}
+	if h := holder(); h != "" {
+		t.Errorf("after SIGTERM the Lease holder is %q, want none: the leader releases it", h)
+	}
+
 	events := auditEvents(t, cp)
 	written := map[string][]string{} // user agent -> objects written
 	for i, e := range events {
