@@ -180,8 +180,8 @@ func (l *leader) run(ctx context.Context, lead func(context.Context) error) erro
 }
 
 // ready is /readyz: the running controller's readiness (not ready before it exists).
-// A standby is ready: waiting is its job, and a failing probe would only take it out
-// of rotation it is not in, or restart it for nothing.
+// A standby is ready: waiting is its job, and a rolling update waits for new pods to be
+// ready, so a standby that said otherwise would stall every rollout.
 func (l *leader) ready(running *atomic.Pointer[engine.Controller]) func() (bool, []string) {
 	return func() (bool, []string) {
 		if l != nil && !l.leading.Load() {
