@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
+
+var quietEnvtest sync.Once
 
 // ServiceCIDR is the service IP range: a /16, because a /24 runs out after 253
 // Services and the benchmarks create thousands.
@@ -64,6 +70,9 @@ type ControlPlane struct {
 // Start starts the control plane and waits until it serves requests. On error nothing is
 // left running.
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+	// envtest logs through controller-runtime's logger; give it one (discarding) so it
+	// does not print a warning with a stack trace about a logger never being set.
+	quietEnvtest.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 	binDir, err := FindBinDir(opts.BinDir)
 	if err != nil {
 		return nil, err
