@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
 
@@ -153,9 +155,12 @@ type PlanOptions struct {
 }
 
 // Plan runs the reconcile of every parent of every running rule once, without writing:
-// the controller must be built with Options.DryRun, and its rules set and caches synced
-// (see Ready). Run need not run. The result is in a stable order (rule, namespace,
-// name). It fails when a selected rule waits for its kinds to be served.
+// the controller must be built with Options.DryRun and its rules set (SetRules); Run
+// need not run. Objects that carry a rule's labels in kinds the rule no longer produces
+// are watched too, so that their prunes are planned as a running controller that
+// reloads the rules would prune them. Plan waits for the caches to sync. The result is
+// in a stable order (rule, namespace, name). It fails when a selected rule is not
+// running (its kinds are not served, or permissions are missing).
 func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]ParentPlan, error) {
 	if !c.opts.DryRun {
 		return nil, errors.New("plan needs a dry-run controller (Options.DryRun)")
@@ -175,18 +180,30 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]ParentPlan, 
 	}
 	c.mu.RUnlock()
 	slices.SortFunc(states, func(a, b *ruleState) int { return cmp.Compare(a.rule.Name, b.rule.Name) })
+	names := make([]string, 0, len(states))
+	for _, st := range states {
+		names = append(names, st.rule.Name)
+	}
+	if err := c.watchLeftovers(ctx, names); err != nil {
+		return nil, err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		return !slices.ContainsFunc(states, func(st *ruleState) bool { return !st.synced() }), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for the caches of %s: %w", strings.Join(names, ", "), err)
+	}
 	var plans []ParentPlan
 	for _, st := range states {
-		if !st.synced() {
-			return nil, fmt.Errorf("rule %q: caches not synced", st.rule.Name)
-		}
 		for _, parent := range st.listParents(opts.Namespace) {
 			plans = append(plans, c.planParent(ctx, st, parent.DeepCopy()))
 		}
 	}
 	if len(pending) > 0 {
 		slices.Sort(pending)
-		return plans, fmt.Errorf("rules %s wait for their parent or child kinds to be served", strings.Join(pending, ", "))
+		return plans, fmt.Errorf("rules %s are not running: their kinds are not served or permissions are missing", strings.Join(pending, ", "))
 	}
 	return plans, nil
 }

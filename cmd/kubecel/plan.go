@@ -103,6 +103,10 @@ func (o *planOptions) plan(ctx context.Context) ([]engine.ParentPlan, error) {
 		return nil, err
 	}
 	cfg.UserAgent = "kubecel-plan"
+	// One list per served resource (objects left over in kinds the rules no longer
+	// produce) and one dry-run apply per changed object: client-go's default of 5
+	// requests per second would make a plan of a real cluster crawl.
+	cfg.QPS, cfg.Burst = 100, 200
 	data, err := os.ReadFile(o.rules)
 	if err != nil {
 		return nil, err

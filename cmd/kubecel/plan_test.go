@@ -14,7 +14,8 @@ import (
 var gadgets = schema.GroupVersionResource{Group: "plan.kubecel.dev", Version: "v1", Resource: "gadgets"}
 
 // planRules is the rules file of the plan tests; .V2 is the edited version: the
-// config child's color changes, the old child goes and the extra child comes.
+// config child's color changes, the old child goes (and with it the last Secret child,
+// so plan must find the kind by itself) and the extra child comes.
 const planRules = `
 apiVersion: kubecel.dev/v1alpha1
 kind: RuleSet
@@ -35,9 +36,9 @@ rules:
       - id: old
         template:
           apiVersion: v1
-          kind: ConfigMap
+          kind: Secret
           metadata: {name: "${parent.metadata.name}-old"}
-          data: {old: "yes"}
+          stringData: {old: "yes"}
 {{- end}}
       - id: part
         template:
@@ -62,9 +63,9 @@ func TestPlan(t *testing.T) {
 	e := newPlanEnv(t)
 	e.createGadget("g1", int64(1))
 	e.createGadget("g2", int64(2))
-	e.converge(e.v1, e.synced("g1", "g2"))
+	e.converge(e.synced("g1", "g2"), e.v1)
 	writes, uids := e.writes(), e.uids()
-	if uids["g1-old"] == "" || uids["g2-old"] == "" {
+	if uids["secret/g1-old"] == "" || uids["secret/g2-old"] == "" {
 		t.Fatalf("the children to prune do not exist: %v", uids)
 	}
 
@@ -110,7 +111,7 @@ func TestPlan(t *testing.T) {
 				"  ~ ConfigMap " + e.ns + "/g1 (child config)\n" +
 				"      ~ data.color: \"blue\" -> \"green\"\n" +
 				"  + ConfigMap " + e.ns + "/g1-extra (child extra)\n",
-			"  - ConfigMap " + e.ns + "/g2-old (child old)\n\n",
+			"  - Secret " + e.ns + "/g2-old (child old)\n\n",
 			"\nPlan: 2 to create, 2 to update, 2 to prune, 0 status changes, in 2 of 2 parents.\n",
 		} {
 			if !strings.Contains(out, block) {
@@ -124,9 +125,11 @@ func TestPlan(t *testing.T) {
 	})
 
 	t.Run("run --dry-run", func(t *testing.T) {
+		// A controller started on the new rules, as opposed to one that reloads them,
+		// does not watch Secrets any more and plans no prune of the old children.
 		logs := dryRun(t, e.v2, e.kubeconfig, []string{
 			"ConfigMap " + e.ns + "/g1-extra", "ConfigMap " + e.ns + "/g2-extra",
-			"ConfigMap " + e.ns + "/g1-old", "ConfigMap " + e.ns + "/g2-old",
+			"ConfigMap " + e.ns + "/g1", "ConfigMap " + e.ns + "/g2",
 		})
 		if !strings.Contains(logs, `~ data.color: "blue" -> "green"`) {
 			t.Errorf("the dry run did not log the update's diff:\n%s", logs)
@@ -138,11 +141,12 @@ func TestPlan(t *testing.T) {
 		e.logWrites(writes)
 	}
 	if diff := cmp.Diff(uids, e.uids()); diff != "" {
-		t.Errorf("plan or run --dry-run changed ConfigMaps (-before +after):\n%s", diff)
+		t.Errorf("plan or run --dry-run changed ConfigMaps or Secrets (-before +after):\n%s", diff)
 	}
 
 	t.Run("applied edit", func(t *testing.T) {
-		e.converge(e.v2, e.synced("g1", "g2"))
+		// The controller reloads the edited rules, as it does when the file changes.
+		e.converge(e.synced("g1", "g2"), e.v1, e.v2)
 		if out, code := e.plan(e.v2); code != 0 {
 			t.Errorf("exit code %d after the controller applied the rules, want 0:\n%s", code, out)
 		}

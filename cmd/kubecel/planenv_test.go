@@ -76,15 +76,23 @@ func (e *planEnv) counted(a controlplane.AuditEvent) bool {
 	return a.ObjectRef.Namespace == e.ns || strings.HasPrefix(a.UserAgent, "kubecel-plan") && !strings.HasSuffix(a.ObjectRef.Resource, "reviews")
 }
 
-// uids returns the UIDs of the ConfigMaps in the test's namespace, by name.
+// uids returns the UIDs of the ConfigMaps and Secrets in the test's namespace, by
+// kind and name.
 func (e *planEnv) uids() map[string]string {
-	list, err := testenv.Kube(e.t).CoreV1().ConfigMaps(e.ns).List(e.t.Context(), metav1.ListOptions{})
+	cms, err := testenv.Kube(e.t).CoreV1().ConfigMaps(e.ns).List(e.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	secrets, err := testenv.Kube(e.t).CoreV1().Secrets(e.ns).List(e.t.Context(), metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, cm := range list.Items {
-		out[cm.Name] = string(cm.UID)
+	for _, cm := range cms.Items {
+		out["configmap/"+cm.Name] = string(cm.UID)
+	}
+	for _, s := range secrets.Items {
+		out["secret/"+s.Name] = string(s.UID)
 	}
 	return out
 }
@@ -152,23 +160,26 @@ func (p jsonPlan) summary(withCreateFields bool) map[string][]string {
 	return out
 }
 
-// converge runs the controller with a rules file until it has nothing more to do.
-func (e *planEnv) converge(rulesFile string, done func() (bool, string)) {
+// converge runs the controller until done holds and it has nothing more to do. It
+// sets each rules file in turn, as when the controller reloads edited rules.
+func (e *planEnv) converge(done func() (bool, string), rulesFiles ...string) {
 	e.t.Helper()
-	data, err := os.ReadFile(rulesFile)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	rs, err := rules.Load(data, rules.Options{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	ctrl, err := engine.New(testenv.Config(e.t), engine.Options{Workers: 2})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.t.Context())
-	ctrl.SetRules(ctx, rs)
+	for _, f := range rulesFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rs, err := rules.Load(data, rules.Options{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		ctrl.SetRules(ctx, rs)
+	}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
