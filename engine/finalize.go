@@ -25,7 +25,7 @@ func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, pare
 	if err != nil {
 		return err
 	}
-	out.record(ActionFinalizer, "", parent, got)
+	out.record(ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
 	// Later children in this reconcile see it on the cached object's copy.
 	parent.SetFinalizers(append(parent.GetFinalizers(), Finalizer))
 	return nil

@@ -117,11 +117,28 @@ func newChange(action Action, child string, live, got *unstructured.Unstructured
 	return ch, action == ActionCreate || len(ch.Fields) > 0
 }
 
-// record adds a change to the reconcile's outcome.
+// write is one write of a reconcile, kept as sent so that the diff is computed only
+// when someone reads it (plan, run --dry-run), not at every write of the controller.
+type write struct {
+	action    Action
+	child     string
+	live, got *unstructured.Unstructured
+}
+
+// record adds a write to the reconcile's outcome. live and got must not change later.
 func (o *outcome) record(action Action, child string, live, got *unstructured.Unstructured) {
-	if ch, ok := newChange(action, child, live, got); ok {
-		o.changes = append(o.changes, ch)
+	o.writes = append(o.writes, write{action: action, child: child, live: live, got: got})
+}
+
+// changes returns the reconcile's writes that change something a reader can see.
+func (o *outcome) changes() []Change {
+	var out []Change
+	for _, w := range o.writes {
+		if ch, ok := newChange(w.action, w.child, w.live, w.got); ok {
+			out = append(out, ch)
+		}
 	}
+	return out
 }
 
 // logPlan logs each change of a dry-run reconcile, one line per change with the diff.
@@ -216,7 +233,7 @@ func (c *Controller) planParent(ctx context.Context, st *ruleState, parent *unst
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("rule", st.rule.Name, "parent", parent.GetNamespace()+"/"+parent.GetName()))
 	out := c.sync(ctx, st, parent)
-	p.Changes = out.changes
+	p.Changes = out.changes()
 	if out.result != nil {
 		for _, w := range out.result.Waiting {
 			p.Waiting = append(p.Waiting, fmt.Sprintf("%s waits for %s", w.ID, strings.Join(w.On, ", ")))

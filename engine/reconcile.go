@@ -20,8 +20,8 @@ type outcome struct {
 	pruneErr []error
 	// statusErr is the failure to write the parent's status.
 	statusErr error
-	// changes lists every write made (or, in a dry run, planned), in order.
-	changes []Change
+	// writes lists every write made (or, in a dry run, planned), in order.
+	writes []write
 	// applied holds the objects written in this reconcile (server responses), by key.
 	applied map[objectKey]*unstructured.Unstructured
 }
@@ -53,7 +53,7 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 	}
 	out := c.sync(ctx, st, parent)
 	if c.opts.DryRun {
-		logPlan(ctx, out.changes)
+		logPlan(ctx, out.changes())
 	}
 	c.recordOutcome(ctx, st, parent, out)
 	// Evaluation errors are deterministic: retrying without a change would only loop.
