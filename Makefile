@@ -68,3 +68,7 @@ FUZZTIME ?= 60s
 fuzz: ## run the fuzz tests for longer (FUZZTIME=60s each)
 	$(GO) test -run='^$$' -fuzz='^FuzzParseTemplate$$' -fuzztime=$(FUZZTIME) ./rules
 	$(GO) test -run='^$$' -fuzz='^FuzzLoad$$' -fuzztime=$(FUZZTIME) ./rules
+
+.PHONY: test-faults
+test-faults: controlplane ## the fault-injection suite, long form
+	$(GO) test -count=1 -timeout 30m ./internal/faults -faults.long

@@ -1,0 +1,188 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"text/template"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// controller is one `kubecel run` process.
+type controller struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	logs   *logBuffer
+	health string
+	exited chan struct{}
+}
+
+// startKubecel runs `kubecel run` with the rules file against kubeconfig until the test
+// ends (or kill). Its stderr is kept for the test to read.
+func startKubecel(t testing.TB, rulesFile, kubeconfig string) *controller {
+	t.Helper()
+	c := &controller{t: t, logs: &logBuffer{}, health: freeAddr(t), exited: make(chan struct{})}
+	c.cmd = exec.Command(kubecelBin, "run", "--rules", rulesFile, "--kubeconfig", kubeconfig,
+		"--metrics-addr", freeAddr(t), "--health-addr", c.health, "--workers", "4")
+	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("start kubecel: %v", err)
+	}
+	go func() {
+		_ = c.cmd.Wait()
+		close(c.exited)
+	}()
+	t.Cleanup(func() {
+		c.kill()
+		if t.Failed() {
+			t.Logf("kubecel (pid %d) log tail:\n%s", c.cmd.Process.Pid, c.logs.tail(60))
+		}
+	})
+	return c
+}
+
+// kill sends SIGKILL and waits for the process to end.
+func (c *controller) kill() {
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.exited
+}
+
+// running reports whether the process has not exited.
+func (c *controller) running() bool {
+	select {
+	case <-c.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// get fetches a path of the health endpoint and returns the status code and body.
+func (c *controller) get(path string) (int, string, error) {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + c.health + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// logBuffer collects a process's output.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// lines is the number of complete lines written so far.
+func (b *logBuffer) lines() int { return strings.Count(b.String(), "\n") }
+
+func (b *logBuffer) tail(n int) string { return tail(b.String(), n) }
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// proxiedKubeconfig starts a Proxy to the API server and writes a copy of the admin
+// kubeconfig that goes through it. TLS is end to end: the server's certificate is valid
+// for 127.0.0.1 whatever the port, so the CA still verifies it.
+func proxiedKubeconfig(t testing.TB) (*Proxy, string) {
+	t.Helper()
+	u, err := url.Parse(cp.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProxy(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	cfg, err := clientcmd.LoadFromFile(cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cluster := range cfg.Clusters {
+		cluster.Server = "https://" + p.Addr()
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return p, path
+}
+
+// writeRules renders a rules template with data into a file of the test's directory.
+func writeRules(t testing.TB, tmpl string, data any) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := template.Must(template.New("rules").Parse(tmpl)).Execute(&buf, data); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runKubecel runs a kubecel command to completion and returns its stdout and stderr.
+func runKubecel(t testing.TB, args ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, kubecelBin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("kubecel %s: %w", strings.Join(args, " "), err)
+	}
+	return stdout.String(), stderr.String(), err
+}
