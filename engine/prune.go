@@ -66,4 +66,3 @@ func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child *unst
 	}
 	return fmt.Errorf("rule %q child %q: delete %s: %w", st.rule.Name, child.GetLabels()[LabelChild], keyOf(child), err)
 }
-
