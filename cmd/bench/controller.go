@@ -15,8 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"k8s.io/client-go/dynamic"
 )
 
 // controller is the kubecel process under test.
@@ -63,8 +61,7 @@ func (b *bench) startController(ctx context.Context) error {
 	if err := c.waitReady(ctx, "http://"+addr(ports[1])+"/readyz"); err != nil {
 		return fmt.Errorf("controller (log: %s): %w", log.Name(), err)
 	}
-	var dyn dynamic.Interface = b.clients[0]
-	b.watch, err = startTracker(ctx, b.kube, dyn, b.cfg.n)
+	b.watch, err = startTracker(ctx, b.kube, b.clients[0], b.cfg.n)
 	return err
 }
 

@@ -114,7 +114,7 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 		return fmt.Errorf("update: %w", err)
 	}
 	if !b.cfg.skipDelete {
-		if res.deletion, err = b.delete(ctx); err != nil {
+		if res.deletion, err = b.deletion(ctx); err != nil {
 			return fmt.Errorf("deletion: %w", err)
 		}
 	}

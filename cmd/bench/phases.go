@@ -225,9 +225,9 @@ func (b *bench) update(ctx context.Context) (time.Duration, error) {
 	return took, err
 }
 
-// delete deletes every parent and waits until every child is gone (garbage collection
+// deletion deletes every parent and waits until every child is gone (garbage collection
 // by kube-controller-manager follows the owner references).
-func (b *bench) delete(ctx context.Context) (time.Duration, error) {
+func (b *bench) deletion(ctx context.Context) (time.Duration, error) {
 	logf("deletion: deleting %d parents", b.cfg.n)
 	start := time.Now()
 	err := b.parallel(ctx, b.cfg.n, func(ctx context.Context, c dynamic.Interface, i int) error {
