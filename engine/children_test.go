@@ -11,17 +11,7 @@ import (
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
-const forEachRules = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}
-    parent:
-      apiVersion: engine.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}]
-    children:
-      - id: env
+const forEachRules = widgetRuleHead + `      - id: env
         forEach: parent.spec.?envs.orValue([])
         template:
           apiVersion: v1

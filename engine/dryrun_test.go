@@ -17,17 +17,7 @@ import (
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
-const dryRunRules = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}
-    parent:
-      apiVersion: engine.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}]
-    children:
-      - id: config
+const dryRunRules = widgetRuleHead + `      - id: config
         template:
           apiVersion: v1
           kind: ConfigMap

@@ -14,17 +14,7 @@ import (
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
-const evalErrorRules = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}
-    parent:
-      apiVersion: engine.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}]
-    children:
-      - id: config
+const evalErrorRules = widgetRuleHead + `      - id: config
         template:
           apiVersion: v1
           kind: ConfigMap

@@ -11,17 +11,7 @@ import (
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
-const basicRules = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}
-    parent:
-      apiVersion: engine.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}]
-    children:
-      - id: config
+const basicRules = widgetRuleHead + `      - id: config
         template:
           apiVersion: v1
           kind: ConfigMap

@@ -68,6 +68,20 @@ func widgetCRD(plural, kind string, scope apiextensionsv1.ResourceScope, withSta
 	}
 }
 
+// widgetRuleHead begins a rules file with one rule for the Widgets of the test's
+// namespace; a test appends the rule's children.
+const widgetRuleHead = `
+apiVersion: kubecel.dev/v1alpha1
+kind: RuleSet
+rules:
+  - name: {{.Rule}}
+    parent:
+      apiVersion: engine.kubecel.dev/v1
+      resource: widgets
+      namespaces: [{{.NS}}]
+    children:
+`
+
 // fixture is one test's namespace, rule name and running controller.
 type fixture struct {
 	t    *testing.T

@@ -55,17 +55,7 @@ func TestClusterScopedParentWithNamespacedChild(t *testing.T) {
 	f.waitGone(configMaps, f.ns, name)
 }
 
-const crossNamespaceRules = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}
-    parent:
-      apiVersion: engine.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}]
-    children:
-      - id: shared
+const crossNamespaceRules = widgetRuleHead + `      - id: shared
         crossNamespace: {{.Cross}}
         template:
           apiVersion: v1

@@ -13,17 +13,7 @@ import (
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
-const steadyRules = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}
-    parent:
-      apiVersion: engine.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}]
-    children:
-      - id: config
+const steadyRules = widgetRuleHead + `      - id: config
         template:
           apiVersion: v1
           kind: ConfigMap
