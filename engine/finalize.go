@@ -45,6 +45,7 @@ func (c *Controller) sendFinalizer(ctx context.Context, st *ruleState, parent *u
 	patch.SetKind(parent.GetKind())
 	patch.SetName(parent.GetName())
 	patch.SetNamespace(parent.GetNamespace())
+	patch.SetUID(parent.GetUID()) // a precondition: never re-create a parent that is gone
 	if present {
 		patch.SetFinalizers([]string{Finalizer})
 	}
