@@ -137,7 +137,7 @@ func TestReadyWhenHoldsBackDependent(t *testing.T) {
 	f.create(widgets, widget(f.ns, "app", map[string]any{"role": "app"}))
 	f.waitFor(widgets, f.ns, "app-backend", nil)
 	f.waitFor(widgets, f.ns, "app", func(o *unstructured.Unstructured) (bool, string) {
-		status, reason, msg := condition(o, engine.ConditionReady)
+		status, reason, msg := testenv.Condition(o, engine.ConditionReady)
 		return status == "False" && reason == engine.ReasonWaiting, fmt.Sprintf("Ready=%s %s %q", status, reason, msg)
 	})
 	f.waitIdle()
@@ -160,7 +160,7 @@ func TestReadyWhenHoldsBackDependent(t *testing.T) {
 		t.Errorf("frontend data.backend = %q, want app-backend", got)
 	}
 	f.waitFor(widgets, f.ns, "app", func(o *unstructured.Unstructured) (bool, string) {
-		status, _, msg := condition(o, engine.ConditionReady)
+		status, _, msg := testenv.Condition(o, engine.ConditionReady)
 		return status == "True" && nestedString(o, "status", "backendPhase") == "Running", fmt.Sprintf("Ready=%s %q status=%v", status, msg, o.Object["status"])
 	})
 }

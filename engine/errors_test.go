@@ -32,7 +32,7 @@ func TestEvaluationErrorBecomesSyncedFalse(t *testing.T) {
 
 	f.patchSpec(widgets, f.ns, "e", `{"divisor":0}`)
 	f.waitFor(widgets, f.ns, "e", func(o *unstructured.Unstructured) (bool, string) {
-		status, reason, msg := condition(o, engine.ConditionSynced)
+		status, reason, msg := testenv.Condition(o, engine.ConditionSynced)
 		return status == "False" && reason == engine.ReasonEvaluationFailed &&
 				strings.Contains(msg, `child "config"`) && strings.Contains(msg, "division by zero"),
 			fmt.Sprintf("Synced=%s %s %q", status, reason, msg)
@@ -54,7 +54,7 @@ func TestEvaluationErrorBecomesSyncedFalse(t *testing.T) {
 		return nestedString(o, "data", "size") == "20", "size not 20"
 	})
 	f.waitFor(widgets, f.ns, "e", func(o *unstructured.Unstructured) (bool, string) {
-		status, _, msg := condition(o, engine.ConditionSynced)
+		status, _, msg := testenv.Condition(o, engine.ConditionSynced)
 		return status == "True", fmt.Sprintf("Synced=%s %q", status, msg)
 	})
 }

@@ -56,8 +56,8 @@ func TestCreateUpdateDelete(t *testing.T) {
 	f.waitFor(widgets, f.ns, "w1", func(o *unstructured.Unstructured) (bool, string) {
 		msg := nestedString(o, "status", "message")
 		gen, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
-		ready, _, _ := condition(o, engine.ConditionReady)
-		synced, _, _ := condition(o, engine.ConditionSynced)
+		ready, _, _ := testenv.Condition(o, engine.ConditionReady)
+		synced, _, _ := testenv.Condition(o, engine.ConditionSynced)
 		return msg == "hello" && gen == o.GetGeneration() && ready == "True" && synced == "True",
 			fmt.Sprintf("status %v", o.Object["status"])
 	})

@@ -235,18 +235,3 @@ func nestedString(obj *unstructured.Unstructured, path ...string) string {
 	s, _, _ := unstructured.NestedString(obj.Object, path...)
 	return s
 }
-
-// condition returns the status of a condition type on obj, or "".
-func condition(obj *unstructured.Unstructured, typ string) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			s, _ := m["status"].(string)
-			r, _ := m["reason"].(string)
-			msg, _ := m["message"].(string)
-			return s, r, msg
-		}
-	}
-	return "", "", ""
-}

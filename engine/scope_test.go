@@ -91,7 +91,7 @@ func TestChildInAnotherNamespace(t *testing.T) {
 		f := startController(t, strings.ReplaceAll(crossNamespaceRules, "{{.Cross}}", "false"))
 		f.create(widgets, widget(f.ns, "x", map[string]any{"target": target}))
 		f.waitFor(widgets, f.ns, "x", func(o *unstructured.Unstructured) (bool, string) {
-			status, reason, msg := condition(o, engine.ConditionSynced)
+			status, reason, msg := testenv.Condition(o, engine.ConditionSynced)
 			return status == "False" && reason == engine.ReasonApplyFailed && strings.Contains(msg, "crossNamespace: true"),
 				fmt.Sprintf("Synced=%s %s %q", status, reason, msg)
 		})

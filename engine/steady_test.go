@@ -53,7 +53,7 @@ func TestSteadyStateSendsNoWrites(t *testing.T) {
 	}
 	for i := range parents {
 		f.waitFor(widgets, f.ns, fmt.Sprintf("s%03d", i), func(o *unstructured.Unstructured) (bool, string) {
-			ready, _, msg := condition(o, engine.ConditionReady)
+			ready, _, msg := testenv.Condition(o, engine.ConditionReady)
 			return ready == "True" && nestedString(o, "status", "clusterIP") != "", fmt.Sprintf("Ready=%s %q", ready, msg)
 		})
 	}

@@ -241,7 +241,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 				return false, err.Error()
 			}
 			for _, w := range list.Items {
-				if !conditionTrue(&w, "Synced") {
+				if !isTrue(testenv.Condition(&w, "Synced")) {
 					return false, fmt.Sprintf("%s %s not Synced: %v", gvr.Resource, w.GetName(), w.Object["status"])
 				}
 			}
@@ -269,12 +269,4 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	}
 }
 
-func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
-}
+func isTrue(status, _, _ string) bool { return status == "True" }
