@@ -10,7 +10,7 @@ import (
 
 // TestConflictingSpecWrites: another client edits the widgets' specs as fast as it can
 // while kubecel writes their status. Afterwards every status reports the last generation,
-// kubecel's status writes stay bounded by the number of edits, and a quiet cluster gets
+// kubecel's status writes stay close to the number of edits, and a quiet cluster gets
 // no more writes from it (no status loop).
 func TestConflictingSpecWrites(t *testing.T) {
 	w := newWorld(t, "conflict")
@@ -33,8 +33,9 @@ func TestConflictingSpecWrites(t *testing.T) {
 	took := eventually(t, settle, w.converged)
 	written := statusWrites() - before
 	t.Logf("%d spec edits in %s; converged %s later with %d status writes", edits, outage(), took.Round(time.Millisecond), written)
-	if written > edits+2*parents {
-		t.Errorf("%d status writes for %d spec edits: status writes are retried without bound", written, edits)
+	// About one write per edit; a write that triggers another (a status loop) doubles it.
+	if limit := edits + edits/4 + 4*parents; written > limit {
+		t.Errorf("%d status writes for %d spec edits, want at most %d: status writes are repeated without bound", written, edits, limit)
 	}
 
 	quietFrom := kubecelWrites(t, inNamespaces(w.NS, w.Other))
