@@ -38,6 +38,7 @@ func startKubecel(t testing.TB, rulesFile, kubeconfig string) *controller {
 	c.cmd = exec.Command(kubecelBin, "run", "--rules", rulesFile, "--kubeconfig", kubeconfig,
 		"--metrics-addr", freeAddr(t), "--health-addr", c.health, "--workers", "4")
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
+	dieWithTest(c.cmd)
 	if err := c.cmd.Start(); err != nil {
 		t.Fatalf("start kubecel: %v", err)
 	}
