@@ -84,17 +84,30 @@ func (c *Controller) watchKinds(ctx context.Context, meta metadata.Interface) {
 	}
 	tick := time.NewTicker(c.opts.PendingRetry)
 	defer tick.Stop()
+	// Discovery lags a CRD's deletion (the CRD lingers while its objects are removed),
+	// so after a CRD event every rule is re-checked each second for a while, not once.
+	second := time.NewTicker(time.Second)
+	defer second.Stop()
+	var recheckUntil time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 			c.retryPending(ctx, false)
+		case <-second.C:
+			if time.Now().Before(recheckUntil) {
+				c.retryPending(ctx, true)
+			}
 		case <-changed:
+			recheckUntil = time.Now().Add(crdRecheckWindow)
 			c.retryPending(ctx, true)
 		}
 	}
 }
+
+// crdRecheckWindow is how long after a CRD event the rules are re-checked every second.
+const crdRecheckWindow = 30 * time.Second
 
 // retryPending tries to start the waiting rules; with recheck it also stops the running
 // rules whose kinds are gone.
