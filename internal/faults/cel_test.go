@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/testenv"
 )
 
 // runawayRules: rule "<Rule>-runaway" nests three comprehensions over a list the parent
@@ -76,7 +77,7 @@ func TestCELRunaway(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		status, reason, msg := condition(p, engine.ConditionSynced)
+		status, reason, msg := testenv.Condition(p, engine.ConditionSynced)
 		message = msg
 		return status == "False" && strings.Contains(msg, "parent.spec.items.map(a, parent.spec.items.map(b"),
 			fmt.Sprintf("Synced=%q %s %q", status, reason, msg)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/testenv"
 )
 
 // worldRules gives every widget a ConfigMap in its namespace (garbage collected through
@@ -178,7 +179,7 @@ func statusCurrent(p *unstructured.Unstructured) string {
 	if got, _, _ := unstructured.NestedString(p.Object, "status", "value"); got != strconv.FormatInt(want, 10) {
 		return fmt.Sprintf("widget %s status.value %q, spec.value %d", p.GetName(), got, want)
 	}
-	if status, _, msg := condition(p, engine.ConditionSynced); status != "True" {
+	if status, _, msg := testenv.Condition(p, engine.ConditionSynced); status != "True" {
 		return fmt.Sprintf("widget %s Synced=%q %s", p.GetName(), status, msg)
 	}
 	return ""
@@ -202,21 +203,6 @@ func (w *world) names() []string {
 func (w *world) gone(name string) bool {
 	_, err := dyn(w.t).Resource(widgets).Namespace(w.NS).Get(context.Background(), name, metav1.GetOptions{})
 	return apierrors.IsNotFound(err)
-}
-
-// condition returns a condition's status, reason and message, or empty strings.
-func condition(obj *unstructured.Unstructured, typ string) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			s, _ := m["status"].(string)
-			r, _ := m["reason"].(string)
-			msg, _ := m["message"].(string)
-			return s, r, msg
-		}
-	}
-	return "", "", ""
 }
 
 // kubecelWrites counts the write requests kubecel sent (dry runs excluded) that keep
