@@ -13,11 +13,7 @@ import (
 // runawayRules: rule "<Rule>-runaway" nests three comprehensions over a list the parent
 // chooses (a billion steps for 1,000 items); rule "<Rule>" is worldRules for the other
 // widgets.
-const runawayRules = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}-runaway
+const runawayRules = rulesHead + `  - name: {{.Rule}}-runaway
     parent:
       apiVersion: faults.kubecel.dev/v1
       resource: widgets
@@ -33,29 +29,8 @@ rules:
             count: ${string(parent.spec.items.map(a, parent.spec.items.map(b, parent.spec.items.map(c, a + b + c))).size())}
     status:
       fields: {items: "${string(size(parent.spec.items))}"}
-  - name: {{.Rule}}
-    parent:
-      apiVersion: faults.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}]
-      selector: {matchLabels: {kind: plain}}
-    children:
-      - id: local
-        template:
-          apiVersion: v1
-          kind: ConfigMap
-          metadata: {name: "${parent.metadata.name}"}
-          data: {value: "${string(parent.spec.value)}"}
-      - id: remote
-        crossNamespace: true
-        template:
-          apiVersion: v1
-          kind: ConfigMap
-          metadata: {name: "${parent.metadata.name}", namespace: "{{.Other}}"}
-          data: {value: "${string(parent.spec.value)}"}
-    status:
-      fields: {value: "${string(parent.spec.value)}"}
-`
+` + worldParent + `      selector: {matchLabels: {kind: plain}}
+` + worldChildren
 
 // TestCELRunaway: a widget makes its rule's expression explode. That widget gets
 // Synced=False naming the expression; the process stays healthy and the other rule's

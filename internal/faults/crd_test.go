@@ -16,11 +16,7 @@ import (
 
 // crdRules: "<Rule>-gadget" runs on a CRD the test installs, deletes and reinstalls;
 // "<Rule>-never" names a kind no API server serves; "<Rule>" is worldRules.
-const crdRules = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}-gadget
+const crdRules = rulesHead + `  - name: {{.Rule}}-gadget
     parent:
       apiVersion: faults.kubecel.dev/v1
       resource: gadgets
@@ -44,28 +40,7 @@ rules:
           apiVersion: v1
           kind: ConfigMap
           metadata: {name: "${parent.metadata.name}"}
-  - name: {{.Rule}}
-    parent:
-      apiVersion: faults.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}]
-    children:
-      - id: local
-        template:
-          apiVersion: v1
-          kind: ConfigMap
-          metadata: {name: "${parent.metadata.name}"}
-          data: {value: "${string(parent.spec.value)}"}
-      - id: remote
-        crossNamespace: true
-        template:
-          apiVersion: v1
-          kind: ConfigMap
-          metadata: {name: "${parent.metadata.name}", namespace: "{{.Other}}"}
-          data: {value: "${string(parent.spec.value)}"}
-    status:
-      fields: {value: "${string(parent.spec.value)}"}
-`
+` + worldParent + worldChildren
 
 // TestCRDDeletedUnderRunningRule: the gadgets CRD goes away under its running rule and
 // comes back. The rule waits meanwhile without flooding the log, the widget rule keeps

@@ -22,16 +22,25 @@ import (
 // worldRules gives every widget a ConfigMap in its namespace (garbage collected through
 // the owner reference) and one in another namespace (crossNamespace: removed by kubecel
 // behind its finalizer), and mirrors spec.value into the status.
-const worldRules = `
+const worldRules = rulesHead + worldParent + worldChildren
+
+// rulesHead starts a RuleSet; the rules follow.
+const rulesHead = `
 apiVersion: kubecel.dev/v1alpha1
 kind: RuleSet
 rules:
-  - name: {{.Rule}}
+`
+
+// worldParent is the world rule's name and parent (the test namespace's widgets).
+const worldParent = `  - name: {{.Rule}}
     parent:
       apiVersion: faults.kubecel.dev/v1
       resource: widgets
       namespaces: [{{.NS}}]
-    children:
+`
+
+// worldChildren is the world rule's children and status.
+const worldChildren = `    children:
       - id: local
         template:
           apiVersion: v1
