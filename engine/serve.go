@@ -22,7 +22,7 @@ func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry) er
 	_ = reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return serve(ctx, addr, mux)
+	return serve(ctx, "metrics", addr, mux)
 }
 
 // ServeHealth serves /healthz (the process runs) and /readyz (ready() is true) on addr
@@ -42,10 +42,12 @@ func ServeHealth(ctx context.Context, addr string, ready func() (bool, []string)
 			fmt.Fprintf(w, "pending rules (kinds not served): %s\n", strings.Join(pending, ", "))
 		}
 	})
-	return serve(ctx, addr, mux)
+	return serve(ctx, "health", addr, mux)
 }
 
-func serve(ctx context.Context, addr string, h http.Handler) error {
+// serve listens on addr and serves h until ctx ends. The log line names the endpoint and
+// the bound address, so a caller that passed port 0 can learn which port it got.
+func serve(ctx context.Context, what, addr string, h http.Handler) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -57,7 +59,7 @@ func serve(ctx context.Context, addr string, h http.Handler) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	klog.FromContext(ctx).Info("Serving", "addr", l.Addr().String())
+	klog.FromContext(ctx).Info("Serving", "endpoint", what, "addr", l.Addr().String())
 	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,7 +26,6 @@ type controller struct {
 	t      testing.TB
 	cmd    *exec.Cmd
 	logs   *logBuffer
-	health string
 	exited chan struct{}
 }
 
@@ -34,9 +33,11 @@ type controller struct {
 // ends (or kill). Its stderr is kept for the test to read.
 func startKubecel(t testing.TB, rulesFile, kubeconfig string) *controller {
 	t.Helper()
-	c := &controller{t: t, logs: &logBuffer{}, health: freeAddr(t), exited: make(chan struct{})}
+	c := &controller{t: t, logs: &logBuffer{}, exited: make(chan struct{})}
+	// Port 0: the kernel picks free ports at bind time. A port probed free beforehand can
+	// be taken by another process before kubecel binds it (seen in CI).
 	c.cmd = exec.Command(kubecelBin, "run", "--rules", rulesFile, "--kubeconfig", kubeconfig,
-		"--metrics-addr", freeAddr(t), "--health-addr", c.health, "--workers", "4")
+		"--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0", "--workers", "4")
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	dieWithTest(c.cmd)
 	if err := c.cmd.Start(); err != nil {
@@ -78,8 +79,12 @@ func (c *controller) running() bool {
 
 // get fetches a path of the health endpoint and returns the status code and body.
 func (c *controller) get(path string) (int, string, error) {
+	addr, err := c.healthAddr()
+	if err != nil {
+		return 0, "", err
+	}
 	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + c.health + path)
+	resp, err := client.Get("http://" + addr + path)
 	if err != nil {
 		return 0, "", err
 	}
@@ -88,15 +93,18 @@ func (c *controller) get(path string) (int, string, error) {
 	return resp.StatusCode, string(body), err
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// servingLine matches the log line engine.ServeHealth writes once it listens.
+var servingLine = regexp.MustCompile(`"Serving" endpoint="health" addr="([^"]+)"`)
+
+// healthAddr is the address the health endpoint bound, read from the process's log.
+func (c *controller) healthAddr() (string, error) {
+	if m := servingLine.FindStringSubmatch(c.logs.String()); m != nil {
+		return m[1], nil
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	if !c.running() {
+		return "", fmt.Errorf("kubecel exited before serving health")
+	}
+	return "", fmt.Errorf("kubecel is not serving health yet")
 }
 
 // logBuffer collects a process's output.
