@@ -14,11 +14,26 @@ import (
 
 // startControllerManager runs kube-controller-manager with only the controllers the
 // tests need (garbage collection follows owner references; namespace deletion
-// empties and removes namespaces) and waits until it reports healthy.
+// empties and removes namespaces) and waits until it reports healthy. The serving port is
+// probed free before the process binds it, so another process can take it in between:
+// a start that exits early is tried again on a new port, up to three times.
 func startControllerManager(ctx context.Context, binDir, dir, kubeconfig string, timeout time.Duration) (*process, error) {
+	var err error
+	for range 3 {
+		var p *process
+		var exitedEarly bool
+		p, exitedEarly, err = startControllerManagerOnce(ctx, binDir, dir, kubeconfig, timeout)
+		if err == nil || !exitedEarly {
+			return p, err
+		}
+	}
+	return nil, err
+}
+
+func startControllerManagerOnce(ctx context.Context, binDir, dir, kubeconfig string, timeout time.Duration) (*process, bool, error) {
 	port, err := freePort()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	cmd := exec.Command(filepath.Join(binDir, "kube-controller-manager"),
 		"--kubeconfig="+kubeconfig,
@@ -33,13 +48,14 @@ func startControllerManager(ctx context.Context, binDir, dir, kubeconfig string,
 	)
 	p, err := startProcess(cmd, filepath.Join(dir, "kube-controller-manager.log"))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := waitHealthy(ctx, p, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), timeout); err != nil {
+		exited, _ := p.exited()
 		_ = p.kill()
-		return nil, err
+		return nil, exited, err
 	}
-	return p, nil
+	return p, false, nil
 }
 
 // waitHealthy polls url until it answers 200, the process exits or timeout passes.
