@@ -4,26 +4,34 @@ import (
 	"strconv"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // written remembers the server's response to our latest write of each object until the
 // informer cache has caught up with it. Without it, a reconcile that runs between our
 // write and its watch event would see the stale cached object (or none), compute a
-// different status or write the same child again.
+// different status or write the same child again. Responses are held in their cached
+// form: while a large cluster converges, the watch events lag and thousands wait here.
 type written struct {
 	mu       sync.Mutex
-	objs     map[string]*unstructured.Unstructured
+	objs     map[string]*cachedObject
 	byParent map[string]map[string]bool // parent UID -> keys of its children in objs
 }
 
 func newWritten() *written {
-	return &written{objs: map[string]*unstructured.Unstructured{}, byParent: map[string]map[string]bool{}}
+	return &written{objs: map[string]*cachedObject{}, byParent: map[string]map[string]bool{}}
 }
 
-func (w *written) remember(key string, obj *unstructured.Unstructured) {
-	if obj == nil {
+// remember keeps obj, the server's response to a write. Its trimmed form is kept.
+func (w *written) remember(key string, got *unstructured.Unstructured) {
+	if got == nil {
 		return
+	}
+	trimObject(got)
+	obj, err := newCachedObject(got)
+	if err != nil {
+		return // not remembered: the next reconcile reads the cache, as without this memory
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -36,21 +44,27 @@ func (w *written) remember(key string, obj *unstructured.Unstructured) {
 	}
 }
 
-// freshest returns whichever of the cached object and our last write is newer, and
-// forgets the write once the cache has it. Resource versions are etcd revisions; when
-// one does not parse as a number the cache wins, as it would without this memory.
-func (w *written) freshest(key string, cached *unstructured.Unstructured) *unstructured.Unstructured {
+// newer returns our last write of key, decoded, when it is newer than the cached object,
+// and nil when the cache is as new (then the write is forgotten). Resource versions are
+// etcd revisions; when one does not parse as a number the cache wins, as it would
+// without this memory.
+func (w *written) newer(key string, cached metav1.Object) *unstructured.Unstructured {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	mine, ok := w.objs[key]
 	if !ok {
-		return cached
+		return nil
 	}
-	if cached != nil && (cached.GetUID() != mine.GetUID() || !olderThan(cached.GetResourceVersion(), mine.GetResourceVersion())) {
+	if cached.GetUID() != mine.GetUID() || !olderThan(cached.GetResourceVersion(), mine.GetResourceVersion()) {
 		w.forgetLocked(key)
-		return cached
+		return nil
 	}
-	return mine
+	u, err := mine.decode()
+	if err != nil {
+		w.forgetLocked(key)
+		return nil
+	}
+	return u
 }
 
 // children returns the remembered writes of a parent's children whose keys are not in
@@ -60,8 +74,11 @@ func (w *written) children(parentUID string, seen map[string]bool) []*unstructur
 	defer w.mu.Unlock()
 	var out []*unstructured.Unstructured
 	for key := range w.byParent[parentUID] {
-		if !seen[key] {
-			out = append(out, w.objs[key])
+		if seen[key] {
+			continue
+		}
+		if u, err := w.objs[key].decode(); err == nil {
+			out = append(out, u)
 		}
 	}
 	return out

@@ -1,19 +1,18 @@
 package engine
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 )
 
 // Event handlers only compute a key and enqueue it; all work happens in reconcile.
 
-// asObject unwraps a delete tombstone and returns the object, if it is one.
-func asObject(obj any) (*unstructured.Unstructured, bool) {
+// asObject unwraps a delete tombstone and returns the cached object, if it is one.
+func asObject(obj any) (*cachedObject, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	return u, ok
+	o, ok := obj.(*cachedObject)
+	return o, ok
 }
 
 // parentHandler enqueues the parent itself under one rule.
@@ -34,12 +33,12 @@ func (c *Controller) parentHandler(rule string) cache.ResourceEventHandler {
 // kind: an index by parent UID, and a handler that enqueues the child's parent.
 func (c *Controller) setupChildInformer(inf cache.SharedIndexInformer) error {
 	err := inf.AddIndexers(cache.Indexers{parentIndex: func(obj any) ([]string, error) {
-		u, ok := obj.(*unstructured.Unstructured)
+		u, ok := obj.(*cachedObject)
 		if !ok {
 			return nil, nil
 		}
-		if uid := u.GetLabels()[LabelParentUID]; uid != "" {
-			return []string{uid}, nil
+		if u.parentUID != "" {
+			return []string{u.parentUID}, nil
 		}
 		return nil, nil
 	}})

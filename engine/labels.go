@@ -49,9 +49,9 @@ func parentAnnotation(gvr schema.GroupVersionResource, namespace, name string) s
 }
 
 // parentKey maps a child to the key of its parent, from its labels and annotation.
-func parentKey(obj *unstructured.Unstructured) (Key, bool) {
-	rule := obj.GetLabels()[LabelRule]
-	parts := strings.Split(obj.GetAnnotations()[AnnotationParent], "/")
+func parentKey(obj *cachedObject) (Key, bool) {
+	rule := obj.rule
+	parts := strings.Split(obj.parent, "/")
 	if rule == "" || len(parts) != 4 || parts[3] == "" {
 		return Key{}, false
 	}
@@ -65,8 +65,8 @@ type objectKey struct {
 	Name      string
 }
 
-func keyOf(obj *unstructured.Unstructured) objectKey {
-	return objectKey{GK: obj.GroupVersionKind().GroupKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+func keyOf(obj kubeObject) objectKey {
+	return objectKey{GK: obj.GetObjectKind().GroupVersionKind().GroupKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 func (k objectKey) String() string {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -168,11 +169,13 @@ func (c *Controller) releaseParents(ctx context.Context, st *ruleState) {
 	var held []*unstructured.Unstructured
 	for _, w := range st.parents {
 		for _, o := range w.informer.GetStore().List() {
-			u := o.(*unstructured.Unstructured)
-			for _, f := range u.GetFinalizers() {
-				if f == Finalizer {
-					held = append(held, u.DeepCopy())
-				}
+			u, err := o.(*cachedObject).decode()
+			if err != nil {
+				klog.FromContext(ctx).Error(err, "Cannot release parent of a removed rule", "rule", st.rule.Name)
+				continue
+			}
+			if slices.Contains(u.GetFinalizers(), Finalizer) {
+				held = append(held, u)
 			}
 		}
 	}

@@ -214,8 +214,12 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]ParentPlan, 
 	}
 	var plans []ParentPlan
 	for _, st := range states {
-		for _, parent := range st.listParents(opts.Namespace) {
-			plans = append(plans, c.planParent(ctx, st, parent.DeepCopy()))
+		parents, err := st.listParents(opts.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		for _, parent := range parents {
+			plans = append(plans, c.planParent(ctx, st, parent))
 		}
 	}
 	if len(pending) > 0 {
@@ -249,22 +253,27 @@ func (c *Controller) planParent(ctx context.Context, st *ruleState, parent *unst
 	return p
 }
 
-// listParents returns the cached parents of the rule (in one namespace, or all), sorted
-// by namespace and name.
-func (st *ruleState) listParents(namespace string) []*unstructured.Unstructured {
+// listParents returns the cached parents of the rule (in one namespace, or all), decoded,
+// sorted by namespace and name.
+func (st *ruleState) listParents(namespace string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, w := range st.parents {
 		for _, o := range w.informer.GetStore().List() {
-			u := o.(*unstructured.Unstructured)
-			if namespace == "" || u.GetNamespace() == namespace {
-				out = append(out, u)
+			c := o.(*cachedObject)
+			if namespace != "" && c.GetNamespace() != namespace {
+				continue
 			}
+			u, err := c.decode()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, u)
 		}
 	}
 	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int {
 		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 	})
-	return out
+	return out, nil
 }
 
 // Close stops every watch of a controller whose Run was never called (Run stops them

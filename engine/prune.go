@@ -33,7 +33,7 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 	var errs []error
 	for _, child := range st.ownedChildren(string(parent.GetUID())) {
 		k := keyOf(child)
-		id := child.GetLabels()[LabelChild]
+		id := child.child
 		if wanted[k] || keep[id] || child.GetDeletionTimestamp() != nil {
 			continue
 		}
@@ -42,7 +42,9 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 			continue
 		}
 		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
-		out.record(ActionPrune, id, child, nil)
+		if u, err := child.decode(); err == nil {
+			out.record(ActionPrune, id, u, nil)
+		}
 		klog.FromContext(ctx).Info("Pruned child", "child", id, "object", k.String(), "dryRun", c.opts.DryRun)
 		c.event(parent, "Normal", "Pruned", "pruned %s (child %q no longer produced)", k, id)
 	}
@@ -51,8 +53,8 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 
 // deleteChild deletes one child, on the condition that it is still the object we saw
 // (same UID): an object recreated under the same name by someone else is never touched.
-func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child *unstructured.Unstructured) error {
-	ck := st.children[child.GroupVersionKind().GroupKind()]
+func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child kubeObject) error {
+	ck := st.children[child.GetObjectKind().GroupVersionKind().GroupKind()]
 	uid := child.GetUID()
 	policy := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &policy}

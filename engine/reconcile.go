@@ -40,14 +40,16 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 	if !st.synced() {
 		return 0, &requeueAfter{after: 200 * time.Millisecond, reason: "caches not synced"}
 	}
-	cached, ok := st.getParent(key)
+	parent, ok, err := st.getParent(key)
+	if err != nil {
+		return 0, err
+	}
 	if !ok {
 		// Deleted: owner references and finalizers take care of the children.
 		c.statusless.Delete(key)
 		c.lastFailure.Delete(key)
 		return 0, nil
 	}
-	parent := cached.DeepCopy() // never mutate the cache
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, st, parent)
 	}
@@ -83,12 +85,16 @@ func (c *Controller) sync(ctx context.Context, st *ruleState, parent *unstructur
 // them (and needs no further readiness) is applied in the same reconcile.
 func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) *outcome {
 	logger := klog.FromContext(ctx)
-	owned := c.observe(st, parent)
+	out := &outcome{applied: map[objectKey]*unstructured.Unstructured{}}
+	owned, err := c.observe(st, parent)
+	if err != nil {
+		out.evalErr = fmt.Errorf("rule %q: read children: %w", st.rule.Name, err)
+		return out
+	}
 	live := map[objectKey]*unstructured.Unstructured{}
 	for _, o := range owned {
 		live[keyOf(o)] = o
 	}
-	out := &outcome{applied: map[objectKey]*unstructured.Unstructured{}}
 	failed := map[objectKey]bool{} // applies that failed are not retried in a later round
 	for round := 0; round <= len(st.rule.Children); round++ {
 		res, err := st.rule.Evaluate(ctx, parent.Object, observedByID(owned, out.applied))
@@ -140,8 +146,8 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 }
 
 // observe returns the parent's children under this rule as the cache shows them,
-// updated with our own writes the cache does not show yet.
-func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) []*unstructured.Unstructured {
+// updated with our own writes the cache does not show yet, decoded.
+func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	uid := string(parent.GetUID())
 	cached := st.ownedChildren(uid)
 	seen := make(map[string]bool, len(cached))
@@ -149,14 +155,22 @@ func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) [
 	for _, o := range cached {
 		k := keyOf(o).String()
 		seen[k] = true
-		out = append(out, c.written.freshest(k, o))
+		if mine := c.written.newer(k, o); mine != nil {
+			out = append(out, mine)
+			continue
+		}
+		u, err := o.decode()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
 	}
 	for _, o := range c.written.children(uid, seen) {
 		if o.GetLabels()[LabelRule] == st.rule.Name {
 			out = append(out, o)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // observedByID groups the cached children, overlaid with the objects applied in this

@@ -211,14 +211,15 @@ func (st *ruleState) synced() bool {
 	return true
 }
 
-// getParent reads a parent from the rule's cache.
-func (st *ruleState) getParent(key Key) (*unstructured.Unstructured, bool) {
+// getParent reads a parent from the rule's cache and decodes it: the result is the
+// caller's to change.
+func (st *ruleState) getParent(key Key) (*unstructured.Unstructured, bool, error) {
 	w := st.parents[key.Namespace]
 	if w == nil {
 		w = st.parents[""]
 	}
 	if w == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	storeKey := key.Name
 	if key.Namespace != "" {
@@ -226,23 +227,24 @@ func (st *ruleState) getParent(key Key) (*unstructured.Unstructured, bool) {
 	}
 	obj, ok, err := w.informer.GetStore().GetByKey(storeKey)
 	if err != nil || !ok {
-		return nil, false
+		return nil, false, nil
 	}
-	return obj.(*unstructured.Unstructured), true
+	u, err := obj.(*cachedObject).decode()
+	return u, err == nil, err
 }
 
 // ownedChildren returns the cached objects that carry this rule's and this parent's
 // labels, in a stable order.
-func (st *ruleState) ownedChildren(parentUID string) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
+func (st *ruleState) ownedChildren(parentUID string) []*cachedObject {
+	var out []*cachedObject
 	for _, ck := range st.children {
 		objs, err := ck.watch.informer.GetIndexer().ByIndex(parentIndex, parentUID)
 		if err != nil {
 			continue
 		}
 		for _, o := range objs {
-			u := o.(*unstructured.Unstructured)
-			if u.GetLabels()[LabelRule] == st.rule.Name {
+			u := o.(*cachedObject)
+			if u.rule == st.rule.Name {
 				out = append(out, u)
 			}
 		}
@@ -254,7 +256,7 @@ func (st *ruleState) ownedChildren(parentUID string) []*unstructured.Unstructure
 func (st *ruleState) enqueueAll(q workqueue.TypedRateLimitingInterface[Key]) {
 	for _, w := range st.parents {
 		for _, o := range w.informer.GetStore().List() {
-			u := o.(*unstructured.Unstructured)
+			u := o.(*cachedObject)
 			q.Add(Key{Rule: st.rule.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
 		}
 	}

@@ -120,7 +120,10 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	if uid, bad := c.statusless.Load(keyFor(st, parent)); bad && uid == uidKey {
 		return nil
 	}
-	current := c.written.freshest("status/"+uidKey, parent)
+	current := parent
+	if mine := c.written.newer("status/"+uidKey, parent); mine != nil {
+		current = mine
+	}
 	want := desiredStatus(current, out, time.Now())
 	if !statusNeedsApply(want, current) {
 		return nil

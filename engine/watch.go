@@ -54,7 +54,7 @@ func (s *watchSet) acquire(ctx context.Context, key watchKey, setup func(cache.S
 	}
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = key.Selector }
 	inf := dynamicinformer.NewFilteredDynamicInformer(s.client, key.GVR, key.Namespace, s.resync, cache.Indexers{}, tweak).Informer()
-	if err := inf.SetTransform(trimObject); err != nil {
+	if err := inf.SetTransform(toCache); err != nil {
 		return nil, err
 	}
 	if setup != nil {
@@ -83,6 +83,17 @@ func (s *watchSet) release(w *watch) {
 	delete(s.watches, w.key)
 }
 
+// toCache is the informers' transform: decoded objects from lists and watches enter the
+// caches trimmed and in their cached form.
+func toCache(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	trimObject(u)
+	return newCachedObject(u)
+}
+
 // trimObject drops what kubecel never reads before an object enters a cache: the
 // managedFields entries of other managers and kubectl's last-applied annotation. Our own
 // entries stay: they tell which fields an apply would remove.
@@ -90,14 +101,10 @@ func (s *watchSet) release(w *watch) {
 // It edits the freshly decoded maps in place. Going through GetManagedFields and
 // SetManagedFields instead converts every entry to JSON and back and deep-copies the
 // result: that was the largest single allocation site of a converging controller.
-func trimObject(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
-	}
+func trimObject(u *unstructured.Unstructured) {
 	md, ok := u.Object["metadata"].(map[string]any)
 	if !ok {
-		return u, nil
+		return
 	}
 	if mf, ok := md["managedFields"].([]any); ok {
 		kept := make([]any, 0, 1)
@@ -115,5 +122,4 @@ func trimObject(obj any) (any, error) {
 	if ann, ok := md["annotations"].(map[string]any); ok {
 		delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
 	}
-	return u, nil
 }

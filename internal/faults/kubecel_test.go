@@ -78,8 +78,12 @@ func (c *controller) running() bool {
 }
 
 // get fetches a path of the health endpoint and returns the status code and body.
-func (c *controller) get(path string) (int, string, error) {
-	addr, err := c.healthAddr()
+func (c *controller) get(path string) (int, string, error) { return c.fetch("health", path) }
+
+// fetch gets a path of one of the process's endpoints ("health", "metrics") and returns
+// the status code and body.
+func (c *controller) fetch(endpoint, path string) (int, string, error) {
+	addr, err := c.servingAddr(endpoint)
 	if err != nil {
 		return 0, "", err
 	}
@@ -93,18 +97,21 @@ func (c *controller) get(path string) (int, string, error) {
 	return resp.StatusCode, string(body), err
 }
 
-// servingLine matches the log line engine.ServeHealth writes once it listens.
-var servingLine = regexp.MustCompile(`"Serving" endpoint="health" addr="([^"]+)"`)
+// servingLine matches the log line engine's serve writes once an endpoint listens.
+var servingLine = regexp.MustCompile(`"Serving" endpoint="([^"]+)" addr="([^"]+)"`)
 
-// healthAddr is the address the health endpoint bound, read from the process's log.
-func (c *controller) healthAddr() (string, error) {
-	if m := servingLine.FindStringSubmatch(c.logs.String()); m != nil {
-		return m[1], nil
+// servingAddr is the address an endpoint ("health", "metrics") bound, read from the
+// process's log.
+func (c *controller) servingAddr(endpoint string) (string, error) {
+	for _, m := range servingLine.FindAllStringSubmatch(c.logs.String(), -1) {
+		if m[1] == endpoint {
+			return m[2], nil
+		}
 	}
 	if !c.running() {
-		return "", fmt.Errorf("kubecel exited before serving health")
+		return "", fmt.Errorf("kubecel exited before serving %s", endpoint)
 	}
-	return "", fmt.Errorf("kubecel is not serving health yet")
+	return "", fmt.Errorf("kubecel is not serving %s yet", endpoint)
 }
 
 // logBuffer collects a process's output.
