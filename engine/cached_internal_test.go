@@ -1,16 +1,21 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/s2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // testdata/{configmap,deployment,service}.json are kube-apiserver v1.36.3's responses to
@@ -74,11 +79,39 @@ func TestCachedObjectRoundTrip(t *testing.T) {
 				t.Errorf("decode after changing a decoded copy (-want +got):\n%s", diff)
 			}
 			cp := c.DeepCopyObject().(*cachedObject)
-			if diff := cmp.Diff(c, cp, cmp.AllowUnexported(cachedObject{})); diff != "" {
+			if diff := cmp.Diff(c, cp, cmp.AllowUnexported(cachedObject{}), cmp.Comparer(func(a, b *s2.Dict) bool { return a == b })); diff != "" {
 				t.Errorf("DeepCopyObject (-orig +copy):\n%s", diff)
 			}
 			if cp.DeletionTimestamp == c.DeletionTimestamp {
 				t.Error("DeepCopyObject shares the deletion timestamp")
+			}
+		})
+	}
+}
+
+func TestCachedObjectSizes(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB: about the API server's limit
+	tests := []struct {
+		name string
+		obj  map[string]any
+	}{
+		{"tiny, first of its kind", map[string]any{"apiVersion": "x/v1", "kind": "T"}},
+		{"tiny after it", map[string]any{"apiVersion": "x/v1", "kind": "T", "metadata": map[string]any{"name": "b"}}},
+		{"1 MiB of data", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "big"}, "data": map[string]any{"d": big}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := kruntime.DeepCopyJSON(tt.obj)
+			c, err := newCachedObject(&unstructured.Unstructured{Object: tt.obj})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got.Object); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -113,33 +146,54 @@ func TestInternTable(t *testing.T) {
 
 // BenchmarkCachedObject reports, per sample, the heap an object holds in the cache
 // (cached-B/obj) against the same object decoded (decoded-B/obj), and what a decode costs
-// (ns/op).
+// (ns/op). The objects differ from each other as a rule's children do: in name, UID,
+// parent and resource version.
 func BenchmarkCachedObject(b *testing.B) {
 	for _, name := range cachedSamples {
 		b.Run(name, func(b *testing.B) {
-			in := loadSample(b, name)
-			raw, err := in.MarshalJSON()
-			if err != nil {
-				b.Fatal(err)
+			sample := loadSample(b, name)
+			variant := func(i int) *unstructured.Unstructured {
+				u := sample.DeepCopy()
+				u.SetName(fmt.Sprintf("webapp-%05d", i))
+				u.SetUID(types.UID(fmt.Sprintf("%08x-1b2a-4c55-9d7e-%012x", i*7919, i*104729)))
+				u.SetResourceVersion(strconv.Itoa(100000 + i*3))
+				labels := u.GetLabels()
+				labels[LabelParentUID] = fmt.Sprintf("%08x-7b6c-4d8e-8f0a-%012x", i*31, i*7)
+				u.SetLabels(labels)
+				return u
 			}
 			const n = 2000
+			objs := make([]*unstructured.Unstructured, n)
+			for i := range objs {
+				objs[i] = variant(i)
+			}
+			raws := make([][]byte, n)
+			for i, u := range objs {
+				raw, err := u.MarshalJSON()
+				if err != nil {
+					b.Fatal(err)
+				}
+				raws[i] = raw
+			}
+			i := 0
 			decoded := heldPerObject(n, func() any {
 				u := &unstructured.Unstructured{}
-				_ = u.UnmarshalJSON(raw)
+				_ = u.UnmarshalJSON(raws[i%n])
+				i++
 				trimObject(u)
 				return u
 			})
 			cached := heldPerObject(n, func() any {
 				u := &unstructured.Unstructured{}
-				_ = u.UnmarshalJSON(raw)
+				_ = u.UnmarshalJSON(raws[i%n])
+				i++
 				o, _ := toCache(u)
 				return o
 			})
-			o, err := toCache(in)
+			c, err := newCachedObject(objs[n/2])
 			if err != nil {
 				b.Fatal(err)
 			}
-			c := o.(*cachedObject)
 			b.ResetTimer()
 			for b.Loop() {
 				if _, err := c.decode(); err != nil {
@@ -149,6 +203,7 @@ func BenchmarkCachedObject(b *testing.B) {
 			// After the loop: ResetTimer would drop metrics reported before it.
 			b.ReportMetric(decoded, "decoded-B/obj")
 			b.ReportMetric(cached, "cached-B/obj")
+			runtime.KeepAlive(raws)
 		})
 	}
 }
@@ -162,10 +217,11 @@ func heldPerObject(n int, newObj func() any) float64 {
 	}
 	after := liveHeap()
 	runtime.KeepAlive(keep)
-	return float64(after-before) / float64(n)
+	return float64(int64(after)-int64(before)) / float64(n)
 }
 
 func liveHeap() uint64 {
+	runtime.GC() // the second cycle frees what the first one's finalizers released
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
