@@ -67,6 +67,10 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 func (o *runOptions) run(ctx context.Context) error {
+	if o.dryRun && o.leader.enabled {
+		// Leader election creates and renews a Lease: a write, which a dry run never makes.
+		return errors.New("--dry-run and --leader-elect cannot be combined: a dry run writes nothing, and leader election writes a Lease; run the dry run as a single replica")
+	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
