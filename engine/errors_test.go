@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +15,7 @@ import (
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
 )
 
 const evalErrorRules = widgetRuleHead + `      - id: config
@@ -109,5 +113,41 @@ func TestMissingStatusSubresourceIsReportedOnce(t *testing.T) {
 	}
 	if events[0].Count > 1 {
 		t.Errorf("StatusNotWritable recorded %d times, want once", events[0].Count)
+	}
+}
+
+// slowRules has an expression that checks the evaluation deadline at every step of its
+// comprehension; with a deadline of a nanosecond, every evaluation runs out of time.
+const slowRules = widgetRuleHead + `      - id: config
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}"}
+          data: {multiples: "${string(lists.range(1000).filter(i, i % 7 == 0).size())}"}
+    status:
+      fields:
+        name: ${parent.metadata.name}
+`
+
+// An evaluation stopped by the deadline depends on how busy the machine is, unlike a
+// type error or the cost limit: it is reported, and retried with the queue's backoff
+// (seen on a loaded 2-core machine, where a 100 ms deadline stopped a trivial rule).
+func TestEvaluationDeadlineIsRetried(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := startControllerWith(t, slowRules, rules.Options{EvalTimeout: time.Nanosecond}, engine.Options{Workers: 2, Registry: reg})
+	f.create(widgets, widget(f.ns, "slow", map[string]any{}))
+	f.waitFor(widgets, f.ns, "slow", func(o *unstructured.Unstructured) (bool, string) {
+		status, reason, msg := testenv.Condition(o, engine.ConditionSynced)
+		return status == "False" && reason == engine.ReasonEvaluationFailed && strings.Contains(msg, "deadline"),
+			fmt.Sprintf("Synced=%s %s %q", status, reason, msg)
+	})
+	// Nothing changes the widget any more: only retries reconcile it again.
+	first := counterValue(t, reg, "kubecel_reconcile_total", "result", "error")
+	f.eventually(func() (bool, string) {
+		n := counterValue(t, reg, "kubecel_reconcile_total", "result", "error")
+		return n >= first+3, fmt.Sprintf("%v failed reconciles, %v when reported", n, first)
+	})
+	if _, err := f.get(configMaps, f.ns, "slow"); err == nil {
+		t.Error("the child was applied although its evaluation never finished")
 	}
 }

@@ -84,10 +84,11 @@ rules:
 
 // fixture is one test's namespace, rule name and running controller.
 type fixture struct {
-	t    *testing.T
-	ns   string
-	rule string
-	ctrl *engine.Controller
+	t     *testing.T
+	ns    string
+	rule  string
+	ctrl  *engine.Controller
+	ropts rules.Options // for loadRules
 }
 
 // startController renders rulesTemplate (with .NS and .Rule) and runs a controller with
@@ -95,9 +96,15 @@ type fixture struct {
 // controllers of different tests never act on each other's objects.
 func startController(t *testing.T, rulesTemplate string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ns: testenv.Namespace(t), rule: fmt.Sprintf("r%04x", rand.IntN(1<<16))}
+	return startControllerWith(t, rulesTemplate, rules.Options{}, engine.Options{Workers: 4})
+}
+
+// startControllerWith is startController with the given rules and engine options.
+func startControllerWith(t *testing.T, rulesTemplate string, ropts rules.Options, opts engine.Options) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ns: testenv.Namespace(t), rule: fmt.Sprintf("r%04x", rand.IntN(1<<16)), ropts: ropts}
 	rs := f.loadRules(rulesTemplate)
-	ctrl, err := engine.New(testenv.Config(t), engine.Options{Workers: 4})
+	ctrl, err := engine.New(testenv.Config(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +126,7 @@ func startController(t *testing.T, rulesTemplate string) *fixture {
 func (f *fixture) loadRules(rulesTemplate string) *rules.RuleSet {
 	f.t.Helper()
 	data := f.renderRules(rulesTemplate)
-	rs, err := rules.Load(data, rules.Options{})
+	rs, err := rules.Load(data, f.ropts)
 	if err != nil {
 		f.t.Fatalf("load rules: %v\n%s", err, data)
 	}

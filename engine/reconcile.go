@@ -54,14 +54,24 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 		return c.finalize(ctx, st, parent)
 	}
 	out := c.sync(ctx, st, parent)
+	if ctx.Err() != nil {
+		// Stopping: what failed failed because of it, and is not the parent's problem.
+		return 0, ctx.Err()
+	}
 	if c.opts.DryRun {
 		logPlan(ctx, out.changes())
 	}
 	c.recordOutcome(ctx, st, parent, out)
-	// Evaluation errors are deterministic: retrying without a change would only loop.
-	// The next change to the parent or a child reconciles again.
-	if errs := append(append(out.applyErr, out.pruneErr...), out.statusErr); errors.Join(errs...) != nil {
-		return 0, errors.Join(errs...)
+	errs := append(append(out.applyErr, out.pruneErr...), out.statusErr)
+	// Evaluation errors are deterministic (a type error, the cost limit): retrying
+	// without a change would only loop, and the next change to the parent or a child
+	// reconciles again. The deadline is the exception: it depends on how busy the
+	// machine is, so an evaluation it stopped is retried, with the queue's backoff.
+	if errors.Is(out.evalErr, context.DeadlineExceeded) {
+		errs = append(errs, out.evalErr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
 	}
 	return 0, nil
 }
