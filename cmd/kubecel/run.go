@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -136,6 +137,10 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { loader.Watch(ctx); return nil })
 	g.Go(func() error { return ctrl.Run(ctx) })
+	g.Go(func() error {
+		releaseWhenIdle(ctx, ctrl.Idle, time.Second, 5*time.Second, freeOSMemory(ctx))
+		return nil
+	})
 	return g.Wait()
 }
 
