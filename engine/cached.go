@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // cachedObject is an object as kubecel's informer caches hold it: the metadata that event
@@ -26,27 +28,30 @@ import (
 // S2 against a dictionary per kind (see kindDicts): objects of one kind share most of
 // their keys and many values, so a 1.8 KB Deployment takes about 110 bytes.
 //
-// The typed metadata holds only name, namespace, UID, resource version and deletion
-// timestamp, and kubecel's own labels and parent annotation as plain fields: maps cost
-// a few hundred bytes each. GetLabels and GetAnnotations return just those (in a new
-// map); everything else is read from the decoded object. A cachedObject is never modified
-// once made.
+// The typed metadata is only name, namespace, UID, resource version, deletion timestamp,
+// and kubecel's own labels and parent annotation, as plain fields: a metav1.ObjectMeta
+// takes 264 bytes even when empty, and each map a few hundred more. For client-go's
+// indexer (meta.Accessor) GetObjectMeta builds an ObjectMeta with just those; everything
+// else is read from the decoded object. A cachedObject is never modified once made.
 type cachedObject struct {
 	metav1.TypeMeta
-	metav1.ObjectMeta
 
-	managedBy, rule, child, parentUID string // kubecel's labels (see labels.go)
-	parent                            string // the AnnotationParent annotation
+	name, namespace, resourceVersion string
+	uid                              types.UID
+	deletionTimestamp                *metav1.Time
+
+	rule, child, parentUID string // kubecel's labels (see labels.go)
+	parent                 string // the AnnotationParent annotation
 
 	dict *s2.Dict // what raw is compressed against
 	raw  []byte   // the object's JSON, compressed
 }
 
-// kubeObject is what keyOf and deleteChild need: metadata and a kind. Both
-// *unstructured.Unstructured and *cachedObject are one.
-type kubeObject interface {
-	metav1.Object
-	runtime.Object
+// named is what keyOf needs. Both *unstructured.Unstructured and *cachedObject are one.
+type named interface {
+	GetObjectKind() schema.ObjectKind
+	GetNamespace() string
+	GetName() string
 }
 
 // newCachedObject makes the cached form of u (which it does not keep).
@@ -59,32 +64,39 @@ func newCachedObject(u *unstructured.Unstructured) (*cachedObject, error) {
 	// Encode returns a slice of a buffer sized for the worst case: keep only the bytes used.
 	o := &cachedObject{dict: dict, raw: bytes.Clone(dict.Encode(nil, text))}
 	o.APIVersion, o.Kind = intern(u.GetAPIVersion()), intern(u.GetKind())
-	o.Name, o.Namespace, o.UID = u.GetName(), u.GetNamespace(), u.GetUID()
-	o.ResourceVersion, o.DeletionTimestamp = u.GetResourceVersion(), u.GetDeletionTimestamp()
+	o.name, o.namespace, o.uid = u.GetName(), u.GetNamespace(), u.GetUID()
+	o.resourceVersion, o.deletionTimestamp = u.GetResourceVersion(), u.GetDeletionTimestamp()
 	labels := u.GetLabels()
-	o.managedBy, o.rule, o.child = intern(labels[LabelManagedBy]), intern(labels[LabelRule]), intern(labels[LabelChild])
+	o.rule, o.child = intern(labels[LabelRule]), intern(labels[LabelChild])
 	o.parentUID = labels[LabelParentUID]
 	o.parent = u.GetAnnotations()[AnnotationParent]
 	return o, nil
 }
 
-// GetLabels returns kubecel's labels of the object (not the others).
-func (o *cachedObject) GetLabels() map[string]string {
-	m := map[string]string{}
-	for k, v := range map[string]string{LabelManagedBy: o.managedBy, LabelRule: o.rule, LabelChild: o.child, LabelParentUID: o.parentUID} {
+func (o *cachedObject) GetName() string                    { return o.name }
+func (o *cachedObject) GetNamespace() string               { return o.namespace }
+func (o *cachedObject) GetUID() types.UID                  { return o.uid }
+func (o *cachedObject) GetResourceVersion() string         { return o.resourceVersion }
+func (o *cachedObject) GetDeletionTimestamp() *metav1.Time { return o.deletionTimestamp }
+
+// GetObjectMeta makes the object's metadata for client-go (meta.Accessor, which the
+// informer's key function uses): the typed fields, kubecel's labels and its parent
+// annotation.
+func (o *cachedObject) GetObjectMeta() metav1.Object {
+	m := &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, UID: o.uid, ResourceVersion: o.resourceVersion,
+		DeletionTimestamp: o.deletionTimestamp.DeepCopy()}
+	for k, v := range map[string]string{LabelRule: o.rule, LabelChild: o.child, LabelParentUID: o.parentUID} {
 		if v != "" {
-			m[k] = v
+			if m.Labels == nil {
+				m.Labels = map[string]string{}
+			}
+			m.Labels[k] = v
 		}
 	}
-	return m
-}
-
-// GetAnnotations returns kubecel's parent annotation of the object (not the others).
-func (o *cachedObject) GetAnnotations() map[string]string {
-	if o.parent == "" {
-		return map[string]string{}
+	if o.parent != "" {
+		m.Annotations = map[string]string{AnnotationParent: o.parent}
 	}
-	return map[string]string{AnnotationParent: o.parent}
+	return m
 }
 
 // decode returns the object as a new unstructured value the caller may change.
@@ -103,7 +115,7 @@ func (o *cachedObject) decode() (*unstructured.Unstructured, error) {
 // DeepCopyObject copies the metadata; the JSON text is shared, as nothing changes it.
 func (o *cachedObject) DeepCopyObject() runtime.Object {
 	c := *o
-	o.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	c.deletionTimestamp = o.deletionTimestamp.DeepCopy()
 	return &c
 }
 

@@ -12,10 +12,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/klauspost/compress/s2"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 // testdata/{configmap,deployment,service}.json are kube-apiserver v1.36.3's responses to
@@ -57,13 +59,25 @@ func TestCachedObjectRoundTrip(t *testing.T) {
 			if diff := cmp.Diff(want.Object, out.Object); diff != "" {
 				t.Errorf("decode(toCache(obj)) (-want +got):\n%s", diff)
 			}
-			// What handlers, indexes and pruning read without decoding.
-			meta := metaFields{c.GetName(), c.GetNamespace(), string(c.GetUID()), c.GetResourceVersion(), c.GetDeletionTimestamp() != nil,
-				c.GetLabels(), c.GetAnnotations()[AnnotationParent], c.GroupVersionKind().String()}
+			// What handlers, indexes and pruning read without decoding, and what client-go's
+			// indexer sees.
+			acc, err := meta.Accessor(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotMeta := metaFields{c.GetName(), c.GetNamespace(), string(c.GetUID()), c.GetResourceVersion(), c.GetDeletionTimestamp() != nil,
+				acc.GetLabels(), acc.GetAnnotations(), c.GroupVersionKind().String()}
+			wantLabels := map[string]string{}
+			for _, k := range []string{LabelRule, LabelChild, LabelParentUID} {
+				wantLabels[k] = want.GetLabels()[k]
+			}
 			wantMeta := metaFields{want.GetName(), want.GetNamespace(), string(want.GetUID()), want.GetResourceVersion(), true,
-				want.GetLabels(), want.GetAnnotations()[AnnotationParent], want.GroupVersionKind().String()}
-			if diff := cmp.Diff(wantMeta, meta); diff != "" {
+				wantLabels, map[string]string{AnnotationParent: want.GetAnnotations()[AnnotationParent]}, want.GroupVersionKind().String()}
+			if diff := cmp.Diff(wantMeta, gotMeta); diff != "" {
 				t.Errorf("typed metadata (-want +got):\n%s", diff)
+			}
+			if key, err := cache.MetaNamespaceKeyFunc(c); err != nil || key != want.GetNamespace()+"/"+want.GetName() {
+				t.Errorf("informer key = %q, %v", key, err)
 			}
 			if k, ok := parentKey(c); !ok || k.Rule != "bench" || k.Name != "a" {
 				t.Errorf("parentKey = %v, %v; want rule bench, parent a", k, ok)
@@ -82,7 +96,7 @@ func TestCachedObjectRoundTrip(t *testing.T) {
 			if diff := cmp.Diff(c, cp, cmp.AllowUnexported(cachedObject{}), cmp.Comparer(func(a, b *s2.Dict) bool { return a == b })); diff != "" {
 				t.Errorf("DeepCopyObject (-orig +copy):\n%s", diff)
 			}
-			if cp.DeletionTimestamp == c.DeletionTimestamp {
+			if cp.deletionTimestamp == c.deletionTimestamp {
 				t.Error("DeepCopyObject shares the deletion timestamp")
 			}
 		})
@@ -117,11 +131,19 @@ func TestCachedObjectSizes(t *testing.T) {
 	}
 }
 
+func mustCache(t *testing.T, u *unstructured.Unstructured) *cachedObject {
+	t.Helper()
+	c, err := newCachedObject(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 type metaFields struct {
 	Name, Namespace, UID, ResourceVersion string
 	Deleting                              bool
-	Labels                                map[string]string
-	ParentAnnotation                      string
+	Labels, Annotations                   map[string]string
 	GVK                                   string
 }
 

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // written remembers the server's response to our latest write of each object until the
@@ -36,7 +36,7 @@ func (w *written) remember(key string, got *unstructured.Unstructured) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.objs[key] = obj
-	if uid := obj.GetLabels()[LabelParentUID]; uid != "" {
+	if uid := obj.parentUID; uid != "" {
 		if w.byParent[uid] == nil {
 			w.byParent[uid] = map[string]bool{}
 		}
@@ -48,7 +48,7 @@ func (w *written) remember(key string, got *unstructured.Unstructured) {
 // and nil when the cache is as new (then the write is forgotten). Resource versions are
 // etcd revisions; when one does not parse as a number the cache wins, as it would
 // without this memory.
-func (w *written) newer(key string, cached metav1.Object) *unstructured.Unstructured {
+func (w *written) newer(key string, cached versioned) *unstructured.Unstructured {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	mine, ok := w.objs[key]
@@ -96,12 +96,18 @@ func (w *written) forgetLocked(key string) {
 		return
 	}
 	delete(w.objs, key)
-	if uid := obj.GetLabels()[LabelParentUID]; uid != "" {
+	if uid := obj.parentUID; uid != "" {
 		delete(w.byParent[uid], key)
 		if len(w.byParent[uid]) == 0 {
 			delete(w.byParent, uid)
 		}
 	}
+}
+
+// versioned is what newer compares. *unstructured.Unstructured and *cachedObject are.
+type versioned interface {
+	GetUID() types.UID
+	GetResourceVersion() string
 }
 
 func olderThan(a, b string) bool {

@@ -65,7 +65,7 @@ type objectKey struct {
 	Name      string
 }
 
-func keyOf(obj kubeObject) objectKey {
+func keyOf(obj named) objectKey {
 	return objectKey{GK: obj.GetObjectKind().GroupVersionKind().GroupKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 

@@ -53,7 +53,7 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 
 // deleteChild deletes one child, on the condition that it is still the object we saw
 // (same UID): an object recreated under the same name by someone else is never touched.
-func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child kubeObject) error {
+func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child *cachedObject) error {
 	ck := st.children[child.GetObjectKind().GroupVersionKind().GroupKind()]
 	uid := child.GetUID()
 	policy := metav1.DeletePropagationBackground
@@ -66,5 +66,5 @@ func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child kubeO
 		// Gone already, or replaced by another object (UID precondition): nothing to do.
 		return nil
 	}
-	return fmt.Errorf("rule %q child %q: delete %s: %w", st.rule.Name, child.GetLabels()[LabelChild], keyOf(child), err)
+	return fmt.Errorf("rule %q child %q: delete %s: %w", st.rule.Name, child.child, keyOf(child), err)
 }
