@@ -30,39 +30,48 @@ func (c *Controller) parentHandler(rule string) cache.ResourceEventHandler {
 }
 
 // setupChildInformer prepares a child informer, shared by every rule that produces its
-// kind: an index by parent UID, and a handler that enqueues the child's parent.
-func (c *Controller) setupChildInformer(inf cache.SharedIndexInformer) error {
-	err := inf.AddIndexers(cache.Indexers{parentIndex: func(obj any) ([]string, error) {
-		u, ok := obj.(*cachedObject)
-		if !ok {
-			return nil, nil
-		}
-		if u.parentUID != "" {
-			return []string{u.parentUID}, nil
-		}
-		return nil, nil
-	}})
-	if err != nil {
-		return err
-	}
-	enqueue := func(obj any) {
-		u, ok := asObject(obj)
-		if !ok {
-			return
-		}
-		if key, ok := parentKey(u); ok && c.rule(key.Rule) != nil {
+// kind: an index by parent UID, and a handler that keeps it and enqueues the child's
+// parent.
+func (c *Controller) setupChildInformer(w *watch) error {
+	w.children = newChildIndex()
+	enqueue := func(o *cachedObject) {
+		if key, ok := parentKey(o); ok && c.rule(key.Rule) != nil {
 			c.queue.Add(key)
 		}
 	}
-	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, newObj any) { enqueue(newObj) },
-		DeleteFunc: func(obj any) {
-			if u, ok := asObject(obj); ok {
-				c.written.forget(keyOf(u).String())
+	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if o, ok := asObject(obj); ok {
+				if key, ok := storeKey(o); ok {
+					w.children.update(key, nil, o)
+				}
+				enqueue(o)
 			}
-			enqueue(obj)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, _ := asObject(oldObj)
+			if o, ok := asObject(newObj); ok {
+				if key, ok := storeKey(o); ok {
+					w.children.update(key, old, o)
+				}
+				enqueue(o)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			o, ok := asObject(obj)
+			if !ok {
+				return
+			}
+			if key, ok := storeKey(obj); ok {
+				w.children.update(key, o, nil)
+			}
+			c.written.forget(keyOf(o).String())
+			enqueue(o)
 		},
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	w.handlerSynced = reg.HasSynced
+	return nil
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// parentIndex indexes children by their parent's UID label.
-const parentIndex = "kubecel-parent"
-
 // kindInfo is what discovery says about one kind.
 type kindInfo struct {
 	GVK        schema.GroupVersionKind
@@ -199,12 +196,12 @@ func (c *Controller) rule(name string) *ruleState {
 // synced reports whether every watch of the rule has synced.
 func (st *ruleState) synced() bool {
 	for _, w := range st.parents {
-		if !w.informer.HasSynced() {
+		if !w.synced() {
 			return false
 		}
 	}
 	for _, ck := range st.children {
-		if !ck.watch.informer.HasSynced() {
+		if !ck.watch.synced() {
 			return false
 		}
 	}
@@ -238,13 +235,14 @@ func (st *ruleState) getParent(key Key) (*unstructured.Unstructured, bool, error
 func (st *ruleState) ownedChildren(parentUID string) []*cachedObject {
 	var out []*cachedObject
 	for _, ck := range st.children {
-		objs, err := ck.watch.informer.GetIndexer().ByIndex(parentIndex, parentUID)
-		if err != nil {
-			continue
-		}
-		for _, o := range objs {
+		store := ck.watch.informer.GetStore()
+		for _, key := range ck.watch.children.keys(parentUID) {
+			o, ok, err := store.GetByKey(key)
+			if err != nil || !ok {
+				continue // deleted since: its delete event updates the index next
+			}
 			u := o.(*cachedObject)
-			if u.rule == st.rule.Name {
+			if u.rule == st.rule.Name && u.parentUID == parentUID {
 				out = append(out, u)
 			}
 		}

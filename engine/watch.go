@@ -26,6 +26,16 @@ type watch struct {
 	informer cache.SharedIndexInformer
 	cancel   context.CancelFunc
 	refs     int
+
+	// Child informers only (set by setupChildInformer): the parent index, and whether
+	// the handler that maintains it has seen the initial list.
+	children      *childIndex
+	handlerSynced func() bool
+}
+
+// synced reports whether the informer and, for a child informer, its index have synced.
+func (w *watch) synced() bool {
+	return w.informer.HasSynced() && (w.handlerSynced == nil || w.handlerSynced())
 }
 
 // watchSet owns the informers. Unlike the dynamic informer factory, which stops all of
@@ -45,7 +55,7 @@ func newWatchSet(client dynamic.Interface, resync time.Duration) *watchSet {
 // acquire returns the running informer for key, starting it when it is new. setup runs
 // once, before the informer starts, to add indexers and handlers that belong to the
 // informer itself rather than to one user.
-func (s *watchSet) acquire(ctx context.Context, key watchKey, setup func(cache.SharedIndexInformer) error) (*watch, error) {
+func (s *watchSet) acquire(ctx context.Context, key watchKey, setup func(*watch) error) (*watch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w, ok := s.watches[key]; ok {
@@ -57,15 +67,16 @@ func (s *watchSet) acquire(ctx context.Context, key watchKey, setup func(cache.S
 	if err := inf.SetTransform(toCache); err != nil {
 		return nil, err
 	}
+	w := &watch{key: key, informer: inf, refs: 1}
 	if setup != nil {
-		if err := setup(inf); err != nil {
+		if err := setup(w); err != nil {
 			return nil, err
 		}
 	}
 	// The informer lives until its last release, not as long as the caller's request:
 	// keep the caller's values (logger) but not its cancellation.
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &watch{key: key, informer: inf, cancel: cancel, refs: 1}
+	w.cancel = cancel
 	s.watches[key] = w
 	go inf.RunWithContext(wctx)
 	return w, nil
