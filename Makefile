@@ -70,4 +70,4 @@ fuzz: ## run the fuzz tests for longer (FUZZTIME=60s each)
 
 .PHONY: test-faults
 test-faults: controlplane ## the fault-injection suite, long form
-	$(GO) test -count=1 -timeout 30m ./internal/faults -faults.long
+	$(GO) test -count=1 -timeout 45m ./internal/faults -faults.long
