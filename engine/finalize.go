@@ -54,7 +54,9 @@ func (c *Controller) sendFinalizer(ctx context.Context, st *ruleState, parent *u
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	got, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).Apply(ctx, parent.GetName(), patch, opts)
-	if apierrors.IsNotFound(err) && !present {
+	if !present && (apierrors.IsNotFound(err) || otherUID(err)) {
+		// Removing from a parent that is gone, or whose name another object now has:
+		// there is no finalizer of ours left to remove.
 		return nil, nil
 	}
 	if err != nil {
@@ -65,6 +67,28 @@ func (c *Controller) sendFinalizer(ctx context.Context, st *ruleState, parent *u
 		return nil, fmt.Errorf("rule %q: %s finalizer %s: %w", st.rule.Name, verb, Finalizer, err)
 	}
 	return got, nil
+}
+
+// otherUID reports whether an apply failed on its UID precondition: with no object of
+// that name the server answers 409 "uid mismatch" (a forced apply has no other conflict),
+// with an object of another UID 422 "metadata.uid: field is immutable".
+func otherUID(err error) bool {
+	if apierrors.IsConflict(err) {
+		return true
+	}
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }
 
 // finalize handles a parent being deleted. Children that garbage collection follows go
