@@ -6,22 +6,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
 
 // TestRemoveFinalizerOfGoneParent: removing the finalizer of a parent that is gone, or
 // whose name another object took, is done: no error, nothing created or changed.
 func TestRemoveFinalizerOfGoneParent(t *testing.T) {
-	ns := testenv.Namespace(t)
-	c, err := New(testenv.Config(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	c, ns := newTestController(t)
 	st := &ruleState{rule: &rules.Rule{Name: "fin"}, parent: kindInfo{GVR: cmGVR, Namespaced: true}}
 	parent := func(name string, uid types.UID) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}

@@ -23,7 +23,9 @@ func newWritten() *written {
 	return &written{objs: map[string]*cachedObject{}, byParent: map[string]map[string]bool{}}
 }
 
-// remember keeps obj, the server's response to a write. Its trimmed form is kept.
+// remember keeps got, the server's response to a write, in its cached form. got is
+// trimmed in place first, as the informers trim what they cache, so the caller goes on
+// with what a cache would show.
 func (w *written) remember(key string, got *unstructured.Unstructured) {
 	if got == nil {
 		return

@@ -39,24 +39,21 @@ func (c *Controller) setupChildInformer(w *watch) error {
 			c.queue.Add(key)
 		}
 	}
+	// changed handles an add (oldObj nil) or an update.
+	changed := func(oldObj, obj any) {
+		o, ok := asObject(obj)
+		if !ok {
+			return
+		}
+		old, _ := asObject(oldObj)
+		if key, ok := storeKey(o); ok {
+			w.children.update(key, old, o)
+		}
+		enqueue(o)
+	}
 	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if o, ok := asObject(obj); ok {
-				if key, ok := storeKey(o); ok {
-					w.children.update(key, nil, o)
-				}
-				enqueue(o)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, _ := asObject(oldObj)
-			if o, ok := asObject(newObj); ok {
-				if key, ok := storeKey(o); ok {
-					w.children.update(key, old, o)
-				}
-				enqueue(o)
-			}
-		},
+		AddFunc:    func(obj any) { changed(nil, obj) },
+		UpdateFunc: changed,
 		DeleteFunc: func(obj any) {
 			o, ok := asObject(obj)
 			if !ok {

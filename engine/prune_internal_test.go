@@ -15,12 +15,7 @@ import (
 // TestDeleteChildChecksUID: a stale cached child whose name now belongs to another
 // object (deleted and recreated) must not be deleted.
 func TestDeleteChildChecksUID(t *testing.T) {
-	ns := testenv.Namespace(t)
-	c, err := New(testenv.Config(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	c, ns := newTestController(t)
 	st := &ruleState{rule: &rules.Rule{Name: "uid"}, children: map[schema.GroupKind]*childKind{
 		{Kind: "ConfigMap"}: {kindInfo: kindInfo{GVR: cmGVR, Namespaced: true}},
 	}}
@@ -45,4 +40,17 @@ func TestDeleteChildChecksUID(t *testing.T) {
 	if _, err := c.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "same-name", metav1.GetOptions{}); err == nil {
 		t.Fatal("object with the matching UID was not deleted")
 	}
+}
+
+var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// newTestController is a controller on the package's control plane that is not running,
+// for tests that call its steps directly, and a namespace of the test's own.
+func newTestController(t *testing.T) (*Controller, string) {
+	t.Helper()
+	c, err := New(testenv.Config(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, testenv.Namespace(t)
 }
