@@ -112,6 +112,16 @@ func (o *cachedObject) decode() (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
+// identity is the object reduced to its API version, kind, namespace and name.
+func (o *cachedObject) identity() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(o.APIVersion)
+	u.SetKind(o.Kind)
+	u.SetNamespace(o.namespace)
+	u.SetName(o.name)
+	return u
+}
+
 // DeepCopyObject copies the metadata; the JSON text is shared, as nothing changes it.
 func (o *cachedObject) DeepCopyObject() runtime.Object {
 	c := *o

@@ -42,9 +42,7 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 			continue
 		}
 		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
-		if u, err := child.decode(); err == nil {
-			out.record(ActionPrune, id, u, nil)
-		}
+		out.record(ActionPrune, id, child.identity(), nil) // a prune's change names the object only
 		klog.FromContext(ctx).Info("Pruned child", "child", id, "object", k.String(), "dryRun", c.opts.DryRun)
 		c.event(parent, "Normal", "Pruned", "pruned %s (child %q no longer produced)", k, id)
 	}
