@@ -29,8 +29,12 @@ type Rule struct {
 	Children []*Child
 	// HasStatus reports whether the rule writes the parent's status.
 	HasStatus bool
-	// Fingerprint changes whenever anything in the rule's source changes; a reload
-	// restarts only the rules whose fingerprint changed.
+	// MaxChildren is the most children one parent may have under this rule: the rule's
+	// maxChildren, else Options.MaxChildren, else DefaultMaxChildren. Evaluate fails
+	// with a *LimitError beyond it.
+	MaxChildren int
+	// Fingerprint changes whenever anything in the rule's source, or its MaxChildren,
+	// changes; a reload restarts only the rules whose fingerprint changed.
 	Fingerprint string
 
 	// when is parent.when; nil when the rule sets none.
@@ -67,6 +71,9 @@ type Child struct {
 	DependsOn []string
 	// CrossNamespace allows the child to be cluster-scoped or in another namespace.
 	CrossNamespace bool
+	// Adopt lets the controller take over an existing object of the child's name that
+	// has no other controller; without it such an object is a conflict.
+	Adopt bool
 
 	// Compiled parts; nil when not set. An expr child may also have a template: its map
 	// literal split along constant keys (see exprtmpl.go), evaluated instead of expr.
@@ -91,6 +98,9 @@ type Options struct {
 	CostLimit uint64
 	// EvalTimeout overrides the deadline of one Evaluate call (0 = DefaultEvalTimeout).
 	EvalTimeout time.Duration
+	// MaxChildren is the children limit of rules that set no maxChildren
+	// (0 = DefaultMaxChildren).
+	MaxChildren int
 }
 
 func (o Options) costLimit() uint64 {
@@ -98,6 +108,13 @@ func (o Options) costLimit() uint64 {
 		return DefaultCostLimit
 	}
 	return o.CostLimit
+}
+
+func (o Options) maxChildren() int {
+	if o.MaxChildren <= 0 {
+		return DefaultMaxChildren
+	}
+	return o.MaxChildren
 }
 
 func (o Options) evalTimeout() time.Duration {

@@ -36,7 +36,8 @@ const (
 // honours ctx's deadline, the rule's evaluation timeout and the runtime cost limit. A
 // non-nil error is an ErrorList describing every expression that failed (naming rule,
 // child, field and expression); the Result is still filled with everything that
-// evaluated, and the caller must not prune in that case.
+// evaluated, and the caller must not prune in that case. When the parent would have
+// more children than r.MaxChildren, Evaluate returns a nil Result and a *LimitError.
 func (r *Rule) Evaluate(ctx context.Context, parent map[string]any, observed Observed) (res *Result, err error) {
 	// Room for a few forEach elements spares most slice growth.
 	size := len(r.Children) + 4
@@ -54,6 +55,9 @@ func (r *Rule) Evaluate(ctx context.Context, parent map[string]any, observed Obs
 	defer cancel()
 	ev.ctx = ctx
 	ev.run(parent)
+	if ev.limit != nil {
+		return nil, ev.limit
+	}
 	return ev.res, ev.errs.errorsOrNil()
 }
 
@@ -75,6 +79,8 @@ type evaluation struct {
 	matched []map[string]any
 	// claims detects two children that produce the same object.
 	claims claimSet
+	// limit is set when the parent has too many children; evaluation stops there.
+	limit *LimitError
 }
 
 func (ev *evaluation) run(parent map[string]any) {
@@ -104,7 +110,9 @@ func (ev *evaluation) run(parent map[string]any) {
 		}
 	}
 	for i, ch := range r.Children {
-		ev.states[i] = ev.child(ch)
+		if ev.states[i] = ev.child(ch); ev.limit != nil {
+			return
+		}
 	}
 	ev.status()
 	ev.res.Ready = len(ev.res.Waiting) == 0 && len(ev.res.Failed) == 0
@@ -170,6 +178,9 @@ func (ev *evaluation) child(ch *Child) childState {
 // objects appends the child's desired objects to the result; false when any failed.
 func (ev *evaluation) objects(ch *Child) bool {
 	if !ch.ForEach {
+		if ev.overLimit(ch, 1) {
+			return false
+		}
 		return ev.object(ch, &ev.vars, -1, ch.batch.run(ev.ctx, &ev.vars))
 	}
 	out, ok := ev.eval(ch.forEach, &ev.vars, -1)
@@ -182,6 +193,9 @@ func (ev *evaluation) objects(ch *Child) bool {
 		return false
 	}
 	n, _ := list.Size().(types.Int)
+	if ev.overLimit(ch, int(n)) {
+		return false
+	}
 	ok = true
 	for i := range int(n) {
 		vars := ev.vars

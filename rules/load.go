@@ -1,10 +1,12 @@
 package rules
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
@@ -34,7 +36,21 @@ func Load(data []byte, opts Options) (*RuleSet, error) {
 		slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, errs
 	}
+	for _, r := range rs.Rules {
+		sealFingerprint(r)
+	}
 	return rs, nil
+}
+
+// sealFingerprint folds what the Options decide about a rule into its fingerprint, so
+// that a reload restarts a rule whose limit changed although its source did not.
+func sealFingerprint(r *Rule) {
+	sum := sha256.New()
+	for _, part := range []string{r.Fingerprint, strconv.Itoa(r.MaxChildren)} {
+		sum.Write([]byte(part))
+		sum.Write([]byte{0})
+	}
+	r.Fingerprint = hex.EncodeToString(sum.Sum(nil))
 }
 
 // statusField is one compiled status field.
@@ -77,6 +93,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		Name:        src.name,
 		Parent:      Parent{GVR: gvr, Namespaces: src.parent.namespaces, Selector: selector},
 		HasStatus:   src.status != nil,
+		MaxChildren: cmp.Or(src.maxChildren, opts.maxChildren()),
 		Fingerprint: src.fingerprint,
 		timeout:     opts.evalTimeout(),
 		parentType:  parentType,
@@ -147,7 +164,7 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 		return nil
 	}
 	w := where{rule: r.name, child: cs.id, path: cs.at}
-	ch := &Child{ID: cs.id, ForEach: cs.forEach != "", CrossNamespace: cs.crossNamespace}
+	ch := &Child{ID: cs.id, ForEach: cs.forEach != "", CrossNamespace: cs.crossNamespace, Adopt: cs.adopt}
 	mark := len(c.progs)
 	if cs.when != "" {
 		ch.when = c.compile(c.envs.base, w.key("when"), cs.when, cs.when, 0, wantBool)

@@ -31,6 +31,8 @@ type ruleSource struct {
 	parent   parentSource
 	children []*childSource
 	status   *statusSource
+	// maxChildren is 0 when the rule sets none.
+	maxChildren int
 	// at is the rule's position in the file, e.g. rules[2].
 	at path
 	// fingerprint hashes the rule's source.
@@ -54,6 +56,7 @@ type childSource struct {
 	when           string
 	readyWhen      string
 	crossNamespace bool
+	adopt          bool
 	// at is the child's position in the file, e.g. rules[2].children[0].
 	at path
 }
@@ -191,6 +194,24 @@ func (d *decoder) boolean(m map[string]any, key string, w where) bool {
 	return b
 }
 
+// positive reads an optional integer field that must be at least 1; 0 when unset.
+func (d *decoder) positive(m map[string]any, key string, w where) int {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return 0
+	}
+	n, ok := v.(int64)
+	switch {
+	case !ok:
+		d.fail(w.key(key), "must be a positive integer, not "+describe(v))
+	case n < 1 || int64(int(n)) != n:
+		d.fail(w.key(key), fmt.Sprintf("must be a positive integer, not %d", n))
+	default:
+		return int(n)
+	}
+	return 0
+}
+
 func (d *decoder) list(m map[string]any, key string, w where) []any {
 	v, ok := m[key]
 	if !ok || v == nil {
@@ -212,12 +233,13 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 	r := &ruleSource{at: at, fingerprint: fingerprint(m)}
 	r.name = d.str(m, "name", w, true)
 	w.rule = r.name
-	d.unknown(m, w, "name", "parent", "children", "status")
+	d.unknown(m, w, "name", "parent", "children", "status", "maxChildren")
 	if p, ok := m["parent"]; ok {
 		r.parent = d.parent(p, w.key("parent"))
 	} else {
 		d.fail(w.key("parent"), "required")
 	}
+	r.maxChildren = d.positive(m, "maxChildren", w)
 	for i, c := range d.list(m, "children", w) {
 		if cs := d.child(c, w, at.key("children").index(i)); cs != nil {
 			r.children = append(r.children, cs)
@@ -285,7 +307,7 @@ func (d *decoder) child(v any, rw where, at path) *childSource {
 	c := &childSource{at: at}
 	c.id = d.str(m, "id", w, true)
 	w.child = c.id
-	d.unknown(m, w, "id", "template", "expr", "forEach", "when", "readyWhen", "crossNamespace")
+	d.unknown(m, w, "id", "template", "expr", "forEach", "when", "readyWhen", "crossNamespace", "adopt")
 	if t, ok := m["template"]; ok {
 		c.hasTemplate = true
 		if tm, ok := t.(map[string]any); ok {
@@ -299,6 +321,7 @@ func (d *decoder) child(v any, rw where, at path) *childSource {
 	c.when = d.str(m, "when", w, false)
 	c.readyWhen = d.str(m, "readyWhen", w, false)
 	c.crossNamespace = d.boolean(m, "crossNamespace", w)
+	c.adopt = d.boolean(m, "adopt", w)
 	return c
 }
 
