@@ -29,12 +29,18 @@ type Rule struct {
 	Children []*Child
 	// HasStatus reports whether the rule writes the parent's status.
 	HasStatus bool
+	// ReadyCondition and SyncedCondition are the types of the conditions the rule writes
+	// on its parents: "Ready" and "Synced" when it is the only rule of the set with a
+	// status block on its parent resource, else "<rule>.kubecel.dev/Ready" and
+	// "<rule>.kubecel.dev/Synced", so that each rule owns its conditions.
+	ReadyCondition, SyncedCondition string
 	// MaxChildren is the most children one parent may have under this rule: the rule's
 	// maxChildren, else Options.MaxChildren, else DefaultMaxChildren. Evaluate fails
 	// with a *LimitError beyond it.
 	MaxChildren int
-	// Fingerprint changes whenever anything in the rule's source, or its MaxChildren,
-	// changes; a reload restarts only the rules whose fingerprint changed.
+	// Fingerprint changes whenever anything in the rule's source, or any of the fields
+	// above that the rest of the file or the Options decide, changes; a reload restarts
+	// only the rules whose fingerprint changed.
 	Fingerprint string
 
 	// when is parent.when; nil when the rule sets none.

@@ -23,6 +23,7 @@ func Load(data []byte, opts Options) (*RuleSet, error) {
 	var errs ErrorList
 	sources := parseFile(data, &errs)
 	checkRuleNames(sources, &errs)
+	checkStatusOwners(sources, &errs)
 	sum := sha256.Sum256(data)
 	rs := &RuleSet{Hash: hex.EncodeToString(sum[:])}
 	for _, src := range sources {
@@ -36,17 +37,19 @@ func Load(data []byte, opts Options) (*RuleSet, error) {
 		slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, errs
 	}
+	setConditionTypes(rs.Rules)
 	for _, r := range rs.Rules {
 		sealFingerprint(r)
 	}
 	return rs, nil
 }
 
-// sealFingerprint folds what the Options decide about a rule into its fingerprint, so
-// that a reload restarts a rule whose limit changed although its source did not.
+// sealFingerprint folds what the rest of the file and the Options decide about a rule
+// into its fingerprint, so that a reload restarts a rule whose conditions or limit
+// changed although its own source did not.
 func sealFingerprint(r *Rule) {
 	sum := sha256.New()
-	for _, part := range []string{r.Fingerprint, strconv.Itoa(r.MaxChildren)} {
+	for _, part := range []string{r.Fingerprint, r.ReadyCondition, r.SyncedCondition, strconv.Itoa(r.MaxChildren)} {
 		sum.Write([]byte(part))
 		sum.Write([]byte{0})
 	}

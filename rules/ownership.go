@@ -1,0 +1,76 @@
+package rules
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// This file decides what each rule owns of a parent's status when several rules write
+// the status of the same resource: each status field belongs to one rule, and each rule
+// has its own Ready and Synced conditions.
+
+const (
+	conditionReady  = "Ready"
+	conditionSynced = "Synced"
+	// conditionDomain qualifies the condition types of a rule that shares its parent
+	// resource's status with other rules.
+	conditionDomain = ".kubecel.dev/"
+)
+
+// statusResource returns the group and resource of a rule's parent when the rule writes
+// status; ok is false otherwise or when the parent is too broken to say.
+func statusResource(r *ruleSource) (gr schema.GroupResource, ok bool) {
+	if r.status == nil || r.name == "" || r.parent.resource == "" {
+		return gr, false
+	}
+	gv, err := schema.ParseGroupVersion(r.parent.apiVersion)
+	if err != nil {
+		return gr, false
+	}
+	return schema.GroupResource{Group: gv.Group, Resource: r.parent.resource}, true
+}
+
+// checkStatusOwners reports every status field that two rules write on the same parent
+// resource, on the later of the two.
+func checkStatusOwners(rules []*ruleSource, errs *ErrorList) {
+	earlier := map[schema.GroupResource][]*ruleSource{}
+	for _, r := range rules {
+		gr, ok := statusResource(r)
+		if !ok {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(r.status.fields)) {
+			for _, other := range earlier[gr] {
+				if _, both := other.status.fields[name]; !both {
+					continue
+				}
+				w := where{rule: r.name, field: "status.fields", path: r.at.key("status").key("fields")}.key(name)
+				fail(errs, w, fmt.Sprintf("rules %q and %q both write %s of %s; each field may be written by one rule",
+					other.name, r.name, path("status").key(name), gr))
+				break
+			}
+		}
+		earlier[gr] = append(earlier[gr], r)
+	}
+}
+
+// setConditionTypes names the conditions of each rule: Ready and Synced, unless another
+// rule also writes the status of the same resource.
+func setConditionTypes(rules []*Rule) {
+	writers := map[schema.GroupResource]int{}
+	for _, r := range rules {
+		if r.HasStatus {
+			writers[r.Parent.GVR.GroupResource()]++
+		}
+	}
+	for _, r := range rules {
+		r.ReadyCondition, r.SyncedCondition = conditionReady, conditionSynced
+		if r.HasStatus && writers[r.Parent.GVR.GroupResource()] > 1 {
+			r.ReadyCondition = r.Name + conditionDomain + conditionReady
+			r.SyncedCondition = r.Name + conditionDomain + conditionSynced
+		}
+	}
+}
