@@ -137,6 +137,15 @@ type SchemaSource interface {
 	KindSchema(gvk schema.GroupVersionKind) *apiextensionsv1.JSONSchemaProps
 }
 
+// ScopeSource is implemented by a SchemaSource that also knows whether resources are
+// namespaced. Load uses it, when Options.Schemas implements it, for the kinds that its
+// built-in table of Kubernetes kinds does not hold. known is false when the scope of a
+// kind or resource is not known.
+type ScopeSource interface {
+	Namespaced(gk schema.GroupKind) (namespaced, known bool)
+	ResourceNamespaced(gr schema.GroupResource) (namespaced, known bool)
+}
+
 // Observed is the observed state of a parent's children, by child id. A plain child has
 // at most one object; a forEach child any number.
 type Observed map[string][]map[string]any

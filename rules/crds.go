@@ -24,6 +24,9 @@ type CRDSchemas struct {
 	byResource map[schema.GroupVersionResource]*apiextensionsv1.JSONSchemaProps
 	byKind     map[schema.GroupVersionKind]*apiextensionsv1.JSONSchemaProps
 	resources  map[schema.GroupVersionKind]schema.GroupVersionResource
+	// kindScopes and resourceScopes say whether a CRD's objects are namespaced.
+	kindScopes     map[schema.GroupKind]bool
+	resourceScopes map[schema.GroupResource]bool
 }
 
 // SchemasFromCRDs indexes the schemas of every version of the given CRDs.
@@ -32,8 +35,16 @@ func SchemasFromCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) *CRDSche
 		byResource: map[schema.GroupVersionResource]*apiextensionsv1.JSONSchemaProps{},
 		byKind:     map[schema.GroupVersionKind]*apiextensionsv1.JSONSchemaProps{},
 		resources:  map[schema.GroupVersionKind]schema.GroupVersionResource{},
+
+		kindScopes:     map[schema.GroupKind]bool{},
+		resourceScopes: map[schema.GroupResource]bool{},
 	}
 	for _, crd := range crds {
+		if scope := crd.Spec.Scope; scope == apiextensionsv1.NamespaceScoped || scope == apiextensionsv1.ClusterScoped {
+			namespaced := scope == apiextensionsv1.NamespaceScoped
+			s.kindScopes[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = namespaced
+			s.resourceScopes[schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}] = namespaced
+		}
 		for _, v := range crd.Spec.Versions {
 			gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural}
 			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
@@ -129,3 +140,17 @@ func (s *CRDSchemas) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersi
 	gvr, ok := s.resources[gvk]
 	return gvr, ok
 }
+
+// Namespaced implements ScopeSource: whether a CRD's kind is namespaced.
+func (s *CRDSchemas) Namespaced(gk schema.GroupKind) (namespaced, known bool) {
+	namespaced, known = s.kindScopes[gk]
+	return namespaced, known
+}
+
+// ResourceNamespaced implements ScopeSource: whether a CRD's resource is namespaced.
+func (s *CRDSchemas) ResourceNamespaced(gr schema.GroupResource) (namespaced, known bool) {
+	namespaced, known = s.resourceScopes[gr]
+	return namespaced, known
+}
+
+var _ ScopeSource = (*CRDSchemas)(nil)

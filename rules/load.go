@@ -108,8 +108,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	}
 	var children []*Child
 	reads := map[string][]string{}
+	scopes := newScopes(opts)
+	parentNamespaced, _ := scopes.resource(gvr.GroupResource())
 	for _, cs := range src.children {
 		if ch := c.child(src, cs, opts); ch != nil {
+			checkChildScope(src, cs, ch, gvr.GroupResource(), parentNamespaced, scopes, errs)
 			children = append(children, ch)
 			reads[ch.ID] = ch.reads
 		}
