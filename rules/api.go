@@ -19,6 +19,10 @@ type RuleSet struct {
 	Rules []*Rule
 	// Hash identifies the source bytes (hex sha256), for metrics and logs.
 	Hash string
+	// Warnings are problems that do not stop the rules from loading but probably are
+	// mistakes (such as a YAML 1.1 boolean where a string was meant), in file order,
+	// each with its Line.
+	Warnings []*Error
 }
 
 // Rule is one compiled rule. It is immutable and safe for concurrent use.

@@ -41,6 +41,7 @@ func Load(data []byte, opts Options) (*RuleSet, error) {
 	for _, r := range rs.Rules {
 		sealFingerprint(r)
 	}
+	rs.Warnings = booleanWarnings(data)
 	return rs, nil
 }
 
