@@ -33,7 +33,9 @@ where a CRD child's schema wants an integer is too).
 It prints a one-line summary and exits 0, or lists every problem with its line, rule,
 child, field and expression and exits 1. It also warns (without failing) about children
 of sensitive kinds: Secrets, RBAC objects, admission webhooks and policies, and CRDs,
-which give whoever writes a parent power over the cluster through the controller.`,
+which give whoever writes a parent power over the cluster through the controller; and
+about unquoted y, yes, on, n, no and off (YAML 1.1 booleans) as map keys anywhere and as
+values in templates, where a string was almost surely meant.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -65,9 +67,16 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		printProblems(cmd.ErrOrStderr(), o.rules, list)
 		return &exitError{code: 1, err: fmt.Errorf("%s: %d %s", o.rules, len(list), plural(len(list), "problem", "problems"))}
 	}
-	warnings := checkWarnings(rs, crds)
+	var warnings []string
+	for _, w := range rs.Warnings {
+		at, text := located(o.rules, w)
+		warnings = append(warnings, at+": warning: "+text)
+	}
+	for _, w := range checkWarnings(rs, crds) {
+		warnings = append(warnings, o.rules+": warning: "+w)
+	}
 	for _, w := range warnings {
-		fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", o.rules, w)
+		fmt.Fprintln(cmd.ErrOrStderr(), w)
 	}
 	children := 0
 	for _, r := range rs.Rules {
@@ -86,17 +95,23 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 // under the column where CEL gives one.
 func printProblems(w io.Writer, file string, list rules.ErrorList) {
 	for _, e := range list {
-		line := *e
-		line.Line = 0
-		if e.Line > 0 {
-			fmt.Fprintf(w, "%s:%d: %s\n", file, e.Line, line.Error())
-		} else {
-			fmt.Fprintf(w, "%s: %s\n", file, line.Error())
-		}
+		at, text := located(file, e)
+		fmt.Fprintf(w, "%s: %s\n", at, text)
 		if caret := e.Caret(); caret != "" {
 			fmt.Fprintln(w, "    "+strings.ReplaceAll(caret, "\n", "\n    "))
 		}
 	}
+}
+
+// located splits a problem into its place in the file (file:line, or file when the line
+// is unknown) and the rest of its text.
+func located(file string, e *rules.Error) (at, text string) {
+	rest := *e
+	rest.Line = 0
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d", file, e.Line), rest.Error()
+	}
+	return file, rest.Error()
 }
 
 // checkWarnings lists what loads but deserves a second look.
