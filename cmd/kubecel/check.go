@@ -6,17 +6,20 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/rules"
 )
 
 type checkOptions struct {
-	rules string
-	crds  string
+	rules       string
+	crds        string
+	maxChildren maxChildrenFlag
 }
 
 func newCheckCommand() *cobra.Command {
@@ -41,6 +44,7 @@ values in templates, where a string was almost surely meant.`,
 	}
 	cmd.Flags().StringVar(&o.rules, "rules", "", "rules file (required)")
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests to type-check against")
+	o.maxChildren.addFlag(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
@@ -50,7 +54,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	var opts rules.Options
+	opts := rules.Options{MaxChildren: int(o.maxChildren)}
 	var crds *rules.CRDSchemas
 	if o.crds != "" {
 		if crds, err = rules.SchemasFromCRDDir(o.crds); err != nil {
@@ -151,6 +155,26 @@ func sensitiveKind(gvk schema.GroupVersionKind) string {
 	}
 	return ""
 }
+
+// maxChildrenFlag is --max-children, which every command that loads rules for
+// evaluation takes: the children limit of rules that set no maxChildren.
+type maxChildrenFlag int
+
+func (m *maxChildrenFlag) addFlag(f *pflag.FlagSet) {
+	f.Var(m, "max-children", fmt.Sprintf("most children one parent may have under a rule that sets no maxChildren (0: %d)", rules.DefaultMaxChildren))
+}
+
+func (m *maxChildrenFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a number of children, or 0 for the default (%d)", rules.DefaultMaxChildren)
+	}
+	*m = maxChildrenFlag(n)
+	return nil
+}
+
+func (m *maxChildrenFlag) String() string { return strconv.Itoa(int(*m)) }
+func (m *maxChildrenFlag) Type() string   { return "int" }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

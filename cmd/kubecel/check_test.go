@@ -18,6 +18,7 @@ func TestCheck(t *testing.T) {
 		{name: "sensitive-kinds-and-unknown-schema", args: []string{"--rules", dir + "/sensitive.yaml", "--crds", crds}},
 		{name: "yaml-booleans", args: []string{"--rules", dir + "/booleans.yaml", "--crds", crds}},
 		{name: "cluster-scoped-child", args: []string{"--rules", dir + "/scope.yaml", "--crds", crds}, code: 1},
+		{name: "bad-max-children", args: []string{"--rules", dir + "/booleans.yaml", "--max-children", "-1"}, code: 1},
 		{name: "missing-file", args: []string{"--rules", dir + "/missing.yaml"}, code: 1},
 		{name: "bad-crds", args: []string{"--rules", dir + "/sensitive.yaml", "--crds", dir}, code: 1},
 	}

@@ -20,12 +20,13 @@ import (
 )
 
 type planOptions struct {
-	rules      string
-	kubeconfig string
-	rule       string
-	namespace  string
-	output     string
-	timeout    time.Duration
+	rules       string
+	kubeconfig  string
+	rule        string
+	namespace   string
+	output      string
+	timeout     time.Duration
+	maxChildren maxChildrenFlag
 }
 
 func newPlanCommand() *cobra.Command {
@@ -63,6 +64,7 @@ terraform plan -detailed-exitcode.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "plan only the parents in this namespace")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.DurationVar(&o.timeout, "sync-timeout", 2*time.Minute, "how long to wait for the cluster's objects to be listed")
+	o.maxChildren.addFlag(f)
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
@@ -111,7 +113,7 @@ func (o *planOptions) plan(ctx context.Context) ([]engine.ParentPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	var opts rules.Options
+	opts := rules.Options{MaxChildren: int(o.maxChildren)}
 	if schemas, err := engine.ClusterSchemas(ctx, cfg); err == nil {
 		opts.Schemas = schemas
 	} else {

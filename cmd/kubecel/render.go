@@ -25,10 +25,11 @@ import (
 const childLabel = "kubecel.dev/child"
 
 type renderOptions struct {
-	rules  string
-	files  []string
-	output string
-	crds   string
+	rules       string
+	files       []string
+	output      string
+	crds        string
+	maxChildren maxChildrenFlag
 }
 
 func newRenderCommand() *cobra.Command {
@@ -62,6 +63,7 @@ redacted. Exit status 1 when the rules do not load or an expression fails.`,
 	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "the parent object, then files of observed children (repeatable)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests, for kind-to-resource mapping and type checking")
+	o.maxChildren.addFlag(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -71,7 +73,7 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 	if o.output != "yaml" && o.output != "json" {
 		return &exitError{code: 1, err: fmt.Errorf("unknown output format %q: use yaml or json", o.output)}
 	}
-	rs, crds, err := loadRules(o.rules, o.crds)
+	rs, crds, err := loadRules(o.rules, o.crds, rules.Options{MaxChildren: int(o.maxChildren)})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -116,12 +118,11 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 }
 
 // loadRules reads and loads a rules file, with the schemas of a CRD directory if given.
-func loadRules(file, crdDir string) (*rules.RuleSet, *rules.CRDSchemas, error) {
+func loadRules(file, crdDir string, opts rules.Options) (*rules.RuleSet, *rules.CRDSchemas, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, nil, err
 	}
-	var opts rules.Options
 	var crds *rules.CRDSchemas
 	if crdDir != "" {
 		if crds, err = rules.SchemasFromCRDDir(crdDir); err != nil {

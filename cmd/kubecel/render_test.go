@@ -81,6 +81,7 @@ func TestRender(t *testing.T) {
 		{name: "no-rule", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/database.yaml"}, code: 1},
 		{name: "secret-redacted-and-error", args: []string{"--rules", dir + "/secret-rules.yaml", "-f", dir + "/database.yaml"}, code: 1},
 		{name: "rules-do-not-load", args: []string{"--rules", dir + "/parent.yaml", "-f", dir + "/parent.yaml"}, code: 1},
+		{name: "over-max-children", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/parent.yaml", "--max-children", "2"}, code: 1},
 		{name: "bad-output", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/parent.yaml", "-o", "xml"}, code: 1},
 	}
 	for _, tt := range tests {

@@ -29,6 +29,7 @@ type runOptions struct {
 	metricsAddr    string
 	healthAddr     string
 	pprofAddr      string
+	maxChildren    maxChildrenFlag
 	leader         leaderOptions
 }
 
@@ -56,6 +57,7 @@ non-zero.`,
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
 	f.StringVar(&o.healthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty disables)")
 	f.StringVar(&o.pprofAddr, "pprof-addr", "", "address of net/http/pprof under /debug/pprof/ (empty disables)")
+	o.maxChildren.addFlag(f)
 	o.leader.addFlags(f)
 	return cmd
 }
@@ -122,12 +124,14 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 		Controller: ctrl,
 		Source:     src,
 		Options: func(ctx context.Context) rules.Options {
+			opts := rules.Options{MaxChildren: int(o.maxChildren)}
 			schemas, err := engine.ClusterSchemas(ctx, cfg)
 			if err != nil {
 				klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
-				return rules.Options{}
+				return opts
 			}
-			return rules.Options{Schemas: schemas}
+			opts.Schemas = schemas
+			return opts
 		},
 		OnError: func(_ context.Context, err error) { warnOnSource(ctrl, src, "RulesLoadFailed", err.Error()) },
 	}
