@@ -23,7 +23,7 @@ type LimitError struct {
 
 func (e *LimitError) Error() string {
 	if e.Child != "" {
-		return fmt.Sprintf("rule %q child %q: forEach yields %d elements, over the limit of %d children per parent (set maxChildren on the rule to change it)", e.Rule, e.Child, e.Count, e.Limit)
+		return fmt.Sprintf("rule %q child %q: forEach yields %d elements, over the limit of %d %s per parent (set maxChildren on the rule to change it)", e.Rule, e.Child, e.Count, e.Limit, children(e.Limit))
 	}
 	return fmt.Sprintf("rule %q: %d children for one parent, over the limit of %d (maxChildren)", e.Rule, e.Count, e.Limit)
 }
@@ -39,4 +39,11 @@ func (ev *evaluation) overLimit(ch *Child, n int) bool {
 		ev.limit = &LimitError{Rule: ev.rule.Name, Count: total, Limit: limit}
 	}
 	return ev.limit != nil
+}
+
+func children(n int) string {
+	if n == 1 {
+		return "child"
+	}
+	return "children"
 }

@@ -68,6 +68,20 @@ func TestEvaluateLimitsChildren(t *testing.T) {
 			message: `rule "big" child "cms": forEach yields 6 elements, over the limit of 5 children per parent (set maxChildren on the rule to change it)`,
 		},
 		{
+			name: "a limit of one",
+			rule: `- name: big
+  parent: {apiVersion: example.com/v1, resource: webapps}
+  maxChildren: 1
+  children:
+  - id: cms
+    forEach: parent.spec.items
+    template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${each.name}"}}
+`,
+			items:   2,
+			want:    &LimitError{Rule: "big", Child: "cms", Count: 2, Limit: 1},
+			message: `rule "big" child "cms": forEach yields 2 elements, over the limit of 1 child per parent (set maxChildren on the rule to change it)`,
+		},
+		{
 			name:    "the rule's maxChildren wins over the options",
 			rule:    limitRule + "  maxChildren: 10\n",
 			opts:    Options{MaxChildren: 5},
