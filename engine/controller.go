@@ -88,6 +88,8 @@ type Controller struct {
 	lastFailure sync.Map
 	// written holds our latest writes until the caches show them.
 	written *written
+	// waiting holds the parents whose child's name another object holds.
+	waiting *waiters
 }
 
 // New builds a controller for the cluster that cfg points at.
@@ -127,6 +129,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		rules:   map[string]*ruleState{},
 		pending: map[string]*pendingRule{},
 		written: newWritten(),
+		waiting: newWaiters(),
 	}
 	c.events, c.recorder = newRecorder(kube, opts.DryRun)
 	return c, nil

@@ -54,10 +54,14 @@ func (c *Controller) recordOutcome(ctx context.Context, st *ruleState, parent *u
 		c.event(parent, "Warning", reason, "%s", msg)
 	}
 	if out.evalErr != nil {
-		report(ReasonEvaluationFailed, out.evalErr)
+		report(evalReason(out.evalErr), out.evalErr)
 	}
-	if len(out.applyErr) > 0 {
-		report(ReasonApplyFailed, out.applyErr...)
+	conflicts, others := splitConflicts(out.applyErr)
+	if len(conflicts) > 0 {
+		report(ReasonChildExists, conflicts...)
+	}
+	if len(others) > 0 {
+		report(ReasonApplyFailed, others...)
 	}
 	if len(out.pruneErr) > 0 {
 		report(ReasonPruneFailed, out.pruneErr...)
@@ -74,4 +78,16 @@ func (c *Controller) Warn(obj runtime.Object, reason, message string) {
 		return
 	}
 	c.recorder.Event(obj, corev1.EventTypeWarning, reason, truncate(message, 1024))
+}
+
+// splitConflicts separates the errors of names held by other objects from the rest.
+func splitConflicts(errs []error) (conflicts, others []error) {
+	for _, err := range errs {
+		if isConflict(err) {
+			conflicts = append(conflicts, err)
+		} else {
+			others = append(others, err)
+		}
+	}
+	return conflicts, others
 }

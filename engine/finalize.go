@@ -13,12 +13,12 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// ensureFinalizerFor adds kubecel's finalizer to the parent before the first child that
+// ensureFinalizerFor adds the rule's finalizer to the parent before the first child that
 // garbage collection cannot reach is created, so that such a child is never orphaned.
 // The write is recorded in out.
 func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, parent, child *unstructured.Unstructured, out *outcome) error {
 	ck := st.children[child.GroupVersionKind().GroupKind()]
-	if !crossesNamespace(st, parent, child, ck.Namespaced) || slices.Contains(parent.GetFinalizers(), Finalizer) {
+	if !crossesNamespace(st, parent, child, ck.Namespaced) || st.holds(parent) {
 		return nil
 	}
 	got, err := c.sendFinalizer(ctx, st, parent, true)
@@ -27,12 +27,18 @@ func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, pare
 	}
 	out.record(ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
 	// Later children in this reconcile see it on the cached object's copy.
-	parent.SetFinalizers(append(parent.GetFinalizers(), Finalizer))
+	parent.SetFinalizers(append(parent.GetFinalizers(), FinalizerFor(st.rule.Name)))
 	return nil
 }
 
-// applyFinalizer server-side applies the parent's metadata with (or without) kubecel's
-// finalizer: our apply owns only that list entry.
+// holds reports whether parent carries the rule's finalizer.
+func (st *ruleState) holds(parent *unstructured.Unstructured) bool {
+	return slices.Contains(parent.GetFinalizers(), FinalizerFor(st.rule.Name))
+}
+
+// applyFinalizer server-side applies the parent's metadata with (or without) the rule's
+// finalizer. The rule's own field manager owns only that list entry, so adding or
+// removing it never touches another rule's finalizer.
 func (c *Controller) applyFinalizer(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, present bool) error {
 	_, err := c.sendFinalizer(ctx, st, parent, present)
 	return err
@@ -47,9 +53,9 @@ func (c *Controller) sendFinalizer(ctx context.Context, st *ruleState, parent *u
 	patch.SetNamespace(parent.GetNamespace())
 	patch.SetUID(parent.GetUID()) // a precondition: never re-create a parent that is gone
 	if present {
-		patch.SetFinalizers([]string{Finalizer})
+		patch.SetFinalizers([]string{FinalizerFor(st.rule.Name)})
 	}
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	opts := metav1.ApplyOptions{FieldManager: ParentFieldManager(st.rule.Name), Force: true}
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
@@ -64,7 +70,7 @@ func (c *Controller) sendFinalizer(ctx context.Context, st *ruleState, parent *u
 		if !present {
 			verb = "remove"
 		}
-		return nil, fmt.Errorf("rule %q: %s finalizer %s: %w", st.rule.Name, verb, Finalizer, err)
+		return nil, fmt.Errorf("rule %q: %s finalizer %s: %w", st.rule.Name, verb, FinalizerFor(st.rule.Name), err)
 	}
 	return got, nil
 }
@@ -92,10 +98,10 @@ func otherUID(err error) bool {
 }
 
 // finalize handles a parent being deleted. Children that garbage collection follows go
-// with it; when the parent carries kubecel's finalizer, kubecel deletes every child it
-// labelled for this parent, waits until they are gone, then removes the finalizer.
+// with it; when the parent carries the rule's finalizer, kubecel deletes every child the
+// rule labelled for this parent, waits until they are gone, then removes the finalizer.
 func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) (time.Duration, error) {
-	if !slices.Contains(parent.GetFinalizers(), Finalizer) {
+	if !st.holds(parent) {
 		return 0, nil
 	}
 	logger := klog.FromContext(ctx)

@@ -49,6 +49,9 @@ func (c *Controller) setupChildInformer(w *watch) error {
 		if key, ok := storeKey(o); ok {
 			w.children.update(key, old, o)
 		}
+		if old != nil && old.parentUID != o.parentUID {
+			c.unblock(o)
+		}
 		enqueue(o)
 	}
 	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -63,6 +66,7 @@ func (c *Controller) setupChildInformer(w *watch) error {
 				w.children.update(key, o, nil)
 			}
 			c.written.forget(keyOf(o).String())
+			c.unblock(o)
 			enqueue(o)
 		},
 	})
@@ -71,4 +75,11 @@ func (c *Controller) setupChildInformer(w *watch) error {
 	}
 	w.handlerSynced = reg.HasSynced
 	return nil
+}
+
+// unblock requeues the parents that wait for o's name: o was deleted or changed hands.
+func (c *Controller) unblock(o *cachedObject) {
+	for _, key := range c.waiting.take(keyOf(o).String()) {
+		c.queue.Add(key)
+	}
 }

@@ -19,18 +19,18 @@ func needsApply(desired, live *unstructured.Unstructured) bool {
 	if !subset(desired.Object, live.Object) {
 		return true
 	}
-	owned, ok := ownedFields(live, "")
+	owned, ok := ownedFields(live, FieldManager, "")
 	if !ok {
 		return true // not ours yet: apply to take ownership of what we set
 	}
 	return !coversAll(owned, desired.Object)
 }
 
-// ownedFields returns the field set kubecel's apply owns on obj (for the given
+// ownedFields returns the field set that manager's apply owns on obj (for the given
 // subresource, "" for the main resource).
-func ownedFields(obj *unstructured.Unstructured, subresource string) (*fieldpath.Set, bool) {
+func ownedFields(obj *unstructured.Unstructured, manager, subresource string) (*fieldpath.Set, bool) {
 	for _, e := range obj.GetManagedFields() {
-		if e.Manager != FieldManager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != subresource || e.FieldsV1 == nil {
+		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != subresource || e.FieldsV1 == nil {
 			continue
 		}
 		set := &fieldpath.Set{}

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -162,7 +161,7 @@ func (c *Controller) updateRuleGauges() {
 	c.metrics.pendingRules.Set(float64(len(c.pending)))
 }
 
-// releaseParents removes kubecel's finalizer from the parents of a rule that was
+// releaseParents removes the rule's finalizer from the parents of a rule that was
 // deliberately removed from the rules, so they can still be deleted. Their children
 // stay where they are. It runs in the background; failures are logged.
 func (c *Controller) releaseParents(ctx context.Context, st *ruleState) {
@@ -174,7 +173,7 @@ func (c *Controller) releaseParents(ctx context.Context, st *ruleState) {
 				klog.FromContext(ctx).Error(err, "Cannot release parent of a removed rule", "rule", st.rule.Name)
 				continue
 			}
-			if slices.Contains(u.GetFinalizers(), Finalizer) {
+			if st.holds(u) {
 				held = append(held, u)
 			}
 		}

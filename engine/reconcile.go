@@ -45,10 +45,11 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 		return 0, err
 	}
 	if !ok {
-		// Deleted: owner references and finalizers take care of the children.
+		// Deleted (owner references and finalizers take care of the children), or no
+		// longer selected by the rule (released).
 		c.statusless.Delete(key)
 		c.lastFailure.Delete(key)
-		return 0, nil
+		return 0, c.releaseGone(ctx, st, key)
 	}
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, st, parent)
@@ -71,9 +72,32 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 		errs = append(errs, out.evalErr)
 	}
 	if err := errors.Join(errs...); err != nil {
+		if onlyConflicts(out) {
+			// A name held by another object: its holder's events requeue the parent
+			// when the holder is kubecel's; a foreign object is looked at again now
+			// and then, without backoff growing to many minutes.
+			return conflictRetry, nil
+		}
 		return 0, err
 	}
 	return 0, nil
+}
+
+// conflictRetry is how long a parent whose child's name is taken waits before it looks
+// again, when no event of the holder requeues it earlier.
+const conflictRetry = 30 * time.Second
+
+// onlyConflicts reports whether a reconcile failed only because child names are taken.
+func onlyConflicts(out *outcome) bool {
+	if out.evalErr != nil || len(out.pruneErr) > 0 || out.statusErr != nil || len(out.applyErr) == 0 {
+		return false
+	}
+	for _, err := range out.applyErr {
+		if !isConflict(err) {
+			return false
+		}
+	}
+	return true
 }
 
 // sync is the reconcile of a live parent, shared by the controller and by plan: apply
@@ -84,6 +108,13 @@ func (c *Controller) sync(ctx context.Context, st *ruleState, parent *unstructur
 	out := c.converge(ctx, st, parent)
 	if out.evalErr == nil && len(out.applyErr) == 0 {
 		out.pruneErr = c.prune(ctx, st, parent, out)
+		if out.result.Skip && len(out.pruneErr) == 0 && st.holds(parent) {
+			// The rule's `when` lets go of the parent: its children are pruned, so
+			// its finalizer has nothing left to guard.
+			if err := c.applyFinalizer(ctx, st, parent, false); err != nil {
+				out.pruneErr = append(out.pruneErr, err)
+			}
+		}
 	}
 	out.statusErr = c.writeStatus(ctx, st, parent, out)
 	return out
@@ -133,8 +164,16 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 				out.applyErr = append(out.applyErr, err)
 				continue
 			}
-			got, err := c.apply(ctx, st, d.ID, obj)
+			var got *unstructured.Unstructured
+			if live[k] == nil {
+				got, err = c.create(ctx, st, parent, d.ID, obj)
+			} else {
+				got, err = c.apply(ctx, st, d.ID, obj)
+			}
 			if err != nil {
+				if isConflict(err) {
+					c.waiting.add(k.String(), keyFor(st, parent))
+				}
 				out.applyErr = append(out.applyErr, err)
 				failed[k] = true
 				continue

@@ -72,6 +72,9 @@ func (c *Controller) SetRules(ctx context.Context, rs *rules.RuleSet) {
 		}
 		if err := c.startRuleLocked(ctx, r, old); err != nil {
 			c.setPending(ctx, r, err)
+		} else if old != nil {
+			// Parents the new version no longer selects are released by it.
+			old.enqueueAll(c.queue)
 		}
 		if old != nil {
 			c.stopRule(old)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,9 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
-// Condition types and reasons kubecel writes.
+// Condition types and reasons kubecel writes. A rule that shares its parent resource
+// with another rule that writes status names its conditions after itself instead
+// (rules.Rule.ReadyCondition and SyncedCondition), so each rule owns its own.
 const (
 	ConditionReady  = "Ready"
 	ConditionSynced = "Synced"
@@ -26,12 +31,13 @@ const (
 	ReasonEvaluationFailed = "EvaluationFailed"
 	ReasonApplyFailed      = "ApplyFailed"
 	ReasonPruneFailed      = "PruneFailed"
+	ReasonTooManyChildren  = "TooManyChildren"
 )
 
 // desiredStatus builds the status kubecel wants on the parent: the rule's fields,
 // observedGeneration and the Ready and Synced conditions. Conditions keep their
 // lastTransitionTime while their status does not change.
-func desiredStatus(parent *unstructured.Unstructured, out *outcome, now time.Time) map[string]any {
+func desiredStatus(r *rules.Rule, parent *unstructured.Unstructured, out *outcome, now time.Time) map[string]any {
 	status := map[string]any{}
 	if out.result != nil {
 		for k, v := range out.result.Status {
@@ -41,6 +47,7 @@ func desiredStatus(parent *unstructured.Unstructured, out *outcome, now time.Tim
 	gen := parent.GetGeneration()
 	status["observedGeneration"] = gen
 	ready, synced := readyCondition(out), syncedCondition(out)
+	ready.Type, synced.Type = r.ReadyCondition, r.SyncedCondition
 	live, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
 	var conds []any
 	for _, c := range []metav1.Condition{ready, synced} {
@@ -99,7 +106,9 @@ func syncedCondition(out *outcome) metav1.Condition {
 	}
 	switch {
 	case out.evalErr != nil:
-		return fail(ReasonEvaluationFailed, out.evalErr)
+		return fail(evalReason(out.evalErr), out.evalErr)
+	case slices.ContainsFunc(out.applyErr, isConflict):
+		return fail(ReasonChildExists, out.applyErr...)
 	case len(out.applyErr) > 0:
 		return fail(ReasonApplyFailed, out.applyErr...)
 	case len(out.pruneErr) > 0:
@@ -108,8 +117,18 @@ func syncedCondition(out *outcome) metav1.Condition {
 	return metav1.Condition{Type: ConditionSynced, Status: metav1.ConditionTrue, Reason: ReasonSynced, Message: "children are applied"}
 }
 
+// evalReason is the Synced reason of an evaluation error.
+func evalReason(err error) string {
+	var limit *rules.LimitError
+	if errors.As(err, &limit) {
+		return ReasonTooManyChildren
+	}
+	return ReasonEvaluationFailed
+}
+
 // writeStatus applies the desired status to the parent's status subresource when the
-// rule has a status block and something changed.
+// rule has a status block and something changed. Each rule applies with its own field
+// manager: rules sharing a parent own their own fields and conditions.
 func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, out *outcome) error {
 	if !st.rule.HasStatus || out.result != nil && out.result.Skip {
 		// A parent the rule does not apply to (its `when` is false) is not the rule's
@@ -121,11 +140,13 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 		return nil
 	}
 	current := parent
-	if mine := c.written.newer("status/"+uidKey, parent); mine != nil {
+	memo := "status/" + st.rule.Name + "/" + uidKey
+	if mine := c.written.newer(memo, parent); mine != nil {
 		current = mine
 	}
-	want := desiredStatus(current, out, time.Now())
-	if !statusNeedsApply(want, current) {
+	manager := ParentFieldManager(st.rule.Name)
+	want := desiredStatus(st.rule, current, out, time.Now())
+	if !statusNeedsApply(want, current, manager) {
 		return nil
 	}
 	patch := &unstructured.Unstructured{Object: map[string]any{
@@ -136,13 +157,13 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	if parent.GetNamespace() == "" {
 		unstructured.RemoveNestedField(patch.Object, "metadata", "namespace")
 	}
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	opts := metav1.ApplyOptions{FieldManager: manager, Force: true}
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	got, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), patch, opts)
 	if err == nil && !c.opts.DryRun {
-		c.written.remember("status/"+uidKey, got)
+		c.written.remember(memo, got)
 	}
 	if err == nil {
 		out.record(ActionStatus, "", current, got)
@@ -162,13 +183,13 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 }
 
 // statusNeedsApply compares the wanted status with the parent's, including status
-// fields kubecel owns that it no longer wants.
-func statusNeedsApply(want map[string]any, parent *unstructured.Unstructured) bool {
+// fields the manager owns that it no longer wants.
+func statusNeedsApply(want map[string]any, parent *unstructured.Unstructured, manager string) bool {
 	live, _, _ := unstructured.NestedMap(parent.Object, "status")
 	if !subset(want, live) {
 		return true
 	}
-	owned, ok := ownedFields(parent, "status")
+	owned, ok := ownedFields(parent, manager, "status")
 	if !ok {
 		return true
 	}

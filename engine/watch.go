@@ -107,7 +107,8 @@ func toCache(obj any) (any, error) {
 
 // trimObject drops what kubecel never reads before an object enters a cache: the
 // managedFields entries of other managers and kubectl's last-applied annotation. Our own
-// entries stay: they tell which fields an apply would remove.
+// entries (FieldManager and each rule's ParentFieldManager) stay: they tell which fields
+// an apply would remove.
 //
 // It edits the freshly decoded maps in place. Going through GetManagedFields and
 // SetManagedFields instead converts every entry to JSON and back and deep-copies the
@@ -120,7 +121,7 @@ func trimObject(u *unstructured.Unstructured) {
 	if mf, ok := md["managedFields"].([]any); ok {
 		kept := make([]any, 0, 1)
 		for _, e := range mf {
-			if m, ok := e.(map[string]any); ok && m["manager"] == FieldManager {
+			if m, ok := e.(map[string]any); ok && ourManager(managerOf(m)) {
 				kept = append(kept, e)
 			}
 		}
@@ -133,4 +134,9 @@ func trimObject(u *unstructured.Unstructured) {
 	if ann, ok := md["annotations"].(map[string]any); ok {
 		delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
 	}
+}
+
+func managerOf(entry map[string]any) string {
+	m, _ := entry["manager"].(string)
+	return m
 }

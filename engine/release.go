@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+)
+
+// A rule lets go of a parent it no longer selects: relabelled out of its selector, or
+// its `when` turned false. The rule's children of that parent are pruned and its
+// finalizer removed, so that deleting the parent later never waits for a rule that no
+// longer looks at it.
+
+// selects reports whether the rule's namespaces and selector take in parent.
+func (st *ruleState) selects(parent *unstructured.Unstructured) bool {
+	if ns := st.rule.Parent.Namespaces; len(ns) > 0 && st.parent.Namespaced && !slices.Contains(ns, parent.GetNamespace()) {
+		return false
+	}
+	return st.rule.Parent.Selector.Matches(labels.Set(parent.GetLabels()))
+}
+
+// releaseGone handles a key whose parent the rule's caches do not hold. A parent that is
+// gone needs nothing: owner references and the finalizer took care of its children. One
+// that still exists but that the rule no longer selects is released.
+func (c *Controller) releaseGone(ctx context.Context, st *ruleState, key Key) error {
+	parent, err := c.client.Resource(st.parent.GVR).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsForbidden(err):
+		// Outside what the controller may read (a namespace the rule does not name):
+		// nothing the rule made can be there.
+		klog.FromContext(ctx).V(2).Info("Cannot read parent to release it", "err", err.Error())
+		return nil
+	case err != nil:
+		return fmt.Errorf("rule %q: read parent %s: %w", st.rule.Name, key, err)
+	case st.selects(parent):
+		return nil // the cache has not caught up with it yet; its event follows
+	}
+	return c.release(ctx, st, parent, "no longer selected by the rule")
+}
+
+// release prunes every child the rule made for parent and removes the rule's finalizer.
+// Children are deleted with UID preconditions; the finalizer goes only when every delete
+// was sent.
+func (c *Controller) release(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, why string) error {
+	children := st.ownedChildren(string(parent.GetUID()))
+	if len(children) == 0 && !st.holds(parent) {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	var errs []error
+	for _, child := range children {
+		if child.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if err := c.deleteChild(ctx, st, child); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
+		logger.Info("Pruned child of released parent", "child", child.child, "object", keyOf(child).String(), "why", why)
+		c.event(parent, "Normal", "Pruned", "pruned %s (%s)", keyOf(child), why)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if !st.holds(parent) {
+		return nil
+	}
+	return c.applyFinalizer(ctx, st, parent, false)
+}
+
+// waiters remembers parents whose child's name is held by another object, by that
+// object's key, so that they are requeued as soon as the holder lets go of it.
+type waiters struct {
+	mu     sync.Mutex
+	byName map[string]map[Key]bool
+}
+
+func newWaiters() *waiters { return &waiters{byName: map[string]map[Key]bool{}} }
+
+func (w *waiters) add(object string, parent Key) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byName[object] == nil {
+		w.byName[object] = map[Key]bool{}
+	}
+	w.byName[object][parent] = true
+}
+
+// take returns and forgets the parents waiting for object.
+func (w *waiters) take(object string) []Key {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	keys := make([]Key, 0, len(w.byName[object]))
+	for k := range w.byName[object] {
+		keys = append(keys, k)
+	}
+	delete(w.byName, object)
+	return keys
+}
