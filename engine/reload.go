@@ -83,7 +83,11 @@ func (l *Loader) Load(ctx context.Context) error {
 	l.reloads.WithLabelValues("success").Inc()
 	l.hash.Reset()
 	l.hash.WithLabelValues(rs.Hash).Set(1)
-	klog.FromContext(ctx).Info("Loaded rules", "source", l.Source.String(), "rules", len(rs.Rules), "hash", rs.Hash)
+	logger := klog.FromContext(ctx)
+	logger.Info("Loaded rules", "source", l.Source.String(), "rules", len(rs.Rules), "hash", rs.Hash)
+	for _, w := range rs.Warnings {
+		logger.Info("Rules warning", "source", l.Source.String(), "warning", w.Error())
+	}
 	return nil
 }
 
