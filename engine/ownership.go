@@ -57,11 +57,14 @@ func isConflict(err error) bool {
 }
 
 // holderOf says who holds obj when it is not (rule, parentUID)'s child, or "" when it is.
-func holderOf(rule, parentUID string, labels map[string]string, annotations map[string]string, owners []metav1.OwnerReference) string {
+// A child that kubecel made for the same parent under a rule that no longer exists
+// (removed or renamed; live says which rules do) is the parent's to take.
+func holderOf(rule, parentUID string, labels, annotations map[string]string, owners []metav1.OwnerReference, live func(rule string) bool) string {
+	kubecel := labels[LabelManagedBy] == ManagedByValue
 	switch {
-	case labels[LabelManagedBy] == ManagedByValue && labels[LabelRule] == rule && labels[LabelParentUID] == parentUID:
+	case kubecel && labels[LabelParentUID] == parentUID && (labels[LabelRule] == rule || !live(labels[LabelRule])):
 		return ""
-	case labels[LabelManagedBy] == ManagedByValue && labels[LabelParentUID] != "":
+	case kubecel && labels[LabelParentUID] != "":
 		who := annotations[AnnotationParent]
 		if who == "" {
 			who = "uid " + labels[LabelParentUID]
@@ -87,7 +90,7 @@ func adoptable(obj *unstructured.Unstructured) bool {
 
 // cachedHolder looks for obj in its kind's child cache: when an object of that name is
 // cached (so kubecel labelled it) for another rule or parent, it says who holds it.
-func cachedHolder(st *ruleState, parentUID string, obj *unstructured.Unstructured) string {
+func (c *Controller) cachedHolder(st *ruleState, parentUID string, obj *unstructured.Unstructured) string {
 	ck := st.children[obj.GroupVersionKind().GroupKind()]
 	if ck == nil || ck.watch == nil {
 		return ""
@@ -101,11 +104,15 @@ func cachedHolder(st *ruleState, parentUID string, obj *unstructured.Unstructure
 		return ""
 	}
 	o := item.(*cachedObject)
-	if o.rule == st.rule.Name && o.parentUID == parentUID {
-		return ""
-	}
 	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelRule: o.rule, LabelParentUID: o.parentUID}
-	return holderOf(st.rule.Name, parentUID, labels, map[string]string{AnnotationParent: o.parent}, nil)
+	return holderOf(st.rule.Name, parentUID, labels, map[string]string{AnnotationParent: o.parent}, nil, c.ruleKnown)
+}
+
+// ruleKnown reports whether a rule of that name runs or waits to run.
+func (c *Controller) ruleKnown(name string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rules[name] != nil || c.pending[name] != nil
 }
 
 // create writes a child that the caches do not show: created when its name is free; when
@@ -113,7 +120,7 @@ func cachedHolder(st *ruleState, parentUID string, obj *unstructured.Unstructure
 func (c *Controller) create(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, child string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	uid := string(parent.GetUID())
 	k := keyOf(obj)
-	if holder := cachedHolder(st, uid, obj); holder != "" {
+	if holder := c.cachedHolder(st, uid, obj); holder != "" {
 		return nil, &conflictError{rule: st.rule.Name, child: child, obj: k, holder: holder}
 	}
 	first := obj.DeepCopy()
@@ -131,7 +138,7 @@ func (c *Controller) create(ctx context.Context, st *ruleState, parent *unstruct
 	case gerr != nil:
 		return nil, childError(st.rule.Name, child, k, fmt.Errorf("read the existing object: %w", gerr))
 	}
-	holder := holderOf(st.rule.Name, uid, existing.GetLabels(), existing.GetAnnotations(), existing.GetOwnerReferences())
+	holder := holderOf(st.rule.Name, uid, existing.GetLabels(), existing.GetAnnotations(), existing.GetOwnerReferences(), c.ruleKnown)
 	switch {
 	case holder == "":
 		return c.apply(ctx, st, child, obj) // ours: the cache has not seen our create yet

@@ -44,7 +44,12 @@ func TestCreateNeverAdopts(t *testing.T) {
 			LabelManagedBy: ManagedByValue, LabelRule: "another", LabelParentUID: uid, LabelChild: "cm",
 		}}, want: "conflict"},
 		{name: "ours-not-cached-yet", existing: map[string]any{"labels": ours}, want: "applied"},
+		{name: "left-by-a-removed-rule", existing: map[string]any{"labels": map[string]any{
+			LabelManagedBy: ManagedByValue, LabelRule: "removed", LabelParentUID: uid, LabelChild: "cm",
+		}}, want: "applied"},
 	}
+	// "another" runs: its children are not this rule's to take.
+	c.rules["another"] = &ruleState{rule: &rules.Rule{Name: "another"}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &ruleState{
@@ -120,6 +125,9 @@ func TestHolderOf(t *testing.T) {
 			ann: map[string]string{AnnotationParent: "example.com/webapps/ns/other"}, want: `belongs to parent example.com/webapps/ns/other of rule "r"`},
 		{name: "another rule", labels: map[string]string{LabelManagedBy: ManagedByValue, LabelRule: "s", LabelParentUID: "u1"},
 			want: `belongs to parent uid u1 of rule "s"`},
+		{name: "a removed rule of the same parent", labels: map[string]string{LabelManagedBy: ManagedByValue, LabelRule: "gone", LabelParentUID: "u1"}, want: ""},
+		{name: "a removed rule of another parent", labels: map[string]string{LabelManagedBy: ManagedByValue, LabelRule: "gone", LabelParentUID: "u2"},
+			want: `belongs to parent uid u2 of rule "gone"`},
 		{name: "labels copied without managed-by", labels: map[string]string{LabelRule: "r", LabelParentUID: "u1"}, want: "was not created by kubecel for this parent"},
 		{name: "controlled", owners: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: types.UID("x"), Controller: &controller}},
 			want: "is controlled by Deployment web"},
@@ -127,7 +135,8 @@ func TestHolderOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := holderOf("r", "u1", tt.labels, tt.ann, tt.owners); got != tt.want {
+			live := func(rule string) bool { return rule == "r" || rule == "s" }
+			if got := holderOf("r", "u1", tt.labels, tt.ann, tt.owners, live); got != tt.want {
 				t.Errorf("holderOf = %q, want %q", got, tt.want)
 			}
 		})
