@@ -34,7 +34,7 @@ func newRBACCommand() *cobra.Command {
 		Short: "Print the least-privilege ClusterRole that the rules need",
 		Long: `rbac prints, as YAML, the ClusterRole that the rules need and nothing more:
 get, list, watch and patch on each parent resource (patch adds and removes the
-kubecel.dev/cleanup finalizer), patch on its status subresource when the rule writes
+cleanup.kubecel.dev/<rule> finalizer), patch on its status subresource when the rule writes
 status, and get, list, watch, create, patch and delete on each child resource (every
 write is a server-side apply; delete prunes).
 

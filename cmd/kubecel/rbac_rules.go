@@ -21,7 +21,7 @@ const aggregateLabel = "kubecel.dev/aggregate-to-controller"
 // which is a PATCH request; no verb below is "update".
 var (
 	// Parents are watched through informers, and patched to add or remove the
-	// kubecel.dev/cleanup finalizer. Patch is granted for every parent, not only for rules
+	// cleanup.kubecel.dev/<rule> finalizer. Patch is granted for every parent, not only for rules
 	// with crossNamespace children: a rule edited to drop its last such child must still
 	// remove the finalizer from the parents that carry it, or they could never be deleted.
 	parentVerbs = []string{"get", "list", "watch", "patch"}
