@@ -23,7 +23,7 @@ func Load(data []byte, opts Options) (*RuleSet, error) {
 	var errs ErrorList
 	sources := parseFile(data, &errs)
 	checkRuleNames(sources, &errs)
-	checkStatusOwners(sources, &errs)
+	checkStatusOwners(sources, newScopes(opts), &errs)
 	sum := sha256.Sum256(data)
 	rs := &RuleSet{Hash: hex.EncodeToString(sum[:])}
 	for _, src := range sources {
@@ -37,7 +37,7 @@ func Load(data []byte, opts Options) (*RuleSet, error) {
 		slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, errs
 	}
-	setConditionTypes(rs.Rules)
+	setConditionTypes(rs.Rules, newScopes(opts))
 	for _, r := range rs.Rules {
 		sealFingerprint(r)
 	}

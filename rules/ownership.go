@@ -9,8 +9,8 @@ import (
 )
 
 // This file decides what each rule owns of a parent's status when several rules write
-// the status of the same resource: each status field belongs to one rule, and each rule
-// has its own Ready and Synced conditions.
+// the status of parents they may both select (see overlap.go): each status field belongs
+// to one rule, and each rule has its own Ready and Synced conditions.
 
 const (
 	conditionReady  = "Ready"
@@ -35,7 +35,7 @@ func statusResource(r *ruleSource) (gr schema.GroupResource, ok bool) {
 
 // checkStatusOwners reports every status field that two rules write on the same parent
 // resource, on the later of the two.
-func checkStatusOwners(rules []*ruleSource, errs *ErrorList) {
+func checkStatusOwners(rules []*ruleSource, s scopes, errs *ErrorList) {
 	earlier := map[schema.GroupResource][]*ruleSource{}
 	for _, r := range rules {
 		gr, ok := statusResource(r)
@@ -44,7 +44,7 @@ func checkStatusOwners(rules []*ruleSource, errs *ErrorList) {
 		}
 		for _, name := range slices.Sorted(maps.Keys(r.status.fields)) {
 			for _, other := range earlier[gr] {
-				if _, both := other.status.fields[name]; !both {
+				if _, both := other.status.fields[name]; !both || !sourcesMayOverlap(other, r, s.clusterScoped(gr)) {
 					continue
 				}
 				w := where{rule: r.name, field: "status.fields", path: r.at.key("status").key("fields")}.key(name)
@@ -57,20 +57,40 @@ func checkStatusOwners(rules []*ruleSource, errs *ErrorList) {
 	}
 }
 
-// setConditionTypes names the conditions of each rule: Ready and Synced, unless another
-// rule also writes the status of the same resource.
-func setConditionTypes(rules []*Rule) {
-	writers := map[schema.GroupResource]int{}
-	for _, r := range rules {
-		if r.HasStatus {
-			writers[r.Parent.GVR.GroupResource()]++
-		}
+// sourcesMayOverlap reports whether some parent may be selected by both rules.
+func sourcesMayOverlap(a, b *ruleSource, clusterScoped bool) bool {
+	nsA, nsB := a.parent.namespaces, b.parent.namespaces
+	if clusterScoped {
+		nsA, nsB = nil, nil // namespaces do not apply to cluster-scoped parents
 	}
+	return mayOverlap(nsA, nsB, sourceSelector(a.parent.selector), sourceSelector(b.parent.selector))
+}
+
+// setConditionTypes names the conditions of each rule: Ready and Synced, unless another
+// rule also writes the status of the same resource and may select the same parents.
+func setConditionTypes(rules []*Rule, s scopes) {
 	for _, r := range rules {
 		r.ReadyCondition, r.SyncedCondition = conditionReady, conditionSynced
-		if r.HasStatus && writers[r.Parent.GVR.GroupResource()] > 1 {
+		if r.HasStatus && sharesStatus(r, rules, s.clusterScoped(r.Parent.GVR.GroupResource())) {
 			r.ReadyCondition = r.Name + conditionDomain + conditionReady
 			r.SyncedCondition = r.Name + conditionDomain + conditionSynced
 		}
 	}
+}
+
+// sharesStatus reports whether another rule writes status on parents r may select.
+func sharesStatus(r *Rule, rules []*Rule, clusterScoped bool) bool {
+	for _, o := range rules {
+		if o == r || !o.HasStatus || o.Parent.GVR.GroupResource() != r.Parent.GVR.GroupResource() {
+			continue
+		}
+		nsR, nsO := r.Parent.Namespaces, o.Parent.Namespaces
+		if clusterScoped {
+			nsR, nsO = nil, nil
+		}
+		if mayOverlap(nsR, nsO, r.Parent.Selector, o.Parent.Selector) {
+			return true
+		}
+	}
+	return false
 }

@@ -37,10 +37,26 @@ func TestStatusFieldsHaveOneWriter(t *testing.T) {
 				{Line: 15, Rule: "d", Field: "status.fields.my-url", Message: `rules "c" and "d" both write status.my-url of configmaps; each field may be written by one rule`},
 			},
 		},
+		{
+			name: "rules that cannot select the same parent may use the same field",
+			data: ruleFile(`- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps, selector: {matchLabels: {kind: web}}}
+  status: {fields: {url: "x"}}
+- name: db
+  parent: {apiVersion: example.com/v1, resource: webapps, selector: {matchLabels: {kind: db}}}
+  status: {fields: {url: "y"}}
+`),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(tt.data, Options{})
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Load() = %v, want no error", err)
+				}
+				return
+			}
 			if diff := cmp.Diff(tt.want, viewErrors(t, err, tt.want)); diff != "" {
 				t.Errorf("Load() errors (-want +got):\n%s", diff)
 			}
@@ -77,6 +93,35 @@ func TestConditionTypes(t *testing.T) {
 				"b": {"b.kubecel.dev/Ready", "b.kubecel.dev/Synced"},
 				"c": {"Ready", "Synced"},
 				"d": {"Ready", "Synced"}, // it writes no status
+			},
+		},
+		{
+			name: "writers that select different parents keep the plain conditions",
+			rules: `- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps, selector: {matchLabels: {kind: web}}}
+  status: {fields: {url: "x"}}
+- name: db
+  parent: {apiVersion: example.com/v1, resource: webapps, selector: {matchLabels: {kind: db}}}
+  status: {fields: {url: "y"}}
+- name: a
+  parent: {apiVersion: v1, resource: configmaps, namespaces: [a]}
+  status: {fields: {url: "x"}}
+- name: b
+  parent: {apiVersion: v1, resource: configmaps, namespaces: [b]}
+  status: {fields: {url: "x"}}
+- name: n1
+  parent: {apiVersion: v1, resource: namespaces, namespaces: [a]}
+  status: {fields: {one: "x"}}
+- name: n2
+  parent: {apiVersion: v1, resource: namespaces, namespaces: [b]}
+  status: {fields: {two: "x"}}
+`,
+			want: map[string]conditions{
+				"web": {"Ready", "Synced"}, "db": {"Ready", "Synced"},
+				"a": {"Ready", "Synced"}, "b": {"Ready", "Synced"},
+				// namespaces do not apply to cluster-scoped parents: these two may meet
+				"n1": {"n1.kubecel.dev/Ready", "n1.kubecel.dev/Synced"},
+				"n2": {"n2.kubecel.dev/Ready", "n2.kubecel.dev/Synced"},
 			},
 		},
 	}

@@ -157,3 +157,9 @@ func checkChildScope(r *ruleSource, cs *childSource, ch *Child, parent schema.Gr
 		"%s is cluster-scoped and the parent %s is namespaced: add crossNamespace: true to the child if whoever writes a parent may create it",
 		ch.GVK.Kind, parent))
 }
+
+// clusterScoped reports whether a resource is known to be cluster-scoped.
+func (s scopes) clusterScoped(gr schema.GroupResource) bool {
+	namespaced, known := s.resource(gr)
+	return known && !namespaced
+}

@@ -73,8 +73,7 @@ func TestConfusedDeputy(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		// Both rules write status on widgets, so each names its conditions after itself.
-		status, reason, msg := testenv.Condition(p, w.Rule+"-steer.kubecel.dev/"+engine.ConditionSynced)
+		status, reason, msg := testenv.Condition(p, engine.ConditionSynced)
 		return status == "False" && strings.Contains(msg, "crossNamespace: true"), fmt.Sprintf("Synced=%q %s %q", status, reason, msg)
 	})
 	if _, err := kube(t).CoreV1().ConfigMaps(w.Other).Get(context.Background(), "steer", metav1.GetOptions{}); err == nil {
@@ -90,7 +89,7 @@ func TestConfusedDeputy(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		status, _, msg := testenv.Condition(p, w.Rule+"-secret.kubecel.dev/"+engine.ConditionSynced)
+		status, _, msg := testenv.Condition(p, engine.ConditionSynced)
 		return string(s.Data["password"]) == canary && status == "False", fmt.Sprintf("secret written: %t; bad widget Synced=%q %q", string(s.Data["password"]) == canary, status, msg)
 	})
 
