@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,51 +151,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	logger.Info("Controller stopped")
 	return nil
 }
-
-// worker processes keys until the queue shuts down.
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-// processNext turns one reconcile's outcome into Forget, a rate-limited requeue or a
-// delayed requeue.
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	c.busy.Add(1)
-	defer c.busy.Add(-1)
-	logger := klog.FromContext(ctx).WithValues("rule", key.Rule, "parent", key.Namespace+"/"+key.Name)
-	ctx = klog.NewContext(ctx, logger)
-	start := time.Now()
-	after, err := c.reconcile(ctx, key)
-	c.metrics.observeReconcile(key.Rule, err, time.Since(start))
-	var retry *requeueAfter
-	switch {
-	case err == nil && after > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, after)
-	case err == nil:
-		c.queue.Forget(key)
-	case errors.As(err, &retry):
-		c.queue.AddAfter(key, retry.after)
-	default:
-		logger.Error(err, "Reconcile failed; will retry", "retries", c.queue.NumRequeues(key))
-		c.queue.AddRateLimited(key)
-	}
-	return true
-}
-
-// requeueAfter asks for a plain delayed retry (no backoff), e.g. while caches sync.
-type requeueAfter struct {
-	after  time.Duration
-	reason string
-}
-
-func (r *requeueAfter) Error() string { return fmt.Sprintf("retry in %s: %s", r.after, r.reason) }
 
 // Ready reports whether rules are loaded and every running rule's caches are synced,
 // with the names of the rules that wait for their kinds to be served.

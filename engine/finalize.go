@@ -100,9 +100,9 @@ func otherUID(err error) bool {
 // finalize handles a parent being deleted. Children that garbage collection follows go
 // with it; when the parent carries the rule's finalizer, kubecel deletes every child the
 // rule labelled for this parent, waits until they are gone, then removes the finalizer.
-func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) (time.Duration, error) {
+func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) (result, error) {
 	if !st.holds(parent) {
-		return 0, nil
+		return result{}, nil
 	}
 	logger := klog.FromContext(ctx)
 	remaining := 0
@@ -120,11 +120,11 @@ func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstru
 		c.event(parent, "Normal", "Deleted", "deleted %s (parent is being deleted)", keyOf(child))
 	}
 	if len(errs) > 0 {
-		return 0, errors.Join(errs...)
+		return result{}, errors.Join(errs...)
 	}
 	if remaining > 0 {
 		// Child delete events requeue the parent; the delay is a safety net.
-		return 5 * time.Second, nil
+		return result{requeueAfter: 5 * time.Second}, nil
 	}
-	return 0, c.applyFinalizer(ctx, st, parent, false)
+	return result{}, c.applyFinalizer(ctx, st, parent, false)
 }

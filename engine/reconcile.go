@@ -30,26 +30,26 @@ func (o *outcome) synced() bool {
 	return o.evalErr == nil && len(o.applyErr) == 0 && len(o.pruneErr) == 0
 }
 
-// reconcile makes one parent's children and status match its rule. It returns a delay
-// after which the key should be looked at again (0 = only on the next event).
-func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, error) {
+// reconcile makes one parent's children and status match its rule. The worker decides
+// from its result and error what happens to the key next.
+func (c *Controller) reconcile(ctx context.Context, key Key) (result, error) {
 	st := c.rule(key.Rule)
 	if st == nil || st.stopped.Load() {
-		return 0, nil // the rule was removed or waits for its kinds
+		return result{}, nil // the rule was removed or waits for its kinds
 	}
 	if !st.synced() {
-		return 0, &requeueAfter{after: 200 * time.Millisecond, reason: "caches not synced"}
+		return result{requeueAfter: 200 * time.Millisecond}, nil // caches still syncing
 	}
 	parent, ok, err := st.getParent(key)
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	if !ok {
 		// Deleted (owner references and finalizers take care of the children), or no
 		// longer selected by the rule (released).
 		c.statusless.Delete(key)
 		c.lastFailure.Delete(key)
-		return 0, c.releaseGone(ctx, st, key)
+		return result{}, c.releaseGone(ctx, st, key)
 	}
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, st, parent)
@@ -57,7 +57,7 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 	out := c.sync(ctx, st, parent)
 	if ctx.Err() != nil {
 		// Stopping: what failed failed because of it, and is not the parent's problem.
-		return 0, ctx.Err()
+		return result{}, ctx.Err()
 	}
 	if c.opts.DryRun {
 		logPlan(ctx, out.changes())
@@ -76,11 +76,11 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (time.Duration, err
 			// A name held by another object: its holder's events requeue the parent
 			// when the holder is kubecel's; a foreign object is looked at again now
 			// and then, without backoff growing to many minutes.
-			return conflictRetry, nil
+			return result{requeueAfter: conflictRetry}, nil
 		}
-		return 0, err
+		return result{}, err
 	}
-	return 0, nil
+	return result{}, nil
 }
 
 // conflictRetry is how long a parent whose child's name is taken waits before it looks
