@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +10,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 )
 
 // newRecorder returns an event recorder that writes Events through kube, or, in dry-run
@@ -33,19 +31,17 @@ func (c *Controller) event(obj *unstructured.Unstructured, eventType, reason, fo
 	c.recorder.Eventf(obj, eventType, reason, format, args...)
 }
 
-// recordOutcome turns a reconcile's failures into a log line and a Warning Event.
-func (c *Controller) recordOutcome(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, out *outcome) {
-	logger := klog.FromContext(ctx)
+// recordOutcome records a Warning Event on the parent for each distinct failure of a
+// reconcile. It does not log: the worker logs the error the reconcile returns.
+func (c *Controller) recordOutcome(st *ruleState, parent *unstructured.Unstructured, out *outcome) {
 	key := keyFor(st, parent)
 	if out.synced() {
 		c.lastFailure.Delete(key)
 	}
 	report := func(reason string, errs ...error) {
-		err := errors.Join(errs...)
-		logger.Error(err, "Reconcile step failed", "reason", reason)
 		// One Event per distinct failure: re-reconciling a parent that is stuck in the
 		// same error must not write again and again.
-		msg := truncate(err.Error(), 1024)
+		msg := truncate(errors.Join(errs...).Error(), 1024)
 		seen := string(parent.GetUID()) + "|" + reason + "|" + msg
 		if last, ok := c.lastFailure.Load(key); ok && last == seen {
 			return
@@ -65,9 +61,6 @@ func (c *Controller) recordOutcome(ctx context.Context, st *ruleState, parent *u
 	}
 	if len(out.pruneErr) > 0 {
 		report(ReasonPruneFailed, out.pruneErr...)
-	}
-	if out.synced() {
-		logger.V(1).Info("Reconciled", "applied", len(out.applied), "rule", st.rule.Name)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,25 +63,30 @@ func (c *Controller) reconcile(ctx context.Context, key Key) (result, error) {
 	if c.opts.DryRun {
 		logPlan(ctx, out.changes())
 	}
-	c.recordOutcome(ctx, st, parent, out)
-	errs := append(append(out.applyErr, out.pruneErr...), out.statusErr)
-	// Evaluation errors are deterministic (a type error, the cost limit): retrying
-	// without a change would only loop, and the next change to the parent or a child
-	// reconciles again. The deadline is the exception: it depends on how busy the
-	// machine is, so an evaluation it stopped is retried, with the queue's backoff.
-	if errors.Is(out.evalErr, context.DeadlineExceeded) {
-		errs = append(errs, out.evalErr)
+	c.recordOutcome(st, parent, out)
+	return out.verdict()
+}
+
+// verdict turns what went wrong in a reconcile of a live parent into the worker's
+// result and error.
+func (o *outcome) verdict() (result, error) {
+	failed := errors.Join(slices.Concat(o.applyErr, o.pruneErr, []error{o.statusErr})...)
+	switch {
+	case failed == nil && o.evalErr == nil:
+		return result{}, nil
+	case failed == nil && !errors.Is(o.evalErr, context.DeadlineExceeded):
+		// Evaluation errors are deterministic (a type error, the cost limit): retrying
+		// without a change would only fail again, and the next change to the parent or
+		// a child reconciles again. The deadline is the exception: it depends on how
+		// busy the machine is, so an evaluation it stopped is retried with backoff.
+		return result{}, terminal(o.evalErr)
+	case onlyConflicts(o):
+		// A name held by another object: its holder's events requeue the parent when
+		// the holder is kubecel's; a foreign object is looked at again now and then,
+		// without backoff growing to many minutes.
+		return result{requeueAfter: conflictRetry}, failed
 	}
-	if err := errors.Join(errs...); err != nil {
-		if onlyConflicts(out) {
-			// A name held by another object: its holder's events requeue the parent
-			// when the holder is kubecel's; a foreign object is looked at again now
-			// and then, without backoff growing to many minutes.
-			return result{requeueAfter: conflictRetry}, nil
-		}
-		return result{}, err
-	}
-	return result{}, nil
+	return result{}, errors.Join(o.evalErr, failed)
 }
 
 // conflictRetry is how long a parent whose child's name is taken waits before it looks

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -9,20 +10,30 @@ import (
 )
 
 // The loop: a worker takes a key, runs one reconcile, and only then decides what
-// happens to the key. A reconcile never requeues, logs its own failure or sleeps; it
-// returns a result and an error, and requeue turns them into one queue call.
+// happens to the key. A reconcile never requeues, sleeps or logs its failure; it returns
+// a result and an error, and the worker logs the error once and makes one queue call.
 
 // result is what a reconcile asks of the queue besides its error. requeueAfter is the
 // one way to ask for a delayed look:
 //
-//	error  requeueAfter  the worker
-//	nil    0             forgets the key: the next event brings it back
-//	nil    d             forgets the key's backoff and looks again after d
-//	error  0             retries with the queue's per-key exponential backoff
-//	error  d             retries after d, neither growing nor resetting the backoff
+//	error     requeueAfter  the worker
+//	nil       0             forgets the key: the next event brings it back
+//	nil       d             forgets the key's backoff and looks again after d
+//	terminal  any           forgets the key: retrying cannot help, the next change can
+//	other     0             retries with the queue's per-key exponential backoff
+//	other     d             retries after d, neither growing nor resetting the backoff
 type result struct {
 	requeueAfter time.Duration
 }
+
+// terminalError is a failure that a retry without a change would only repeat, such as
+// an evaluation error of the rule. Wrap with terminal.
+type terminalError struct{ err error }
+
+func terminal(err error) error { return &terminalError{err: err} }
+
+func (e *terminalError) Error() string { return e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
 
 // worker processes keys until the queue shuts down.
 func (c *Controller) worker(ctx context.Context) {
@@ -44,24 +55,32 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	start := time.Now()
 	res, err := c.reconcile(ctx, key)
 	c.metrics.observeReconcile(key.Rule, err, time.Since(start))
+	retries := c.queue.NumRequeues(key)
+	next := requeue(c.queue, key, res, err)
 	if err != nil {
-		logger.Error(err, "Reconcile failed; will retry", "retries", c.queue.NumRequeues(key))
+		logger.Error(err, "Reconcile failed", "requeue", next, "retries", retries)
+	} else {
+		logger.V(1).Info("Reconciled", "requeue", next)
 	}
-	requeue(c.queue, key, res, err)
 	return true
 }
 
-// requeue makes the queue call that a reconcile's result and error ask for (see result).
-func requeue(q workqueue.TypedRateLimitingInterface[Key], key Key, res result, err error) {
+// requeue makes the queue calls that a reconcile's result and error ask for (see
+// result), and says what it did, for the log.
+func requeue(q workqueue.TypedRateLimitingInterface[Key], key Key, res result, err error) string {
 	switch {
-	case err == nil:
+	case err == nil && res.requeueAfter > 0:
 		q.Forget(key)
-		if res.requeueAfter > 0 {
-			q.AddAfter(key, res.requeueAfter)
-		}
+		q.AddAfter(key, res.requeueAfter)
+		return "after " + res.requeueAfter.String()
+	case err == nil || errors.As(err, new(*terminalError)):
+		q.Forget(key)
+		return "on change"
 	case res.requeueAfter > 0:
 		q.AddAfter(key, res.requeueAfter)
+		return "after " + res.requeueAfter.String()
 	default:
 		q.AddRateLimited(key)
+		return "backoff"
 	}
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,6 +37,9 @@ func TestRequeue(t *testing.T) {
 		{"done, look again later", result{requeueAfter: 5 * time.Second}, nil, []string{"forget", "after 5s"}},
 		{"failed", result{}, failed, []string{"backoff"}},
 		{"failed, retry at a fixed pace", result{requeueAfter: conflictRetry}, failed, []string{"after 30s"}},
+		{"failed for good", result{}, terminal(failed), []string{"forget"}},
+		{"failed for good, wrapped", result{}, fmt.Errorf("rule %q: %w", "r", terminal(failed)), []string{"forget"}},
+		{"failed for good, delay ignored", result{requeueAfter: time.Second}, terminal(failed), []string{"forget"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,6 +47,43 @@ func TestRequeue(t *testing.T) {
 			requeue(q, Key{Rule: "r", Namespace: "ns", Name: "p"}, tt.res, tt.err)
 			if diff := cmp.Diff(tt.want, q.calls); diff != "" {
 				t.Errorf("queue calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestVerdict: what a reconcile of a live parent returns for what went wrong in it.
+func TestVerdict(t *testing.T) {
+	evalErr := errors.New("no such key 'prot'")
+	deadline := fmt.Errorf("evaluate: %w", context.DeadlineExceeded)
+	conflict := &conflictError{rule: "r", child: "config", holder: "is not kubecel's"}
+	applyErr := errors.New("apply: forbidden")
+	tests := []struct {
+		name     string
+		out      outcome
+		want     result
+		fail     bool // an error is returned
+		terminal bool // and no retry can help
+	}{
+		{name: "synced", out: outcome{}},
+		{name: "evaluation error", out: outcome{evalErr: evalErr}, fail: true, terminal: true},
+		{name: "evaluation deadline", out: outcome{evalErr: deadline}, fail: true},
+		{name: "only conflicts", out: outcome{applyErr: []error{conflict}}, want: result{requeueAfter: conflictRetry}, fail: true},
+		{name: "conflict and apply error", out: outcome{applyErr: []error{conflict, applyErr}}, fail: true},
+		{name: "evaluation and apply error", out: outcome{evalErr: evalErr, applyErr: []error{applyErr}}, fail: true},
+		{name: "status write", out: outcome{statusErr: applyErr}, fail: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.out.verdict()
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(result{})); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if (err != nil) != tt.fail {
+				t.Errorf("error = %v, want an error: %t", err, tt.fail)
+			}
+			if isTerminal := errors.As(err, new(*terminalError)); isTerminal != tt.terminal {
+				t.Errorf("error %v terminal: %t, want %t", err, isTerminal, tt.terminal)
 			}
 		})
 	}
