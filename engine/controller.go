@@ -88,6 +88,9 @@ type Controller struct {
 	written *written
 	// waiting holds the parents whose child's name another object holds.
 	waiting *waiters
+
+	// testHook, set only by tests, is called at the start of every reconcile.
+	testHook func(Key)
 }
 
 // New builds a controller for the cluster that cfg points at.

@@ -7,6 +7,9 @@
 // Guarantees:
 //   - Event handlers only enqueue a {rule, namespace, name} key; one reconcile runs at a
 //     time per key, with per-key exponential backoff on errors.
+//   - The worker alone logs a reconcile's failure and decides what follows (forget,
+//     backoff, a delayed retry); a panic in a reconcile is recovered there, counted,
+//     reported on the parent, and retried with backoff.
 //   - Every write is a server-side apply (or a delete with a UID precondition). A write
 //     that would change nothing is skipped, so a converged cluster sees no writes.
 //   - Nothing is pruned in a reconcile whose evaluation or applies failed, and objects

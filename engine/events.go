@@ -49,6 +49,9 @@ func (c *Controller) recordOutcome(st *ruleState, parent *unstructured.Unstructu
 		c.lastFailure.Store(key, seen)
 		c.event(parent, "Warning", reason, "%s", msg)
 	}
+	if out.panicked != nil {
+		report(ReasonReconcilePanic, out.panicked)
+	}
 	if out.evalErr != nil {
 		report(evalReason(out.evalErr), out.evalErr)
 	}

@@ -11,6 +11,7 @@ import (
 type metrics struct {
 	reg          *prometheus.Registry
 	reconciles   *prometheus.CounterVec
+	panics       *prometheus.CounterVec
 	duration     *prometheus.HistogramVec
 	applies      *prometheus.CounterVec
 	prunes       *prometheus.CounterVec
@@ -26,6 +27,9 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_reconcile_total", Help: "Reconciles by rule and result (success, error).",
 		}, []string{"rule", "result"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_reconcile_panics_total", Help: "Reconciles that panicked (recovered, counted as errors too), by rule.",
+		}, []string{"rule"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "kubecel_reconcile_duration_seconds", Help: "Time spent in one reconcile, by rule.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
@@ -49,7 +53,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Name: "kubecel_rule_start_failures_total", Help: "Times a rule could not start, by rule and reason (KindNotServed, Forbidden, StartFailed).",
 		}, []string{"rule", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.duration, m.applies, m.prunes, m.celErrors, m.activeRules, m.pendingRules, m.ruleProblems} {
+	for _, c := range []prometheus.Collector{m.reconciles, m.panics, m.duration, m.applies, m.prunes, m.celErrors, m.activeRules, m.pendingRules, m.ruleProblems} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

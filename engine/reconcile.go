@@ -25,15 +25,20 @@ type outcome struct {
 	writes []write
 	// applied holds the objects written in this reconcile (server responses), by key.
 	applied map[objectKey]*unstructured.Unstructured
+	// panicked is set, alone, when the reconcile panicked (see reportPanic).
+	panicked error
 }
 
 func (o *outcome) synced() bool {
-	return o.evalErr == nil && len(o.applyErr) == 0 && len(o.pruneErr) == 0
+	return o.evalErr == nil && len(o.applyErr) == 0 && len(o.pruneErr) == 0 && o.panicked == nil
 }
 
 // reconcile makes one parent's children and status match its rule. The worker decides
 // from its result and error what happens to the key next.
 func (c *Controller) reconcile(ctx context.Context, key Key) (result, error) {
+	if c.testHook != nil {
+		c.testHook(key)
+	}
 	st := c.rule(key.Rule)
 	if st == nil || st.stopped.Load() {
 		return result{}, nil // the rule was removed or waits for its kinds

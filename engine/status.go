@@ -32,6 +32,7 @@ const (
 	ReasonApplyFailed      = "ApplyFailed"
 	ReasonPruneFailed      = "PruneFailed"
 	ReasonTooManyChildren  = "TooManyChildren"
+	ReasonReconcilePanic   = "ReconcilePanic"
 )
 
 // desiredStatus builds the status kubecel wants on the parent: the rule's fields,
@@ -75,6 +76,8 @@ func desiredStatus(r *rules.Rule, parent *unstructured.Unstructured, out *outcom
 func readyCondition(out *outcome) metav1.Condition {
 	res := out.result
 	switch {
+	case out.panicked != nil:
+		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionUnknown, Reason: ReasonReconcilePanic, Message: "the reconcile panicked before it could tell"}
 	case res == nil:
 		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonEvaluationFailed, Message: "the rule could not be evaluated"}
 	case len(res.Waiting) > 0:
@@ -105,6 +108,8 @@ func syncedCondition(out *outcome) metav1.Condition {
 		return metav1.Condition{Type: ConditionSynced, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(errors.Join(errs...).Error(), 1024)}
 	}
 	switch {
+	case out.panicked != nil:
+		return fail(ReasonReconcilePanic, out.panicked)
 	case out.evalErr != nil:
 		return fail(evalReason(out.evalErr), out.evalErr)
 	case slices.ContainsFunc(out.applyErr, isConflict):

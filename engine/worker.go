@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -53,16 +55,72 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	logger := klog.FromContext(ctx).WithValues("rule", key.Rule, "parent", key.Namespace+"/"+key.Name)
 	ctx = klog.NewContext(ctx, logger)
 	start := time.Now()
-	res, err := c.reconcile(ctx, key)
+	res, err := c.reconcileCaught(ctx, key)
 	c.metrics.observeReconcile(key.Rule, err, time.Since(start))
+	var p *panicError
+	if errors.As(err, &p) {
+		c.metrics.panics.WithLabelValues(key.Rule).Inc()
+		err = errors.Join(err, c.reportPanic(ctx, key, p))
+	}
 	retries := c.queue.NumRequeues(key)
 	next := requeue(c.queue, key, res, err)
-	if err != nil {
+	switch {
+	case p != nil:
+		logger.Error(err, "Reconcile panicked", "requeue", next, "retries", retries, "stack", string(p.stack))
+	case err != nil:
 		logger.Error(err, "Reconcile failed", "requeue", next, "retries", retries)
-	} else {
+	default:
 		logger.V(1).Info("Reconciled", "requeue", next)
 	}
 	return true
+}
+
+// panicError is a panic recovered from a reconcile, with the stack where it happened.
+type panicError struct {
+	rule  string
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string {
+	return fmt.Sprintf("rule %q: reconcile panicked: %v (a bug in kubecel; the controller's log has the stack)", e.rule, e.value)
+}
+
+// reconcileCaught is reconcile with a panic turned into a *panicError: a bug hit by one
+// parent costs that parent a retry with backoff, not the process the other parents.
+// (Run's utilruntime.HandleCrash would log the panic and crash the process.)
+func (c *Controller) reconcileCaught(ctx context.Context, key Key) (res result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = result{}, &panicError{rule: key.Rule, value: r, stack: debug.Stack()}
+		}
+	}()
+	return c.reconcile(ctx, key)
+}
+
+// reportPanic sets the parent's Synced condition to False (reason ReconcilePanic) and
+// records a Warning Event. The parent is read from the rule's cache by key: the panic
+// may have come before the reconcile read it. A panic while reporting is returned.
+func (c *Controller) reportPanic(ctx context.Context, key Key, p *panicError) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("report the panic on the parent: panicked again: %v", r)
+		}
+	}()
+	st := c.rule(key.Rule)
+	if st == nil || st.stopped.Load() || !st.synced() {
+		return nil
+	}
+	parent, ok, err := st.getParent(key)
+	if err != nil || !ok {
+		return err
+	}
+	out := &outcome{panicked: p}
+	c.recordOutcome(st, parent, out)
+	if err := c.writeStatus(ctx, st, parent, out); err != nil {
+		return fmt.Errorf("report the panic on the parent: %w", err)
+	}
+	return nil
 }
 
 // requeue makes the queue calls that a reconcile's result and error ask for (see

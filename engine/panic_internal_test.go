@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
+)
+
+const panicRules = `
+apiVersion: kubecel.dev/v1alpha1
+kind: RuleSet
+rules:
+  - name: %s
+    parent:
+      apiVersion: engine.kubecel.dev/v1
+      resource: widgets
+      namespaces: [%s]
+    children:
+      - id: config
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}"}
+          data: {value: "${parent.spec.value}"}
+    status:
+      fields: {value: "${parent.spec.value}"}
+`
+
+var widgetGVR = schema.GroupVersionResource{Group: "engine.kubecel.dev", Version: "v1", Resource: "widgets"}
+
+// TestReconcilePanic: a reconcile that panics (here before it reads its parent) costs
+// that parent a retry, not the process. The panic is counted and logged once with its
+// stack, the parent shows Synced=False ReconcilePanic and a Warning Event, the single
+// worker goes on with other parents, and once the bug is gone the backoff brings the
+// parent back and it converges, with no event of its own.
+func TestReconcilePanic(t *testing.T) {
+	c, ns := newTestController(t)
+	c.opts.Workers = 1
+	// A rule name of its own: a rule's name is what its children carry, so another
+	// controller with the same rule would take them for its own.
+	rule := fmt.Sprintf("panicky-%04x", rand.IntN(1<<16))
+	var panicking atomic.Bool
+	var panics atomic.Int64
+	panicking.Store(true)
+	c.testHook = func(k Key) {
+		if k.Namespace == ns && k.Name == "bad" && panicking.Load() {
+			panics.Add(1)
+			panic("test panic")
+		}
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	rs, err := rules.Load(fmt.Appendf(nil, panicRules, rule, ns), rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetRules(ctx, rs)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+
+	create := func(name string) {
+		w := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "engine.kubecel.dev/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec":     map[string]any{"value": name + "-value"},
+		}}
+		if _, err := c.client.Resource(widgetGVR).Namespace(ns).Create(t.Context(), w, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// waitWidget waits until the widget's Ready and Synced conditions are as wanted.
+	waitWidget := func(name, ready, synced, reason, msg string) {
+		t.Helper()
+		testenv.Eventually(t, 60*time.Second, func() (bool, string) {
+			w, err := c.client.Resource(widgetGVR).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			rs, _, _ := testenv.Condition(w, ConditionReady)
+			ss, sr, sm := testenv.Condition(w, ConditionSynced)
+			return rs == ready && ss == synced && sr == reason && strings.Contains(sm, msg),
+				fmt.Sprintf("%s: Ready=%s Synced=%s %s %q", name, rs, ss, sr, sm)
+		})
+	}
+	converged := func(name string) {
+		t.Helper()
+		waitWidget(name, "True", "True", ReasonSynced, "")
+		cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil || cm.Data["value"] != name+"-value" {
+			t.Errorf("child of %s: %v, %v", name, cm.Data, err)
+		}
+	}
+
+	create("bad")
+	waitWidget("bad", "Unknown", "False", ReasonReconcilePanic, "test panic")
+	testenv.Eventually(t, 60*time.Second, func() (bool, string) {
+		events, err := c.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=bad,reason=" + ReasonReconcilePanic + ",type=Warning"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(events.Items) == 1 && strings.Contains(events.Items[0].Message, "test panic"),
+			fmt.Sprintf("%d ReconcilePanic Events on bad", len(events.Items))
+	})
+
+	// The one worker survived: another parent converges while bad still panics.
+	create("good")
+	converged("good")
+
+	// The bug is fixed: nothing changes bad, only its backoff brings it back.
+	panicking.Store(false)
+	converged("bad")
+
+	n := float64(panics.Load())
+	if got := metricValue(t, c.opts.Registry, "kubecel_reconcile_panics_total", "rule", rule); n < 1 || got != n {
+		t.Errorf("kubecel_reconcile_panics_total = %v, want the %v panics of the hook", got, n)
+	}
+	if got := metricValue(t, c.opts.Registry, "kubecel_reconcile_total", "result", "error"); got < n {
+		t.Errorf(`kubecel_reconcile_total{result="error"} = %v, want at least the %v panics`, got, n)
+	}
+	// Each panic was logged once, with its stack, and bad had no other failure logged.
+	var logged int
+	for _, e := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		if e.Type != ktesting.LogError || !hasKV(e.WithKVList, "parent", ns+"/bad") {
+			continue
+		}
+		if e.Message != "Reconcile panicked" {
+			t.Errorf("bad: unexpected error log %q: %v", e.Message, e.Err)
+			continue
+		}
+		logged++
+		if !hasKVContaining(e.ParameterKVList, "stack", "panic_internal_test.go") {
+			t.Errorf("panic logged without the stack of the panic: %v", e.ParameterKVList)
+		}
+	}
+	if float64(logged) != n {
+		t.Errorf("%d panics logged, want %v (one per panic)", logged, n)
+	}
+}
+
+// metricValue is the value of the counter name whose label has value.
+func metricValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// hasKV reports whether the key/value list has key with value.
+func hasKV(kvs []any, key, value string) bool {
+	for i := 0; i+1 < len(kvs); i += 2 {
+		if kvs[i] == key {
+			return kvs[i+1] == value
+		}
+	}
+	return false
+}
+
+// hasKVContaining reports whether the key/value list has key with a string value
+// containing sub.
+func hasKVContaining(kvs []any, key, sub string) bool {
+	for i := 0; i+1 < len(kvs); i += 2 {
+		if kvs[i] == key {
+			s, ok := kvs[i+1].(string)
+			return ok && strings.Contains(s, sub)
+		}
+	}
+	return false
+}
