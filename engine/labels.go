@@ -1,11 +1,12 @@
 package engine
 
 import (
-	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
 // FieldManager is the server-side apply field manager of every write to a child.
@@ -29,14 +30,15 @@ const FinalizerPrefix = "cleanup.kubecel.dev/"
 // Each rule removes only its own, once it has deleted those children.
 func FinalizerFor(rule string) string { return FinalizerPrefix + rule }
 
-// Labels and annotations kubecel puts on every child (see SPEC.md).
+// Labels and annotations kubecel puts on every child (the child contract is in package
+// rules; see rules.Rule.Shape).
 const (
-	LabelManagedBy   = "app.kubernetes.io/managed-by"
-	ManagedByValue   = "kubecel"
-	LabelRule        = "kubecel.dev/rule"
-	LabelParentUID   = "kubecel.dev/parent-uid"
-	LabelChild       = "kubecel.dev/child"
-	AnnotationParent = "kubecel.dev/parent"
+	LabelManagedBy   = rules.LabelManagedBy
+	ManagedByValue   = rules.ManagedByValue
+	LabelRule        = rules.LabelRule
+	LabelParentUID   = rules.LabelParentUID
+	LabelChild       = rules.LabelChild
+	AnnotationParent = rules.AnnotationParent
 )
 
 // Key identifies one parent under one rule: the unit of work of the queue.
@@ -56,11 +58,6 @@ func (k Key) String() string {
 		return k.Rule + ":" + k.Name
 	}
 	return k.Rule + ":" + k.Namespace + "/" + k.Name
-}
-
-// parentAnnotation is the value of AnnotationParent: group/resource/namespace/name.
-func parentAnnotation(gvr schema.GroupVersionResource, namespace, name string) string {
-	return fmt.Sprintf("%s/%s/%s/%s", gvr.Group, gvr.Resource, namespace, name)
 }
 
 // parentKey maps a child to the key of its parent, from its labels and annotation.
@@ -84,13 +81,4 @@ func keyOf(obj named) objectKey {
 	return objectKey{GK: obj.GetObjectKind().GroupVersionKind().GroupKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-func (k objectKey) String() string {
-	kind := k.GK.Kind
-	if k.GK.Group != "" {
-		kind += "." + k.GK.Group
-	}
-	if k.Namespace == "" {
-		return kind + "/" + k.Name
-	}
-	return kind + " " + k.Namespace + "/" + k.Name
-}
+func (k objectKey) String() string { return rules.ObjectName(k.GK, k.Namespace, k.Name) }

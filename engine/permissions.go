@@ -34,27 +34,19 @@ func (a access) String() string {
 	return fmt.Sprintf("%s %s in %s", a.Verb, res, where)
 }
 
-// neededAccess lists what a rule needs, the same set `kubecel rbac` prints: read and
-// patch its parents (patch for the cleanup finalizer), patch their status when the rule
-// writes it, and read, create, patch and delete its children. Child informers watch all
-// namespaces, so child permissions are checked cluster-wide.
+// neededAccess lists what a rule needs, one verb per entry, from the rules' own list
+// (rules.Rule.Access, which `kubecel rbac` prints): the child kinds include those an
+// earlier version of the rule made, which it may still prune.
 func neededAccess(st *ruleState) []access {
-	var out []access
-	namespaces := st.rule.Parent.Namespaces
-	if len(namespaces) == 0 || !st.parent.Namespaced {
-		namespaces = []string{""}
-	}
-	for _, ns := range namespaces {
-		for _, verb := range []string{"get", "list", "watch", "patch"} {
-			out = append(out, access{GVR: st.parent.GVR, Verb: verb, Namespace: ns})
-		}
-		if st.rule.HasStatus {
-			out = append(out, access{GVR: st.parent.GVR, Subresource: "status", Verb: "patch", Namespace: ns})
-		}
-	}
+	children := make([]schema.GroupVersionResource, 0, len(st.children))
 	for _, ck := range st.children {
-		for _, verb := range []string{"get", "list", "watch", "create", "patch", "delete"} {
-			out = append(out, access{GVR: ck.GVR, Verb: verb})
+		children = append(children, ck.GVR)
+	}
+	sort.Slice(children, func(i, j int) bool { return children[i].String() < children[j].String() })
+	var out []access
+	for _, a := range st.rule.Access(st.parent.Namespaced, children) {
+		for _, verb := range a.Verbs {
+			out = append(out, access{GVR: a.Resource, Subresource: a.Subresource, Verb: verb, Namespace: a.Namespace})
 		}
 	}
 	return out

@@ -149,7 +149,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 	}
 	failed := map[objectKey]bool{} // applies that failed are not retried in a later round
 	for round := 0; round <= len(st.rule.Children); round++ {
-		res, err := st.rule.Evaluate(ctx, parent.Object, observedByID(owned, out.applied))
+		res, err := st.rule.Evaluate(ctx, parent.Object, st.rule.Observe(observed(owned, out.applied)))
 		out.result, out.evalErr = res, err
 		if err != nil {
 			c.metrics.celErrors.WithLabelValues(st.rule.Name).Inc()
@@ -233,32 +233,25 @@ func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) (
 	return out, nil
 }
 
-// observedByID groups the cached children, overlaid with the objects applied in this
-// reconcile, by child id for the rule's `children` variable.
-func observedByID(owned []*unstructured.Unstructured, applied map[objectKey]*unstructured.Unstructured) rules.Observed {
-	obs := rules.Observed{}
+// observed returns the cached children, overlaid with the objects applied in this
+// reconcile, for the rule's `children` variable (grouped by rules.Rule.Observe).
+func observed(owned []*unstructured.Unstructured, applied map[objectKey]*unstructured.Unstructured) []map[string]any {
+	out := make([]map[string]any, 0, len(owned)+len(applied))
 	seen := map[objectKey]bool{}
-	add := func(o *unstructured.Unstructured) {
-		id := o.GetLabels()[LabelChild]
-		if id != "" {
-			obs[id] = append(obs[id], o.Object)
-		}
-	}
 	for _, o := range owned {
 		k := keyOf(o)
 		seen[k] = true
 		if a, ok := applied[k]; ok {
-			add(a)
-		} else {
-			add(o)
+			o = a
 		}
+		out = append(out, o.Object)
 	}
 	for k, a := range applied {
 		if !seen[k] {
-			add(a)
+			out = append(out, a.Object)
 		}
 	}
-	return obs
+	return out
 }
 
 // childError names the rule, child and object in an error.

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 )
 
@@ -21,10 +19,7 @@ import (
 
 // selects reports whether the rule's namespaces and selector take in parent.
 func (st *ruleState) selects(parent *unstructured.Unstructured) bool {
-	if ns := st.rule.Parent.Namespaces; len(ns) > 0 && st.parent.Namespaced && !slices.Contains(ns, parent.GetNamespace()) {
-		return false
-	}
-	return st.rule.Parent.Selector.Matches(labels.Set(parent.GetLabels()))
+	return st.rule.Selects(parent.GetNamespace(), st.parent.Namespaced, parent.GetLabels())
 }
 
 // releaseGone handles a key whose parent the rule's caches do not hold. A parent that is

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -144,7 +143,9 @@ type example struct {
 	rule *rules.Rule
 	// crds validates and defaults parents that are custom resources; nil for built-in
 	// parents.
-	crds     *crdSet
+	crds *crdSet
+	// schemas knows the example's CRDs (their schemas and scopes); nil without.
+	schemas  rules.SchemaSource
 	parents  []map[string]any
 	observed []map[string]any
 }
@@ -162,6 +163,7 @@ func loadExample(t *testing.T, dir string) *example {
 		if opts.Schemas, err = rules.SchemasFromCRDDir(dir); err != nil {
 			t.Fatal(err)
 		}
+		ex.schemas = opts.Schemas
 		ex.crds = loadCRDs(t, filepath.Join(dir, "crd.yaml"))
 	}
 	rs, err := rules.Load(data, opts)
@@ -207,11 +209,13 @@ type waiting struct {
 }
 
 // render evaluates the rule for one parent the way the controller would, after
-// checking the parent against its CRD, and checks every desired child.
+// checking the parent against its CRD, and shapes every desired child by the rules'
+// child contract, as the controller and `kubecel render` do.
 func (ex *example) render(t *testing.T, parent map[string]any, observed rules.Observed) rendered {
 	t.Helper()
-	out := rendered{Parent: ex.parentRef(parent)}
-	if !ex.selects(parent) {
+	ref := ex.parentRef(parent)
+	out := rendered{Parent: ref.Annotation()}
+	if !ex.rule.Selects(ref.Namespace, ref.Namespaced, labelsOf(parent)) {
 		return out
 	}
 	out.Selected = true
@@ -240,8 +244,17 @@ func (ex *example) render(t *testing.T, parent map[string]any, observed rules.Ob
 		out.Waiting = append(out.Waiting, waiting{ID: w.ID, On: w.On})
 	}
 	for _, d := range res.Children {
-		ex.checkChild(t, parent, d)
-		c := renderedChild{ID: d.ID, Observed: d.Observed, Ready: d.Ready, Object: d.Object}
+		checkType(t, ex.rule, d)
+		namespaced, known := rules.KindNamespaced(childGVK(ex.rule, d.ID).GroupKind(), ex.schemas)
+		if !known {
+			t.Fatalf("child %s: the scope of its kind is unknown", d.ID)
+		}
+		obj, err := ex.rule.Shape(ref, d, namespaced)
+		if err != nil {
+			t.Errorf("child %s: %v", d.ID, err)
+			continue
+		}
+		c := renderedChild{ID: d.ID, Observed: d.Observed, Ready: d.Ready, Object: obj}
 		if d.Index >= 0 {
 			c.Index = &d.Index
 		}
@@ -250,75 +263,65 @@ func (ex *example) render(t *testing.T, parent map[string]any, observed rules.Ob
 	return out
 }
 
-// selects reports whether the rule's namespaces and label selector take the parent.
-func (ex *example) selects(parent map[string]any) bool {
-	md, _ := parent["metadata"].(map[string]any)
-	if ns := ex.rule.Parent.Namespaces; len(ns) > 0 {
-		namespace, _ := md["namespace"].(string)
-		if !slices.Contains(ns, namespace) {
-			return false
-		}
-	}
-	set := labels.Set{}
-	if l, ok := md["labels"].(map[string]any); ok {
-		for k, v := range l {
-			set[k], _ = v.(string)
-		}
-	}
-	return ex.rule.Parent.Selector.Matches(set)
-}
-
-// checkChild checks a desired child: it decodes strictly into its Kubernetes type (no
-// misspelled or misplaced field), it stays in a namespaced parent's namespace unless the
-// rule says crossNamespace, and it names its namespace when the parent is cluster-scoped.
-func (ex *example) checkChild(t *testing.T, parent map[string]any, d rules.Desired) {
+// checkType checks that a desired child decodes strictly into its Kubernetes type: no
+// misspelled or misplaced field.
+func checkType(t *testing.T, r *rules.Rule, d rules.Desired) {
 	t.Helper()
-	var child *rules.Child
-	for _, c := range ex.rule.Children {
-		if c.ID == d.ID {
-			child = c
-		}
-	}
-	typed, err := scheme.Scheme.New(child.GVK)
+	gvk := childGVK(r, d.ID)
+	typed, err := scheme.Scheme.New(gvk)
 	if err != nil {
 		t.Fatalf("child %s: %v", d.ID, err)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(d.Object, typed, true); err != nil {
-		t.Errorf("child %s %s: not a valid %s: %v", d.ID, objectName(d.Object), child.GVK.Kind, err)
-	}
-	md, _ := d.Object["metadata"].(map[string]any)
-	ns, set := md["namespace"].(string)
-	parentNS := namespaceOf(parent)
-	if set && parentNS != "" && ns != parentNS && !child.CrossNamespace {
-		t.Errorf("child %s is in namespace %q, not the parent's %q, without crossNamespace: true", d.ID, ns, parentNS)
-	}
-	if !set && parentNS == "" {
-		t.Errorf("child %s of a cluster-scoped parent sets no namespace", d.ID)
+		t.Errorf("child %s %s: not a valid %s: %v", d.ID, objectName(d.Object), gvk.Kind, err)
 	}
 }
 
-// parentRef is the value of the kubecel.dev/parent annotation on the parent's children.
-func (ex *example) parentRef(parent map[string]any) string {
-	gvr := ex.rule.Parent.GVR
-	return fmt.Sprintf("%s/%s/%s/%s", gvr.Group, gvr.Resource, namespaceOf(parent), objectName(parent))
+// labelsOf returns an object's labels.
+func labelsOf(obj map[string]any) map[string]string {
+	md, _ := obj["metadata"].(map[string]any)
+	raw, _ := md["labels"].(map[string]any)
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		out[k], _ = v.(string)
+	}
+	return out
 }
 
-// observedFor picks the parent's children out of observed.yaml, by the labels and
-// annotation the controller puts on them.
+func childGVK(r *rules.Rule, id string) schema.GroupVersionKind {
+	for _, c := range r.Children {
+		if c.ID == id {
+			return c.GVK
+		}
+	}
+	return schema.GroupVersionKind{}
+}
+
+// parentRef describes a sample parent for the child contract; samples carry no UID.
+func (ex *example) parentRef(parent map[string]any) rules.ParentRef {
+	gr := ex.rule.Parent.GVR.GroupResource()
+	namespaced, known := rules.ResourceNamespaced(gr, ex.schemas)
+	if !known {
+		panic(fmt.Sprintf("the scope of %s is unknown", gr))
+	}
+	ref := rules.ParentRefOf(parent, gr, namespaced)
+	ref.UID = rules.PlaceholderUID
+	return ref
+}
+
+// observedFor picks the parent's children out of observed.yaml, by the annotation the
+// controller puts on them, grouped by the rules' contract.
 func (ex *example) observedFor(parent map[string]any) rules.Observed {
-	ref := ex.parentRef(parent)
-	out := rules.Observed{}
+	want := ex.parentRef(parent).Annotation()
+	var mine []map[string]any
 	for _, obj := range ex.observed {
 		md, _ := obj["metadata"].(map[string]any)
 		annotations, _ := md["annotations"].(map[string]any)
-		labels, _ := md["labels"].(map[string]any)
-		if annotations["kubecel.dev/parent"] != ref || labels["kubecel.dev/rule"] != ex.rule.Name {
-			continue
+		if annotations[rules.AnnotationParent] == want {
+			mine = append(mine, obj)
 		}
-		id, _ := labels["kubecel.dev/child"].(string)
-		out[id] = append(out[id], obj)
 	}
-	return out
+	return ex.rule.Observe(mine)
 }
 
 func shapes(r *rules.Rule) []childShape {
@@ -388,12 +391,6 @@ func objectName(obj map[string]any) string {
 	md, _ := obj["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
 	return name
-}
-
-func namespaceOf(obj map[string]any) string {
-	md, _ := obj["metadata"].(map[string]any)
-	ns, _ := md["namespace"].(string)
-	return ns
 }
 
 // checkGolden compares got, as YAML, with the golden file, or rewrites the file with

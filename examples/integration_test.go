@@ -67,6 +67,9 @@ func TestWebAppOnCluster(t *testing.T) {
 	if got, want := names(live["configs"]), "shop-features,shop-settings"; got != want {
 		t.Errorf("shop's ConfigMaps = %s, want %s", got, want)
 	}
+	for _, name := range []string{"hello", "api", "shop"} {
+		c.checkRender("webapp", webapps, ns, name)
+	}
 	for _, id := range []string{"deployment", "service", "configs", "ingress"} {
 		if len(live[id]) == 0 {
 			t.Errorf("shop has no %s", id)
@@ -136,6 +139,7 @@ func TestNamespaceDefaultsOnCluster(t *testing.T) {
 	payments, batch, scratch := parents["payments"], parents["shared-batch"], parents["scratch"]
 
 	live := c.waitConverged(namespaces, "", payments.GetName())
+	c.checkRender("namespace-defaults", namespaces, "", payments.GetName())
 	for _, id := range []string{"quota", "limits", "deny_ingress", "team_edit"} {
 		if len(live[id]) != 1 {
 			t.Fatalf("payments: %d %s objects, want 1", len(live[id]), id)
@@ -161,6 +165,7 @@ func TestNamespaceDefaultsOnCluster(t *testing.T) {
 	}
 
 	live = c.waitConverged(namespaces, "", batch.GetName())
+	c.checkRender("namespace-defaults", namespaces, "", batch.GetName())
 	if got, _, _ := unstructured.NestedString(live["quota"][0].Object, "spec", "hard", "pods"); got != "100" {
 		t.Errorf("shared-batch quota pods = %q, want the large size's 100", got)
 	}
@@ -199,6 +204,7 @@ func TestServicePerPodOnCluster(t *testing.T) {
 	if got, want := names(live["pod_services"]), "kafka-0,kafka-1,kafka-2"; got != want {
 		t.Fatalf("Services = %s, want %s", got, want)
 	}
+	c.checkRender("service-per-pod", statefulSets, ns, "kafka")
 	for _, svc := range live["pod_services"] {
 		ownedBy(t, svc, parents["kafka"])
 		if got, _, _ := unstructured.NestedString(svc.Object, "spec", "selector", "statefulset.kubernetes.io/pod-name"); got != svc.GetName() {
@@ -251,6 +257,7 @@ func TestDatabaseOnCluster(t *testing.T) {
 		t.Errorf("connection url = %q, want %q", got, url)
 	}
 	c.waitStatus(databases, ns, "orders-db", all(readyIs("False"), statusIs("url", url), statusIs("readyReplicas", 0)))
+	c.checkRender("database", databases, ns, "orders-db")
 
 	// Play the StatefulSet controller: the pod is ready.
 	sts := live["statefulset"][0]

@@ -163,3 +163,15 @@ func (s scopes) clusterScoped(gr schema.GroupResource) bool {
 	namespaced, known := s.resource(gr)
 	return known && !namespaced
 }
+
+// KindNamespaced reports the scope of a kind: from the built-in table of Kubernetes'
+// own kinds, then from src when it knows scopes (CRDSchemas does). known is false when
+// neither does.
+func KindNamespaced(gk schema.GroupKind, src SchemaSource) (namespaced, known bool) {
+	return newScopes(Options{Schemas: src}).kind(gk)
+}
+
+// ResourceNamespaced is KindNamespaced for a resource.
+func ResourceNamespaced(gr schema.GroupResource, src SchemaSource) (namespaced, known bool) {
+	return newScopes(Options{Schemas: src}).resource(gr)
+}

@@ -17,21 +17,6 @@ import (
 // deploy/rbac.yaml) aggregates: the fixed base role and the output of `kubecel rbac`.
 const aggregateLabel = "kubecel.dev/aggregate-to-controller"
 
-// The verbs each kind of access needs. Every write kubecel makes is a server-side apply,
-// which is a PATCH request; no verb below is "update".
-var (
-	// Parents are watched through informers, and patched to add or remove the
-	// cleanup.kubecel.dev/<rule> finalizer. Patch is granted for every parent, not only for rules
-	// with crossNamespace children: a rule edited to drop its last such child must still
-	// remove the finalizer from the parents that carry it, or they could never be deleted.
-	parentVerbs = []string{"get", "list", "watch", "patch"}
-	// Status is written by server-side apply to the status subresource.
-	statusVerbs = []string{"patch"}
-	// Children are watched, server-side applied (a PATCH that creates a missing object
-	// needs create as well) and pruned with a delete.
-	childVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
-)
-
 // resourceMapper maps a child's kind to the resource that serves it.
 type resourceMapper func(schema.GroupVersionKind) schema.GroupVersionResource
 
@@ -54,23 +39,25 @@ func rulesClusterRole(name string, rs *rules.RuleSet, resourceFor resourceMapper
 // group would grant every resource the union of the verbs. The result is sorted by
 // group, then by resource, so the output is stable.
 func policyRules(rs *rules.RuleSet, resourceFor resourceMapper) []rbacv1.PolicyRule {
+	// The same list the controller checks before it starts a rule (rules.Rule.Access),
+	// merged over rules and namespaces: a ClusterRole cannot be narrower.
 	need := map[schema.GroupResource]map[string]bool{}
-	grant := func(gr schema.GroupResource, verbs []string) {
-		if need[gr] == nil {
-			need[gr] = map[string]bool{}
-		}
-		for _, v := range verbs {
-			need[gr][v] = true
-		}
-	}
 	for _, r := range rs.Rules {
-		parent := r.Parent.GVR.GroupResource()
-		grant(parent, parentVerbs)
-		if r.HasStatus {
-			grant(schema.GroupResource{Group: parent.Group, Resource: parent.Resource + "/status"}, statusVerbs)
-		}
+		var children []schema.GroupVersionResource
 		for _, c := range r.Children {
-			grant(resourceFor(c.GVK).GroupResource(), childVerbs)
+			children = append(children, resourceFor(c.GVK))
+		}
+		for _, a := range r.Access(true, children) {
+			gr := a.Resource.GroupResource()
+			if a.Subresource != "" {
+				gr.Resource += "/" + a.Subresource
+			}
+			if need[gr] == nil {
+				need[gr] = map[string]bool{}
+			}
+			for _, v := range a.Verbs {
+				need[gr][v] = true
+			}
 		}
 	}
 

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -21,8 +19,6 @@ import (
 
 	"github.com/kubecel/kubecel/rules"
 )
-
-const childLabel = "kubecel.dev/child"
 
 type renderOptions struct {
 	rules       string
@@ -35,16 +31,19 @@ type renderOptions struct {
 func newRenderCommand() *cobra.Command {
 	var o renderOptions
 	cmd := &cobra.Command{
-		Use:   "render --rules FILE -f PARENT [-f OBSERVED]... [-o yaml|json] [--crds DIR]",
-		Short: "Print the children and status that the rules compute for a parent, offline",
-		Long: `render evaluates the rules for one parent object without a cluster and prints the
-desired children and the status the controller would write.
+		Use:   "render --rules FILE -f PARENTS [-f OBSERVED]... [-o yaml|json] [--crds DIR]",
+		Short: "Print the children and status that the rules compute for parents, offline",
+		Long: `render evaluates the rules for parent objects without a cluster and prints the
+children exactly as the controller would apply them (namespace, kubecel's labels and
+annotation, owner reference) and the status it would write.
 
-The first -f file holds the parent. Every further -f file holds observed objects
-(multi-document YAML): the children as they exist, so that readyWhen, children.<id> and
-the status fields that read children can be tried. An observed object belongs to the
-child named by its kubecel.dev/child label, or else to the desired child with the same
-kind and name.
+The first -f file holds the parents (one or several YAML documents). A parent without
+metadata.uid gets the placeholder <parent-uid> where the API server's UID would be.
+Every further -f file holds observed objects (multi-document YAML): the children as they
+exist, so that readyWhen, children.<id> and the status fields that read children can be
+tried. An observed object belongs to the child named by its kubecel.dev/child label
+(objects labelled for another parent are left out), or else to the desired child with
+the same kind and name.
 
 The rules that apply are those whose parent resource matches the parent's apiVersion and
 kind, and whose namespaces and selector admit it. With --crds, the kind is mapped to its
@@ -60,7 +59,7 @@ redacted. Exit status 1 when the rules do not load or an expression fails.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	cmd.Flags().StringVar(&o.rules, "rules", "", "rules file (required)")
-	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "the parent object, then files of observed children (repeatable)")
+	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "the parent objects, then files of observed children (repeatable)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests, for kind-to-resource mapping and type checking")
 	o.maxChildren.addFlag(cmd.Flags())
@@ -81,10 +80,9 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	if len(parents) != 1 {
-		return &exitError{code: 1, err: fmt.Errorf("%s: want exactly one parent object, found %d", o.files[0], len(parents))}
+	if len(parents) == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%s: no parent object", o.files[0])}
 	}
-	parent := parents[0]
 	var observed []map[string]any
 	for _, f := range o.files[1:] {
 		objs, err := readObjects(f)
@@ -93,19 +91,36 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 		}
 		observed = append(observed, objs...)
 	}
-	matched, err := matchingRules(rs, crds, parent)
-	if err != nil {
-		return &exitError{code: 1, err: err}
+	var schemas rules.SchemaSource
+	if crds != nil {
+		schemas = crds
 	}
-	out := &renderOutput{yaml: o.output == "yaml", stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()}
-	var failed []error
-	for _, r := range matched {
-		res, err := evaluateWithObserved(cmd, r, parent, observed)
-		if res != nil {
-			out.add(r, parent, res)
-		}
+	out := &renderOutput{yaml: o.output == "yaml", stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), schemas: schemas}
+	var failed, unmatched []error
+	for _, parent := range parents {
+		matched, gr, err := matchingRules(rs, crds, parent)
 		if err != nil {
-			failed = append(failed, err)
+			unmatched = append(unmatched, err)
+			continue
+		}
+		ref := out.parentRef(parent, gr)
+		for _, r := range matched {
+			res, err := evaluateWithObserved(cmd, r, parent, observedOf(ref, observed))
+			if res != nil {
+				failed = append(failed, out.add(r, ref, parent, res)...)
+			}
+			if err != nil {
+				failed = append(failed, err)
+			}
+		}
+	}
+	if len(unmatched) == len(parents) {
+		// No rule takes any of the parents: that is the answer, and an error.
+		failed = append(failed, unmatched...)
+	} else {
+		// Some parents of a sample file may be there to show what a rule leaves out.
+		for _, err := range unmatched {
+			out.note(err.Error())
 		}
 	}
 	if err := out.flush(); err != nil {
@@ -172,13 +187,13 @@ func readObjects(file string) ([]map[string]any, error) {
 	}
 }
 
-// matchingRules returns the rules whose parent is this object.
-func matchingRules(rs *rules.RuleSet, crds *rules.CRDSchemas, parent map[string]any) ([]*rules.Rule, error) {
+// matchingRules returns the rules whose parent is this object, and its resource.
+func matchingRules(rs *rules.RuleSet, crds *rules.CRDSchemas, parent map[string]any) ([]*rules.Rule, schema.GroupResource, error) {
 	apiVersion, _ := parent["apiVersion"].(string)
 	kind, _ := parent["kind"].(string)
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
-		return nil, fmt.Errorf("parent: %w", err)
+		return nil, schema.GroupResource{}, fmt.Errorf("parent: %w", err)
 	}
 	gvk := gv.WithKind(kind)
 	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
@@ -195,25 +210,17 @@ func matchingRules(rs *rules.RuleSet, crds *rules.CRDSchemas, parent map[string]
 			continue
 		}
 		sameResource = append(sameResource, r)
-		if selects(r.Parent, namespace, lbls) {
+		if r.Selects(namespace, namespace != "", lbls) {
 			matched = append(matched, r)
 		}
 	}
 	if len(matched) > 0 {
-		return matched, nil
+		return matched, gvr.GroupResource(), nil
 	}
 	if len(sameResource) > 0 {
-		return nil, fmt.Errorf("no rule selects %s %s: rules for %s exist, but their namespaces or selector exclude it", kind, namespaced(namespace, name), gvr.Resource)
+		return nil, gvr.GroupResource(), fmt.Errorf("no rule selects %s %s: rules for %s exist, but their namespaces or selector exclude it", kind, namespaced(namespace, name), gvr.Resource)
 	}
-	return nil, fmt.Errorf("no rule watches %s %s (resource %s, %s)", apiVersion, kind, gvr.Resource, how)
-}
-
-// selects reports whether a rule's parent settings admit an object.
-func selects(p rules.Parent, namespace string, lbls map[string]string) bool {
-	if len(p.Namespaces) > 0 && !slices.Contains(p.Namespaces, namespace) {
-		return false
-	}
-	return p.Selector == nil || p.Selector.Matches(labels.Set(lbls))
+	return nil, gvr.GroupResource(), fmt.Errorf("no rule watches %s %s (resource %s, %s)", apiVersion, kind, gvr.Resource, how)
 }
 
 func objectMeta(obj map[string]any) (namespace, name string, lbls map[string]string) {
@@ -242,17 +249,15 @@ func namespaced(namespace, name string) string {
 // one can let a waiting child evaluate and produce more names, so it repeats until
 // nothing changes.
 func evaluateWithObserved(cmd *cobra.Command, r *rules.Rule, parent map[string]any, objs []map[string]any) (*rules.Result, error) {
-	observed := rules.Observed{}
 	assigned := make([]bool, len(objs))
+	var labelled []map[string]any
 	for i, obj := range objs {
-		_, _, lbls := objectMeta(obj)
-		if id, ok := lbls[childLabel]; ok {
-			if rule, ok := lbls["kubecel.dev/rule"]; !ok || rule == r.Name {
-				observed[id] = append(observed[id], obj)
-			}
+		if _, _, lbls := objectMeta(obj); lbls[rules.LabelChild] != "" {
+			labelled = append(labelled, obj)
 			assigned[i] = true
 		}
 	}
+	observed := r.Observe(labelled)
 	for {
 		res, err := r.Evaluate(cmd.Context(), parent, observed)
 		if err != nil {
@@ -298,7 +303,9 @@ func groupOf(apiVersion any) string {
 type renderOutput struct {
 	yaml           bool
 	stdout, stderr io.Writer
-	docs           []renderDoc
+	// schemas knows the scopes of CRD kinds (--crds); nil without.
+	schemas rules.SchemaSource
+	docs    []renderDoc
 }
 
 type renderDoc struct {
@@ -306,13 +313,55 @@ type renderDoc struct {
 	object  map[string]any
 }
 
-// add records a rule's result: its children, then its status.
-func (o *renderOutput) add(r *rules.Rule, parent map[string]any, res *rules.Result) {
-	namespace, name, _ := objectMeta(parent)
-	if res.Skip {
-		o.note(fmt.Sprintf("rule %q: parent.when is false for %s: the rule does not apply", r.Name, namespaced(namespace, name)))
-		return
+// parentRef describes a parent for the child contract: its scope from the built-in kinds
+// or the CRDs (else from whether it names a namespace), its UID from the manifest or the
+// placeholder.
+func (o *renderOutput) parentRef(parent map[string]any, gr schema.GroupResource) rules.ParentRef {
+	namespace, _, _ := objectMeta(parent)
+	namespaced, known := rules.ResourceNamespaced(gr, o.schemas)
+	if !known {
+		namespaced = namespace != ""
 	}
+	ref := rules.ParentRefOf(parent, gr, namespaced)
+	if ref.UID == "" {
+		ref.UID = rules.PlaceholderUID
+		o.note(fmt.Sprintf("%s %s has no metadata.uid: %s stands for the UID the API server gives it", ref.Kind, refName(ref), rules.PlaceholderUID))
+	}
+	return ref
+}
+
+// refName is the parent's [namespace/]name.
+func refName(ref rules.ParentRef) string { return namespaced(ref.Namespace, ref.Name) }
+
+// observedOf picks the observed objects that may be the parent's children: those the
+// controller labelled for it (by parent annotation or UID), and those with no kubecel
+// parent at all (matched by kind and name later).
+func observedOf(ref rules.ParentRef, objs []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, obj := range objs {
+		md, _ := obj["metadata"].(map[string]any)
+		ann, _ := md["annotations"].(map[string]any)
+		lbls, _ := md["labels"].(map[string]any)
+		who, hasWho := ann[rules.AnnotationParent].(string)
+		uid, hasUID := lbls[rules.LabelParentUID].(string)
+		switch {
+		case hasWho && who != ref.Annotation():
+		case hasUID && ref.UID != rules.PlaceholderUID && uid != ref.UID:
+		default:
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// add records a rule's result for a parent: its children as the controller would apply
+// them, then its status. It returns the children that cannot be applied.
+func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string]any, res *rules.Result) []error {
+	if res.Skip {
+		o.note(fmt.Sprintf("rule %q: parent.when is false for %s: the rule does not apply", r.Name, refName(ref)))
+		return nil
+	}
+	var failed []error
 	for _, d := range res.Children {
 		comment := fmt.Sprintf("rule %q child %q", r.Name, d.ID)
 		if d.Index >= 0 {
@@ -326,7 +375,12 @@ func (o *renderOutput) add(r *rules.Rule, parent map[string]any, res *rules.Resu
 		default:
 			comment += " (not observed)"
 		}
-		o.docs = append(o.docs, renderDoc{comment: comment, object: rules.RedactSecrets(d.Object)})
+		obj, err := r.Shape(ref, d, o.childNamespaced(r, d))
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		o.docs = append(o.docs, renderDoc{comment: comment, object: rules.RedactSecrets(obj)})
 	}
 	for _, w := range res.Waiting {
 		o.note(fmt.Sprintf("rule %q child %q: waiting for %s to exist and be ready", r.Name, w.ID, strings.Join(w.On, ", ")))
@@ -335,16 +389,34 @@ func (o *renderOutput) add(r *rules.Rule, parent map[string]any, res *rules.Resu
 		o.note(fmt.Sprintf("rule %q child %q: failed (see the error)", r.Name, id))
 	}
 	if !r.HasStatus {
-		return
+		return failed
 	}
-	md := map[string]any{"name": name}
-	if namespace != "" {
-		md["namespace"] = namespace
+	md := map[string]any{"name": ref.Name}
+	if ref.Namespace != "" {
+		md["namespace"] = ref.Namespace
 	}
 	o.docs = append(o.docs, renderDoc{
-		comment: fmt.Sprintf("rule %q status of the parent (ready: %v; the controller adds observedGeneration and the Ready and Synced conditions)", r.Name, res.Ready),
+		comment: fmt.Sprintf("rule %q status of the parent (ready: %v; the controller adds observedGeneration and the %s and %s conditions)", r.Name, res.Ready, r.ReadyCondition, r.SyncedCondition),
 		object:  map[string]any{"apiVersion": parent["apiVersion"], "kind": parent["kind"], "metadata": md, "status": res.Status},
 	})
+	return failed
+}
+
+// childNamespaced is the scope of a desired child's kind. A kind that neither the
+// built-in table nor the CRDs know is taken as namespaced, with a note.
+func (o *renderOutput) childNamespaced(r *rules.Rule, d rules.Desired) bool {
+	for _, c := range r.Children {
+		if c.ID != d.ID {
+			continue
+		}
+		namespaced, known := rules.KindNamespaced(c.GVK.GroupKind(), o.schemas)
+		if !known {
+			o.note(fmt.Sprintf("rule %q child %q: the scope of %s is unknown (pass --crds); taken as namespaced", r.Name, d.ID, c.GVK.Kind))
+			return true
+		}
+		return namespaced
+	}
+	return true
 }
 
 // note records a remark: a comment in YAML, a line on stderr in JSON.

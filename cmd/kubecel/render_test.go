@@ -83,6 +83,10 @@ func TestRender(t *testing.T) {
 		{name: "rules-do-not-load", args: []string{"--rules", dir + "/parent.yaml", "-f", dir + "/parent.yaml"}, code: 1},
 		{name: "over-max-children", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/parent.yaml", "--max-children", "2"}, code: 1},
 		{name: "bad-output", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/parent.yaml", "-o", "xml"}, code: 1},
+		// A file of several parents renders each, with the observed objects labelled
+		// for it (the gallery's README commands).
+		{name: "several-parents", args: []string{"--rules", "../../examples/webapp/rules.yaml", "-f", "../../examples/webapp/parents.yaml",
+			"-f", "../../examples/webapp/observed.yaml", "--crds", "../../examples/webapp"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,119 @@
+package examples_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// kubecelBinary builds the kubecel command once for the package's tests.
+var kubecelBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "kubecel-examples-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "kubecel")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kubecel")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", &exec.ExitError{Stderr: out}
+	}
+	return bin, nil
+})
+
+// checkRender runs `kubecel render` on the live parent (UID included) with its live
+// children as the observed objects, as a user would with `kubectl get -o yaml`, and
+// checks that it prints exactly the children the controller applied: the same objects,
+// each with every field render shows (labels, annotation, owner reference included)
+// equal on the cluster. Fields only the server fills in (uid, resourceVersion,
+// defaults, status) are the only difference allowed.
+func (c *cluster) checkRender(dir string, gvr schema.GroupVersionResource, ns, name string) {
+	c.t.Helper()
+	bin, err := kubecelBinary()
+	if err != nil {
+		c.t.Fatalf("build kubecel: %v", err)
+	}
+	parent, err := c.get(gvr, ns, name)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	tmp := c.t.TempDir()
+	parentFile := filepath.Join(tmp, "parent.yaml")
+	writeYAML(c.t, parentFile, parent.Object)
+	observedFile := filepath.Join(tmp, "observed.yaml")
+	var live []map[string]any
+	for _, objs := range c.children(parent) {
+		live = append(live, objs...)
+	}
+	writeYAML(c.t, observedFile, live...)
+	args := []string{"render", "--rules", filepath.Join(dir, "rules.yaml"), "-f", parentFile, "-f", observedFile, "-o", "json"}
+	if _, err := os.Stat(filepath.Join(dir, "crd.yaml")); err == nil {
+		args = append(args, "--crds", dir)
+	}
+	cmd := exec.Command(bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		c.t.Fatalf("kubecel %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &list); err != nil {
+		c.t.Fatalf("render output: %v\n%s", err, stdout.String())
+	}
+	var rendered, applied []string
+	for _, item := range list.Items {
+		u := &unstructured.Unstructured{Object: item}
+		if u.GetKind() == parent.GetKind() && u.GetName() == parent.GetName() {
+			continue // the status document
+		}
+		key := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+		rendered = append(rendered, key)
+		got, err := c.get(c.resource(u.GroupVersionKind()), u.GetNamespace(), u.GetName())
+		if err != nil {
+			c.t.Errorf("render prints %s, the cluster has none: %v", key, err)
+			continue
+		}
+		if at, ok := contains(got.Object, item, ""); !ok {
+			c.t.Errorf("render prints %s with %s", key, at)
+		}
+	}
+	for _, obj := range live {
+		u := &unstructured.Unstructured{Object: obj}
+		applied = append(applied, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
+	}
+	sort.Strings(rendered)
+	sort.Strings(applied)
+	if diff := cmp.Diff(applied, rendered); diff != "" {
+		c.t.Errorf("%s: children the controller applied vs what render prints (-applied +rendered):\n%s", name, diff)
+	}
+}
+
+// writeYAML writes objects as a multi-document YAML file.
+func writeYAML(t *testing.T, file string, objs ...map[string]any) {
+	t.Helper()
+	var b bytes.Buffer
+	for _, obj := range objs {
+		out, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(out)
+	}
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,194 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// This file is the child contract: how an evaluated child becomes the object the
+// controller applies, which parents a rule takes, and how observed objects become the
+// `children` variable. The controller, `kubecel render`, `kubecel plan` and the example
+// tests all call these functions, so what render prints is what run applies.
+
+// Labels and the annotation kubecel puts on every child. The labels say which rule made
+// the object for which parent (by UID, which nobody can match by accident); the
+// annotation names the parent for people and for requeueing it on child events.
+const (
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	ManagedByValue   = "kubecel"
+	LabelRule        = "kubecel.dev/rule"
+	LabelParentUID   = "kubecel.dev/parent-uid"
+	LabelChild       = "kubecel.dev/child"
+	AnnotationParent = "kubecel.dev/parent"
+)
+
+// PlaceholderUID stands for a parent's UID where it is not known yet: offline, for a
+// manifest the API server has not stored (kubecel render).
+const PlaceholderUID = "<parent-uid>"
+
+// ParentRef is what the child contract needs to know of a parent.
+type ParentRef struct {
+	APIVersion, Kind string
+	// Resource is the parent's group and resource, for the kubecel.dev/parent annotation.
+	Resource        schema.GroupResource
+	Namespace, Name string
+	UID             string
+	// Namespaced is the parent resource's scope.
+	Namespaced bool
+}
+
+// ParentRefOf describes a parent object of resource gr.
+func ParentRefOf(obj map[string]any, gr schema.GroupResource, namespaced bool) ParentRef {
+	md, _ := obj["metadata"].(map[string]any)
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	return ParentRef{
+		APIVersion: str(obj, "apiVersion"), Kind: str(obj, "kind"), Resource: gr,
+		Namespace: str(md, "namespace"), Name: str(md, "name"), UID: str(md, "uid"),
+		Namespaced: namespaced,
+	}
+}
+
+// Annotation is the value of AnnotationParent on the parent's children:
+// group/resource/namespace/name.
+func (p ParentRef) Annotation() string {
+	return fmt.Sprintf("%s/%s/%s/%s", p.Resource.Group, p.Resource.Resource, p.Namespace, p.Name)
+}
+
+// Selects reports whether the rule's namespaces and label selector take a parent in
+// namespace with these labels. Namespaces apply to namespaced parents only. (The rule's
+// `when` is evaluated with the parent: Result.Skip.)
+func (r *Rule) Selects(namespace string, namespaced bool, lbls map[string]string) bool {
+	if ns := r.Parent.Namespaces; namespaced && len(ns) > 0 && !slices.Contains(ns, namespace) {
+		return false
+	}
+	return r.Parent.Selector == nil || r.Parent.Selector.Matches(labels.Set(lbls))
+}
+
+// ChildError is a desired child that cannot be applied as it is.
+type ChildError struct {
+	Rule, Child string
+	// Object names the object: Kind[.group] [namespace/]name.
+	Object  string
+	Message string
+}
+
+func (e *ChildError) Error() string {
+	return fmt.Sprintf("rule %q child %q: %s: %s", e.Rule, e.Child, e.Object, e.Message)
+}
+
+// ObjectName is how errors and logs name an object: "Kind[.group] namespace/name", or
+// "Kind[.group]/name" when it is cluster-scoped.
+func ObjectName(gk schema.GroupKind, namespace, name string) string {
+	kind := gk.Kind
+	if gk.Group != "" {
+		kind += "." + gk.Group
+	}
+	if namespace == "" {
+		return kind + "/" + name
+	}
+	return kind + " " + namespace + "/" + name
+}
+
+// Shape turns a desired child of parent into the object the controller applies:
+// a copy of the manifest with its namespace defaulted to the parent's, kubecel's labels
+// and annotation, and an owner reference (controller: true) where Kubernetes garbage
+// collection can follow it, which is when the child is in the parent's namespace or the
+// parent is cluster-scoped. childNamespaced is the scope of the child's kind. A namespaced
+// parent's child that is cluster-scoped or in another namespace needs crossNamespace: true
+// on the child; otherwise Shape returns a *ChildError, as it does for a child with no name.
+func (r *Rule) Shape(p ParentRef, d Desired, childNamespaced bool) (map[string]any, error) {
+	obj := runtime.DeepCopyJSON(d.Object)
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	gk := schema.GroupKind{Group: gv.Group, Kind: kind}
+	name, _ := md["name"].(string)
+	namespace, _ := md["namespace"].(string)
+	fail := func(format string, args ...any) error {
+		return &ChildError{Rule: r.Name, Child: d.ID, Object: ObjectName(gk, namespace, name), Message: fmt.Sprintf(format, args...)}
+	}
+	if r.child(d.ID) == nil {
+		return nil, fail("the rule has no child of that id")
+	}
+	if name == "" {
+		return nil, fail("metadata.name is empty")
+	}
+	switch {
+	case !childNamespaced && namespace != "":
+		return nil, fail("%s is cluster-scoped but metadata.namespace is %q", gk, namespace)
+	case childNamespaced && namespace == "" && p.Namespace != "":
+		namespace = p.Namespace
+		md["namespace"] = namespace
+	case childNamespaced && namespace == "":
+		return nil, fail("a namespaced child of a cluster-scoped parent needs metadata.namespace")
+	}
+	crosses := p.CrossesNamespace(namespace, childNamespaced)
+	if crosses && !r.child(d.ID).CrossNamespace {
+		return nil, fail("the parent is in namespace %q: a cluster-scoped child or one in another namespace needs crossNamespace: true on the child in the rules", p.Namespace)
+	}
+	lbls, _ := md["labels"].(map[string]any)
+	if lbls == nil {
+		lbls = map[string]any{}
+	}
+	lbls[LabelManagedBy] = ManagedByValue
+	lbls[LabelRule] = r.Name
+	lbls[LabelParentUID] = p.UID
+	lbls[LabelChild] = d.ID
+	md["labels"] = lbls
+	ann, _ := md["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
+	}
+	ann[AnnotationParent] = p.Annotation()
+	md["annotations"] = ann
+	if !crosses {
+		md["ownerReferences"] = []any{map[string]any{
+			"apiVersion": p.APIVersion, "kind": p.Kind, "name": p.Name, "uid": p.UID, "controller": true,
+		}}
+	}
+	return obj, nil
+}
+
+// CrossesNamespace reports whether garbage collection cannot follow an owner reference
+// from a child in namespace (childNamespaced says whether its kind is namespaced) to p:
+// the parent is namespaced and the child is cluster-scoped or in another namespace.
+func (p ParentRef) CrossesNamespace(namespace string, childNamespaced bool) bool {
+	return p.Namespaced && (!childNamespaced || namespace != p.Namespace)
+}
+
+// Observe groups objects into the `children` variable: each object carrying a
+// kubecel.dev/child label, and no kubecel.dev/rule label of another rule, goes under its
+// child id. The caller picks the objects of the parent (the controller by the parent-uid
+// label).
+func (r *Rule) Observe(objs []map[string]any) Observed {
+	obs := Observed{}
+	for _, obj := range objs {
+		md, _ := obj["metadata"].(map[string]any)
+		lbls, _ := md["labels"].(map[string]any)
+		id, _ := lbls[LabelChild].(string)
+		if rule, ok := lbls[LabelRule].(string); id == "" || ok && rule != r.Name {
+			continue
+		}
+		obs[id] = append(obs[id], obj)
+	}
+	return obs
+}
+
+// child returns the rule's child of that id, or nil.
+func (r *Rule) child(id string) *Child {
+	for _, c := range r.Children {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package rules
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+const shapeRules = `- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps}
+  children:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
+    - id: far
+      crossNamespace: true
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: other}}
+`
+
+func TestShape(t *testing.T) {
+	r := loadRule(t, shapeRules, Options{})
+	webapps := schema.GroupResource{Group: "example.com", Resource: "webapps"}
+	parent := ParentRef{APIVersion: "example.com/v1", Kind: "WebApp", Resource: webapps, Namespace: "team", Name: "shop", UID: "u-1", Namespaced: true}
+	clusterParent := ParentRef{APIVersion: "example.com/v1", Kind: "Site", Resource: schema.GroupResource{Group: "example.com", Resource: "sites"}, Name: "all", UID: "u-2"}
+	cm := func(md map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": map[string]any{"k": "v"}}
+	}
+	labels := func(child, uid string, extra ...string) map[string]any {
+		m := map[string]any{LabelManagedBy: ManagedByValue, LabelRule: "web", LabelParentUID: uid, LabelChild: child}
+		for i := 0; i < len(extra); i += 2 {
+			m[extra[i]] = extra[i+1]
+		}
+		return m
+	}
+	owner := func(p ParentRef) []any {
+		return []any{map[string]any{"apiVersion": p.APIVersion, "kind": p.Kind, "name": p.Name, "uid": p.UID, "controller": true}}
+	}
+	tests := []struct {
+		name       string
+		parent     ParentRef
+		d          Desired
+		namespaced bool
+		want       map[string]any
+		wantErr    string
+	}{
+		{
+			name: "defaults the namespace, labels, annotates, owns", parent: parent, namespaced: true,
+			d: Desired{ID: "cm", Object: cm(map[string]any{"name": "x", "labels": map[string]any{"app": "shop"}})},
+			want: cm(map[string]any{
+				"name": "x", "namespace": "team", "labels": labels("cm", "u-1", "app", "shop"),
+				"annotations":     map[string]any{AnnotationParent: "example.com/webapps/team/shop"},
+				"ownerReferences": owner(parent),
+			}),
+		},
+		{
+			name: "another namespace with crossNamespace: no owner reference", parent: parent, namespaced: true,
+			d: Desired{ID: "far", Object: cm(map[string]any{"name": "x", "namespace": "other"})},
+			want: cm(map[string]any{
+				"name": "x", "namespace": "other", "labels": labels("far", "u-1"),
+				"annotations": map[string]any{AnnotationParent: "example.com/webapps/team/shop"},
+			}),
+		},
+		{
+			name: "another namespace without crossNamespace", parent: parent, namespaced: true,
+			d:       Desired{ID: "cm", Object: cm(map[string]any{"name": "x", "namespace": "other"})},
+			wantErr: `rule "web" child "cm": ConfigMap other/x: the parent is in namespace "team": a cluster-scoped child or one in another namespace needs crossNamespace: true on the child in the rules`,
+		},
+		{
+			name: "cluster-scoped child of a namespaced parent", parent: parent, namespaced: false,
+			d:       Desired{ID: "cm", Object: cm(map[string]any{"name": "x"})},
+			wantErr: `rule "web" child "cm": ConfigMap/x: the parent is in namespace "team": a cluster-scoped child or one in another namespace needs crossNamespace: true on the child in the rules`,
+		},
+		{
+			name: "cluster-scoped kind with a namespace", parent: parent, namespaced: false,
+			d:       Desired{ID: "far", Object: cm(map[string]any{"name": "x", "namespace": "other"})},
+			wantErr: `rule "web" child "far": ConfigMap other/x: ConfigMap is cluster-scoped but metadata.namespace is "other"`,
+		},
+		{
+			name: "cluster-scoped parent, namespaced child: owned", parent: clusterParent, namespaced: true,
+			d: Desired{ID: "far", Object: cm(map[string]any{"name": "x", "namespace": "other"})},
+			want: cm(map[string]any{
+				"name": "x", "namespace": "other", "labels": labels("far", "u-2"),
+				"annotations":     map[string]any{AnnotationParent: "example.com/sites//all"},
+				"ownerReferences": owner(clusterParent),
+			}),
+		},
+		{
+			name: "cluster-scoped parent, namespaced child without a namespace", parent: clusterParent, namespaced: true,
+			d:       Desired{ID: "cm", Object: cm(map[string]any{"name": "x"})},
+			wantErr: `rule "web" child "cm": ConfigMap/x: a namespaced child of a cluster-scoped parent needs metadata.namespace`,
+		},
+		{
+			name: "no name", parent: parent, namespaced: true,
+			d:       Desired{ID: "cm", Object: cm(map[string]any{})},
+			wantErr: `rule "web" child "cm": ConfigMap/: metadata.name is empty`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := cmp.Diff(nil, tt.d.Object)
+			got, err := r.Shape(tt.parent, tt.d, tt.namespaced)
+			if tt.wantErr != "" {
+				var ce *ChildError
+				if !errors.As(err, &ce) || err.Error() != tt.wantErr {
+					t.Fatalf("Shape() error = %v, want %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Shape() (-want +got):\n%s", diff)
+			}
+			if after := cmp.Diff(nil, tt.d.Object); after != before {
+				t.Error("Shape changed the desired object")
+			}
+		})
+	}
+}
+
+func TestSelects(t *testing.T) {
+	r := loadRule(t, `- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps, namespaces: [a], selector: {matchLabels: {tier: web}}}
+  children:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
+`, Options{})
+	tests := []struct {
+		name       string
+		namespace  string
+		namespaced bool
+		labels     map[string]string
+		want       bool
+	}{
+		{"in namespace, labelled", "a", true, map[string]string{"tier": "web"}, true},
+		{"other namespace", "b", true, map[string]string{"tier": "web"}, false},
+		{"not labelled", "a", true, nil, false},
+		{"cluster-scoped: namespaces do not apply", "", false, map[string]string{"tier": "web"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.Selects(tt.namespace, tt.namespaced, tt.labels); got != tt.want {
+				t.Errorf("Selects = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestObserve(t *testing.T) {
+	r := loadRule(t, shapeRules, Options{})
+	obj := func(name string, lbls map[string]any) map[string]any {
+		return map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": name, "labels": lbls}}
+	}
+	a := obj("a", map[string]any{LabelChild: "cm", LabelRule: "web"})
+	b := obj("b", map[string]any{LabelChild: "cm"})
+	other := obj("c", map[string]any{LabelChild: "cm", LabelRule: "db"})
+	unlabelled := obj("d", nil)
+	got := r.Observe([]map[string]any{a, b, other, unlabelled})
+	if diff := cmp.Diff(Observed{"cm": {a, b}}, got); diff != "" {
+		t.Errorf("Observe (-want +got):\n%s", diff)
+	}
+}
