@@ -12,8 +12,9 @@ import (
 )
 
 // prepareChild turns a desired child into the object to apply: namespace defaulted to
-// the parent's, the namespace rule enforced, kubecel's labels and annotation added, and an
-// owner reference where garbage collection can follow it.
+// the parent's, the namespace rule enforced, kubecel's labels and parent annotation
+// added, an owner reference where garbage collection can follow it, and last the hash of
+// all that in AnnotationAppliedHash (see needsApply).
 func (c *Controller) prepareChild(st *ruleState, parent *unstructured.Unstructured, d rules.Desired) (*unstructured.Unstructured, error) {
 	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(d.Object)}
 	gk := obj.GroupVersionKind().GroupKind()
@@ -61,6 +62,9 @@ func (c *Controller) prepareChild(st *ruleState, parent *unstructured.Unstructur
 			APIVersion: parent.GetAPIVersion(), Kind: parent.GetKind(),
 			Name: parent.GetName(), UID: parent.GetUID(), Controller: &controller,
 		}})
+	}
+	if err := setAppliedHash(obj); err != nil {
+		return nil, childError(st.rule.Name, d.ID, k, err)
 	}
 	return obj, nil
 }

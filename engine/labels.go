@@ -37,6 +37,9 @@ const (
 	LabelParentUID   = "kubecel.dev/parent-uid"
 	LabelChild       = "kubecel.dev/child"
 	AnnotationParent = "kubecel.dev/parent"
+	// AnnotationAppliedHash holds a hash of the child as kubecel last applied it
+	// (without this annotation), written by that apply: see needsApply.
+	AnnotationAppliedHash = "kubecel.dev/applied-hash"
 )
 
 // Key identifies one parent under one rule: the unit of work of the queue.
