@@ -12,8 +12,9 @@ import (
 
 // prepareChild turns a desired child into the object to apply, by the rules' child
 // contract (rules.Rule.Shape): namespace defaulted to the parent's, the namespace rule
-// enforced, kubecel's labels and annotation added, and an owner reference where garbage
-// collection can follow it.
+// enforced, kubecel's labels and parent annotation added, an owner reference where
+// garbage collection can follow it, and last the hash of all that in
+// AnnotationAppliedHash (see needsApply).
 func (c *Controller) prepareChild(st *ruleState, parent *unstructured.Unstructured, d rules.Desired) (*unstructured.Unstructured, error) {
 	probe := &unstructured.Unstructured{Object: d.Object}
 	gk := probe.GroupVersionKind().GroupKind()

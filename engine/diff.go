@@ -56,7 +56,8 @@ func jsonValue(v any) string {
 }
 
 // diffFields compares two versions of an object after removing what the server
-// maintains by itself (resourceVersion, managedFields, uid, generation, timestamps).
+// maintains by itself (resourceVersion, managedFields, uid, generation, timestamps) and
+// the bookkeeping of appliers (kubectl's last-applied annotation, kubecel's applied hash).
 // Only the subtree under root is compared when root is set (e.g. "status"). Secret
 // data and stringData values are redacted: a reader sees which keys change, not how.
 func diffFields(before, after *unstructured.Unstructured, root string) []FieldChange {
@@ -86,6 +87,7 @@ func comparable(obj *unstructured.Unstructured, root string) (any, bool) {
 		}
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+			delete(ann, AnnotationAppliedHash)
 			if len(ann) == 0 {
 				delete(md, "annotations")
 			}

@@ -11,7 +11,10 @@
 //     backoff, a delayed retry); a panic in a reconcile is recovered there, counted,
 //     reported on the parent, and retried with backoff.
 //   - Every write is a server-side apply (or a delete with a UID precondition). A write
-//     that would change nothing is skipped, so a converged cluster sees no writes.
+//     that would change nothing is skipped, so a converged cluster sees no writes, also
+//     where the server stores values in another form than they were sent (quantities):
+//     a child is compared with what we last applied, while nobody changed our fields
+//     (see needsApply).
 //   - Nothing is pruned in a reconcile whose evaluation or applies failed, and objects
 //     without kubecel's labels are never touched.
 //   - Each watched GVR has its own informer with its own stop, shared by reference count,

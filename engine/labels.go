@@ -39,6 +39,9 @@ const (
 	LabelParentUID   = rules.LabelParentUID
 	LabelChild       = rules.LabelChild
 	AnnotationParent = rules.AnnotationParent
+	// AnnotationAppliedHash holds a hash of the child as kubecel last applied it
+	// (without this annotation), written by that apply: see needsApply.
+	AnnotationAppliedHash = rules.AnnotationAppliedHash
 )
 
 // Key identifies one parent under one rule: the unit of work of the queue.

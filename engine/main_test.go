@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"text/template"
 	"time"
@@ -89,6 +90,10 @@ type fixture struct {
 	rule  string
 	ctrl  *engine.Controller
 	ropts rules.Options // for loadRules
+
+	rulesTemplate string
+	opts          engine.Options
+	stop          func() // stops ctrl
 }
 
 // startController renders rulesTemplate (with .NS and .Rule) and runs a controller with
@@ -102,25 +107,46 @@ func startController(t *testing.T, rulesTemplate string) *fixture {
 // startControllerWith is startController with the given rules and engine options.
 func startControllerWith(t *testing.T, rulesTemplate string, ropts rules.Options, opts engine.Options) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ns: testenv.Namespace(t), rule: fmt.Sprintf("r%04x", rand.IntN(1<<16)), ropts: ropts}
-	rs := f.loadRules(rulesTemplate)
-	ctrl, err := engine.New(testenv.Config(t), opts)
+	f := &fixture{t: t, ns: testenv.Namespace(t), rule: fmt.Sprintf("r%04x", rand.IntN(1<<16)), ropts: ropts,
+		rulesTemplate: rulesTemplate, opts: opts}
+	f.run()
+	return f
+}
+
+// run starts a controller with the fixture's rules until the test ends or stop is
+// called.
+func (f *fixture) run() {
+	f.t.Helper()
+	rs := f.loadRules(f.rulesTemplate)
+	ctrl, err := engine.New(testenv.Config(f.t), f.opts)
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	f.ctrl = ctrl
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(f.t, ktesting.NewConfig())))
 	ctrl.SetRules(ctx, rs)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = ctrl.Run(ctx)
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return f
+	var once sync.Once
+	f.stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	// Registered after the logger's own cleanup, so it runs first: the controller's
+	// last lines are logged while the test still runs.
+	f.t.Cleanup(f.stop)
+}
+
+// restart stops the running controller and starts a new one, with nothing in memory.
+func (f *fixture) restart() {
+	f.t.Helper()
+	f.stop()
+	f.run()
 }
 
 func (f *fixture) loadRules(rulesTemplate string) *rules.RuleSet {

@@ -1,7 +1,11 @@
 package rules
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,6 +28,10 @@ const (
 	LabelParentUID   = "kubecel.dev/parent-uid"
 	LabelChild       = "kubecel.dev/child"
 	AnnotationParent = "kubecel.dev/parent"
+	// AnnotationAppliedHash holds a hash of the shaped child without this annotation:
+	// the controller compares it with the live object's to tell whether it applied
+	// exactly this object last (see the engine's no-op decision).
+	AnnotationAppliedHash = "kubecel.dev/applied-hash"
 )
 
 // PlaceholderUID stands for a parent's UID where it is not known yet: offline, for a
@@ -155,7 +163,44 @@ func (r *Rule) Shape(p ParentRef, d Desired, childNamespaced bool) (map[string]a
 			"apiVersion": p.APIVersion, "kind": p.Kind, "name": p.Name, "uid": p.UID, "controller": true,
 		}}
 	}
+	hash, err := AppliedHash(obj)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	ann[AnnotationAppliedHash] = hash
 	return obj, nil
+}
+
+// AppliedHash is the value of AnnotationAppliedHash for a shaped child: a hash of the
+// object without that annotation. 128 bits: two versions of one child never collide,
+// and each cached child pays for the annotation's incompressible text.
+func AppliedHash(obj map[string]any) (string, error) {
+	text, err := json.Marshal(WithoutAppliedHash(obj))
+	if err != nil {
+		return "", fmt.Errorf("encode: %w", err)
+	}
+	sum := sha256.Sum256(text)
+	return base64.RawURLEncoding.EncodeToString(sum[:16]), nil
+}
+
+// WithoutAppliedHash returns obj without AnnotationAppliedHash, sharing with obj what it
+// does not change.
+func WithoutAppliedHash(obj map[string]any) map[string]any {
+	md, _ := obj["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	if _, ok := ann[AnnotationAppliedHash]; !ok {
+		return obj
+	}
+	ann = maps.Clone(ann)
+	delete(ann, AnnotationAppliedHash)
+	md = maps.Clone(md)
+	md["annotations"] = ann
+	if len(ann) == 0 {
+		delete(md, "annotations")
+	}
+	out := maps.Clone(obj)
+	out["metadata"] = md
+	return out
 }
 
 // CrossesNamespace reports whether garbage collection cannot follow an owner reference

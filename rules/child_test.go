@@ -110,8 +110,13 @@ func TestShape(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, WithoutAppliedHash(got)); diff != "" {
 				t.Errorf("Shape() (-want +got):\n%s", diff)
+			}
+			md, _ := got["metadata"].(map[string]any)
+			ann, _ := md["annotations"].(map[string]any)
+			if want, _ := AppliedHash(tt.want); ann[AnnotationAppliedHash] != want {
+				t.Errorf("applied hash %v, want %s (the hash of the rest)", ann[AnnotationAppliedHash], want)
 			}
 			if after := cmp.Diff(nil, tt.d.Object); after != before {
 				t.Error("Shape changed the desired object")
@@ -160,5 +165,41 @@ func TestObserve(t *testing.T) {
 	got := r.Observe([]map[string]any{a, b, other, unlabelled})
 	if diff := cmp.Diff(Observed{"cm": {a, b}}, got); diff != "" {
 		t.Errorf("Observe (-want +got):\n%s", diff)
+	}
+}
+
+func TestAppliedHash(t *testing.T) {
+	quota := func(cpu, hash string) map[string]any {
+		md := map[string]any{"name": "q", "namespace": "ns"}
+		if hash != "" {
+			md["annotations"] = map[string]any{AnnotationAppliedHash: hash}
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": md, "spec": map[string]any{"hard": map[string]any{"cpu": cpu}}}
+	}
+	hashOf := func(obj map[string]any) string {
+		h, err := AppliedHash(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if diff := cmp.Diff(quota("0.5", ""), WithoutAppliedHash(quota("0.5", "abc"))); diff != "" {
+		t.Errorf("WithoutAppliedHash removed more than its annotation (-want +got):\n%s", diff)
+	}
+	tests := []struct {
+		name string
+		a, b map[string]any
+		same bool
+	}{
+		{"the same object", quota("0.5", ""), quota("0.5", ""), true},
+		{"an old hash is not hashed", quota("0.5", "old"), quota("0.5", ""), true},
+		{"another value", quota("0.5", ""), quota("1", ""), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if a, b := hashOf(tt.a), hashOf(tt.b); (a == b) != tt.same {
+				t.Errorf("hashes %q and %q: equal = %v, want %v", a, b, a == b, tt.same)
+			}
+		})
 	}
 }
