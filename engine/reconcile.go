@@ -168,11 +168,14 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 			if _, done := out.applied[k]; done || failed[k] {
 				continue
 			}
-			if !needsApply(obj, live[k]) {
-				continue
-			}
+			// The finalizer guards every child garbage collection cannot reach, also one
+			// that needs no write now (a rule removed and added back finds its children
+			// in place, and its finalizer gone).
 			if err := c.ensureFinalizerFor(ctx, st, parent, obj, out); err != nil {
 				out.applyErr = append(out.applyErr, err)
+				continue
+			}
+			if !needsApply(obj, live[k]) {
 				continue
 			}
 			var got *unstructured.Unstructured

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -151,6 +152,10 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	}
 	manager := ParentFieldManager(st.rule.Name)
 	want := desiredStatus(st.rule, current, out, time.Now())
+	shared := st.rule.ReadyCondition != ConditionReady
+	if shared {
+		keepOthersConditions(want, current, st.rule)
+	}
 	if !statusNeedsApply(want, current, manager) {
 		return nil
 	}
@@ -159,6 +164,11 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 		"metadata": map[string]any{"name": parent.GetName(), "namespace": parent.GetNamespace()},
 		"status":   want,
 	}}
+	if shared {
+		// The conditions we send hold other rules' as we read them: only on the
+		// version we read, or a newer condition of theirs would be undone.
+		patch.SetResourceVersion(current.GetResourceVersion())
+	}
 	if parent.GetNamespace() == "" {
 		unstructured.RemoveNestedField(patch.Object, "metadata", "namespace")
 	}
@@ -187,11 +197,62 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	return nil
 }
 
+// keepOthersConditions adds to want's conditions every condition of the parent that is
+// not the rule's own, as it is, in the parent's order with the rule's own last. A rule
+// that shares the parent's status with other rules needs this: where the parent's schema
+// leaves status.conditions a plain (atomic) list, as a free-form status does, every
+// apply replaces the whole list, and the rules would take turns erasing each other's
+// conditions forever. Sent with the resourceVersion they were read at, they are never
+// older than the parent's.
+func keepOthersConditions(want map[string]any, parent *unstructured.Unstructured, r *rules.Rule) {
+	live, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
+	var conds []any
+	for _, l := range live {
+		m, ok := l.(map[string]any)
+		if !ok || m["type"] == r.ReadyCondition || m["type"] == r.SyncedCondition {
+			continue
+		}
+		conds = append(conds, runtime.DeepCopyJSONValue(m))
+	}
+	own, _ := want["conditions"].([]any)
+	conds = append(conds, own...)
+	slices.SortStableFunc(conds, func(a, b any) int {
+		return strings.Compare(conditionType(a), conditionType(b))
+	})
+	want["conditions"] = conds
+}
+
+func conditionType(c any) string {
+	m, _ := c.(map[string]any)
+	t, _ := m["type"].(string)
+	return t
+}
+
+// conditionsHeld reports whether every wanted condition is among the live ones (matched
+// by type, wherever it is in the list). Conditions of others that the list also holds do
+// not count: they are not ours to write.
+func conditionsHeld(want, live []any) bool {
+	for _, w := range want {
+		i := slices.IndexFunc(live, func(l any) bool { return conditionType(l) == conditionType(w) })
+		if i < 0 || !subset(w, live[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // statusNeedsApply compares the wanted status with the parent's, including status
 // fields the manager owns that it no longer wants.
 func statusNeedsApply(want map[string]any, parent *unstructured.Unstructured, manager string) bool {
 	live, _, _ := unstructured.NestedMap(parent.Object, "status")
-	if !subset(want, live) {
+	wantConds, _ := want["conditions"].([]any)
+	liveConds, _ := live["conditions"].([]any)
+	if !conditionsHeld(wantConds, liveConds) {
+		return true
+	}
+	rest := maps.Clone(want)
+	delete(rest, "conditions")
+	if !subset(rest, live) {
 		return true
 	}
 	owned, ok := ownedFields(parent, manager, "status")
