@@ -142,9 +142,9 @@ func TestEvaluationDeadlineIsRetried(t *testing.T) {
 			fmt.Sprintf("Synced=%s %s %q", status, reason, msg)
 	})
 	// Nothing changes the widget any more: only retries reconcile it again.
-	first := counterValue(t, reg, "kubecel_reconcile_total", "result", "error")
+	first := testenv.Counter(t, reg, "kubecel_reconcile_total", "result", "error")
 	f.eventually(func() (bool, string) {
-		n := counterValue(t, reg, "kubecel_reconcile_total", "result", "error")
+		n := testenv.Counter(t, reg, "kubecel_reconcile_total", "result", "error")
 		return n >= first+3, fmt.Sprintf("%v failed reconciles, %v when reported", n, first)
 	})
 	if _, err := f.get(configMaps, f.ns, "slow"); err == nil {

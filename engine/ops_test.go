@@ -56,27 +56,6 @@ func runWithLoader(t *testing.T, src engine.RulesSource, reg *prometheus.Registr
 	return ctrl
 }
 
-func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 const configMapRulesV1 = `
 apiVersion: kubecel.dev/v1alpha1
 kind: RuleSet
@@ -136,7 +115,7 @@ func TestRulesConfigMapHotReload(t *testing.T) {
 	})
 	update(strings.Replace(render(configMapRulesV1), `"${parent.metadata.name}-first"`, `"${parent.metadata.name +}-first"`, 1))
 	f.eventually(func() (bool, string) {
-		n := counterValue(t, reg, "kubecel_rules_reload_total", "result", "error")
+		n := testenv.Counter(t, reg, "kubecel_rules_reload_total", "result", "error")
 		return n >= 1, fmt.Sprintf("reload errors = %v", n)
 	})
 	var event corev1.Event

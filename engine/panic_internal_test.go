@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -133,10 +132,10 @@ func TestReconcilePanic(t *testing.T) {
 	converged("bad")
 
 	n := float64(panics.Load())
-	if got := metricValue(t, c.opts.Registry, "kubecel_reconcile_panics_total", "rule", rule); n < 1 || got != n {
+	if got := testenv.Counter(t, c.opts.Registry, "kubecel_reconcile_panics_total", "rule", rule); n < 1 || got != n {
 		t.Errorf("kubecel_reconcile_panics_total = %v, want the %v panics of the hook", got, n)
 	}
-	if got := metricValue(t, c.opts.Registry, "kubecel_reconcile_total", "result", "error"); got < n {
+	if got := testenv.Counter(t, c.opts.Registry, "kubecel_reconcile_total", "result", "error"); got < n {
 		t.Errorf(`kubecel_reconcile_total{result="error"} = %v, want at least the %v panics`, got, n)
 	}
 	// Each panic was logged once, with its stack, and bad had no other failure logged.
@@ -157,28 +156,6 @@ func TestReconcilePanic(t *testing.T) {
 	if float64(logged) != n {
 		t.Errorf("%d panics logged, want %v (one per panic)", logged, n)
 	}
-}
-
-// metricValue is the value of the counter name whose label has value.
-func metricValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // hasKV reports whether the key/value list has key with value.
