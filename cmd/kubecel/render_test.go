@@ -40,6 +40,12 @@ func runCommand(t *testing.T, cmd *cobra.Command, args ...string) (stdout, stder
 	return out.String(), errOut.String(), code
 }
 
+// runRoot runs the kubecel command line in process, as a user types it.
+func runRoot(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runCommand(t, newRootCommand(), args...)
+}
+
 // golden compares got with the file, or rewrites the file with -update.
 func golden(t *testing.T, file, got string) {
 	t.Helper()

@@ -15,6 +15,7 @@ func newRootCommand() *cobra.Command {
 file: CEL expressions compute each parent's desired children and status, and a generic
 reconcile loop applies them with server-side apply, prunes what is no longer wanted,
 repairs drift and reports status.`,
+		Version:       readBuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
@@ -22,6 +23,8 @@ repairs drift and reports status.`,
 			cmd.SetContext(klog.NewContext(cmd.Context(), klog.Background()))
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().Bool("version", false, "print the version and exit (as kubecel version does)")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
@@ -32,6 +35,7 @@ repairs drift and reports status.`,
 		newRenderCommand(),
 		newCheckCommand(),
 		newPlanCommand(),
+		newVersionCommand(),
 	)
 	return root
 }

@@ -81,6 +81,9 @@ func (o *runOptions) run(ctx context.Context) error {
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "kubecel"
 	reg := prometheus.NewRegistry()
+	if err := registerBuildInfo(reg); err != nil {
+		return err
+	}
 	elected, err := newLeader(o.leader, cfg, reg)
 	if err != nil {
 		return err
