@@ -47,6 +47,7 @@ func TestDev(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "dev")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	resetLogging(t)
 	var out syncBuffer
 	cmd := newRootCommand()
 	cmd.SetArgs([]string{"dev", "--dir", dir})

@@ -43,6 +43,7 @@ func runCommand(t *testing.T, cmd *cobra.Command, args ...string) (stdout, stder
 // runRoot runs the kubecel command line in process, as a user types it.
 func runRoot(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	resetLogging(t)
 	return runCommand(t, newRootCommand(), args...)
 }
 

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"flag"
-
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
 )
 
 func newRootCommand() *cobra.Command {
@@ -18,16 +15,16 @@ repairs drift and reports status.`,
 		Version:       readBuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
-			// Logs go through klog's contextual logger; commands take it from ctx.
-			cmd.SetContext(klog.NewContext(cmd.Context(), klog.Background()))
-		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.Flags().Bool("version", false, "print the version and exit (as kubecel version does)")
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
+	logging := addLoggingFlags(root.PersistentFlags())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		// Logs go through klog's contextual logger; commands take it from ctx.
+		ctx, err := applyLogging(cmd.Context(), logging, cmd.ErrOrStderr())
+		cmd.SetContext(ctx)
+		return err
+	}
 	root.AddCommand(
 		newDevCommand(),
 		newRBACCommand(),
