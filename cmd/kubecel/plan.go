@@ -21,7 +21,7 @@ import (
 
 type planOptions struct {
 	rules       string
-	kubeconfig  string
+	cluster     *clusterFlags
 	rule        string
 	namespace   string
 	output      string
@@ -30,7 +30,7 @@ type planOptions struct {
 }
 
 func newPlanCommand() *cobra.Command {
-	var o planOptions
+	o := planOptions{cluster: newClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "plan --rules FILE [--kubeconfig FILE] [--rule NAME] [-n NAMESPACE] [-o text|json]",
 		Short: "Show what the rules would change in the cluster, without changing it",
@@ -59,7 +59,7 @@ terraform plan -detailed-exitcode.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.rules, "rules", "", "rules file (required)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.StringVar(&o.rule, "rule", "", "plan only this rule")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "plan only the parents in this namespace")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
@@ -75,7 +75,7 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	}
 	// The engine's progress lines are noise here; -v=1 shows them. Errors still show.
 	ctx := klog.NewContext(cmd.Context(), klog.FromContext(cmd.Context()).V(1))
-	plans, err := o.plan(ctx)
+	plans, err := o.plan(ctx, cmd.ErrOrStderr())
 	if err != nil && plans == nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -97,11 +97,19 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
+// planProgressEvery is how often plan says on stderr that it still waits for the caches.
+const planProgressEvery = 3 * time.Second
+
 // plan loads the rules, lets a dry-run controller list the cluster and plans every
 // parent once. The controller's worker loop never runs.
-func (o *planOptions) plan(ctx context.Context) ([]engine.ParentPlan, error) {
-	cfg, err := restConfig(o.kubeconfig)
+func (o *planOptions) plan(ctx context.Context, stderr io.Writer) ([]engine.ParentPlan, error) {
+	cfg, err := o.cluster.restConfig()
 	if err != nil {
+		return nil, err
+	}
+	// Without this, an API server that cannot be reached shows only as rules that do not
+	// run because their kinds are not served.
+	if err := reach(cfg); err != nil {
 		return nil, err
 	}
 	cfg.UserAgent = "kubecel-plan"
@@ -132,8 +140,12 @@ func (o *planOptions) plan(ctx context.Context) ([]engine.ParentPlan, error) {
 	}
 	defer ctrl.Close()
 	ctrl.SetRules(ctx, rs)
+	progress := waitProgress(stderr, planProgressEvery, fmt.Sprintf("the caches of %d %s to sync", len(rs.Rules), plural(len(rs.Rules), "rule", "rules")))
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.timeout, true, func(context.Context) (bool, error) {
 		ready, _ := ctrl.Ready()
+		if !ready {
+			progress(time.Now())
+		}
 		return ready, nil
 	})
 	if err != nil {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubecel/kubecel/internal/testenv"
 )
@@ -191,4 +193,49 @@ func TestPlan(t *testing.T) {
 			t.Errorf("plan sent %d write requests, want 0", after-writes)
 		}
 	})
+}
+
+// TestPlanConnectionErrors: a plan that cannot talk to the cluster says why at once,
+// wherever its kubeconfig comes from, and prints nothing on stdout.
+func TestPlanConnectionErrors(t *testing.T) {
+	e := newPlanEnv(t)
+	cfg := testenv.Config(t)
+	closed := closedPortKubeconfig(t)
+	wrongToken := clientcmdapi.NewConfig()
+	wrongToken.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	wrongToken.AuthInfos["stranger"] = &clientcmdapi.AuthInfo{Token: "not-a-token"}
+	wrongToken.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "stranger"}
+	wrongToken.CurrentContext = "test"
+	absent := filepath.Join(t.TempDir(), "absent")
+	tests := []struct {
+		name string
+		env  string // $KUBECONFIG
+		args []string
+		want string
+	}{
+		{name: "closed port, --kubeconfig", env: absent, args: []string{"--kubeconfig", closed},
+			want: `Error: cannot reach the API server at https://127.0.0.1:1: Get "https://127.0.0.1:1/version?timeout=15s": dial tcp 127.0.0.1:1: connect: connection refused`},
+		{name: "closed port, $KUBECONFIG", env: closed,
+			want: `Error: cannot reach the API server at https://127.0.0.1:1: Get "https://127.0.0.1:1/version?timeout=15s": dial tcp 127.0.0.1:1: connect: connection refused`},
+		{name: "refused credentials", env: absent, args: []string{"--kubeconfig", writeKubeconfig(t, wrongToken)},
+			want: "Error: the API server at " + cfg.Host + ": the server has asked for the client to provide credentials"},
+		{name: "no kubeconfig", env: absent,
+			want: "Error: no kubeconfig: looked in $KUBECONFIG (" + absent + ") and the in-cluster service account; pass --kubeconfig FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tt.env)
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			stdout, stderr, code := runCommand(t, newPlanCommand(), append([]string{"--rules", e.v1}, tt.args...)...)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if stdout != "" {
+				t.Errorf("printed on stdout:\n%s", stdout)
+			}
+			if strings.TrimSpace(stderr) != tt.want {
+				t.Errorf("stderr:\n%s\nwant:\n%s", stderr, tt.want)
+			}
+		})
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine"
@@ -21,7 +20,7 @@ import (
 type runOptions struct {
 	rulesFile      string
 	rulesConfigMap string
-	kubeconfig     string
+	cluster        *clusterFlags
 	dryRun         bool
 	workers        int
 	qps            float32
@@ -34,7 +33,7 @@ type runOptions struct {
 }
 
 func newRunCommand() *cobra.Command {
-	var o runOptions
+	o := runOptions{cluster: newClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the controller",
@@ -49,7 +48,7 @@ non-zero.`,
 	f := cmd.Flags()
 	f.StringVar(&o.rulesFile, "rules", "", "rules file (re-read when it changes)")
 	f.StringVar(&o.rulesConfigMap, "rules-configmap", "", "NAMESPACE/NAME of a ConfigMap whose key rules.yaml holds the rules (re-read when it changes)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "never write: log each change the controller would make")
 	f.IntVar(&o.workers, "workers", 16, "parallel reconciles")
 	f.Float32Var(&o.qps, "qps", 1000, "client-side rate limit on API requests per second")
@@ -62,19 +61,12 @@ non-zero.`,
 	return cmd
 }
 
-// restConfig loads a client configuration the way kubectl does.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	rulesLoading := clientcmd.NewDefaultClientConfigLoadingRules()
-	rulesLoading.ExplicitPath = kubeconfig
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rulesLoading, &clientcmd.ConfigOverrides{}).ClientConfig()
-}
-
 func (o *runOptions) run(ctx context.Context) error {
 	if o.dryRun && o.leader.enabled {
 		// Leader election creates and renews a Lease: a write, which a dry run never makes.
 		return errors.New("--dry-run and --leader-elect cannot be combined: a dry run writes nothing, and leader election writes a Lease; run the dry run as a single replica")
 	}
-	cfg, err := restConfig(o.kubeconfig)
+	cfg, err := o.cluster.restConfig()
 	if err != nil {
 		return err
 	}
