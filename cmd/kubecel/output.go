@@ -50,6 +50,7 @@ func printData(w io.Writer, format string, v any) error {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // <stdin> stays readable
 		return enc.Encode(v)
 	case "yaml":
 		data, err := yaml.Marshal(v)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/internal/testenv"
 )
@@ -123,6 +126,27 @@ func TestPlan(t *testing.T) {
 		out, code = e.plan(e.v2, "-n", "default")
 		if code != 0 || out != "No changes: the cluster matches the rules (0 parents).\n" {
 			t.Errorf("plan -n default: exit %d, output %q; want 0 and no parents", code, out)
+		}
+	})
+
+	t.Run("yaml, rules from stdin", func(t *testing.T) {
+		want, _ := e.planJSON(e.v2)
+		data, err := os.ReadFile(e.v2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := newPlanCommand()
+		cmd.SetIn(bytes.NewReader(data))
+		stdout, stderr, code := runCommand(t, cmd, "--rules", "-", "--kubeconfig", e.kubeconfig, "-o", "yaml")
+		if code != 2 {
+			t.Errorf("exit code %d, want 2\n%s", code, stderr)
+		}
+		var got jsonPlan
+		if err := yaml.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("stdout is not the YAML plan: %v\n%s", err, stdout)
+		}
+		if diff := cmp.Diff(want.summary(true), got.summary(true)); diff != "" {
+			t.Errorf("the YAML plan differs from the JSON plan (-json +yaml):\n%s", diff)
 		}
 	})
 

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/rules"
 )
@@ -21,14 +20,15 @@ type rbacOptions struct {
 	cluster   *clusterFlags
 	name      string
 	crdDir    string
+	output    outputFlag
 }
 
 func newRBACCommand() *cobra.Command {
 	o := rbacOptions{name: "kubecel-rules", cluster: newClusterFlags()}
 	cmd := &cobra.Command{
-		Use:   "rbac --rules FILE",
+		Use:   "rbac --rules FILE [-o yaml|json]",
 		Short: "Print the least-privilege ClusterRole that the rules need",
-		Long: `rbac prints, as YAML, the ClusterRole that the rules need and nothing more:
+		Long: `rbac prints, as YAML (or JSON with -o json), the ClusterRole that the rules need and nothing more:
 get, list, watch and patch on each parent resource (patch adds and removes the
 cleanup.kubecel.dev/<rule> finalizer), patch on its status subresource when the rule writes
 status, and get, list, watch, create, patch and delete on each child resource (every
@@ -42,30 +42,33 @@ Child kinds are mapped to resources with the CRDs from --crds, then with the dis
 of the cluster from --kubeconfig ($KUBECONFIG, ~/.kube/config or in-cluster), and are
 otherwise guessed from the kind's name, with a note on stderr. Kinds are guessed only
 when there is no kubeconfig at all: a cluster that is configured but cannot be read
-(unreachable, refused credentials) is an error, wherever its kubeconfig comes from.`,
+(unreachable, refused credentials) is an error, wherever its kubeconfig comes from.
+
+--rules - reads the rules from the standard input.`,
 		Example: `  kubecel rbac --rules rules.yaml > rules-rbac.yaml
   kubectl apply -f rules-rbac.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return o.run(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&o.rulesFile, "rules", "", "rules file (required)")
+	cmd.Flags().StringVar(&o.rulesFile, "rules", "", "rules file, - for the standard input (required)")
 	o.cluster.addFlags(cmd.Flags(), "kubeconfig of the cluster whose discovery maps kinds to resources (default $KUBECONFIG, ~/.kube/config or in-cluster; without one, resource names are guessed)")
 	cmd.Flags().StringVar(&o.name, "name", o.name, "name of the ClusterRole")
 	cmd.Flags().StringVar(&o.crdDir, "crds", "", "directory of CustomResourceDefinition manifests that map the kinds they define to their resources")
+	o.output.addFlag(cmd.Flags(), "yaml", "json")
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
 
-func (o *rbacOptions) run(stdout, stderr io.Writer) error {
-	data, err := os.ReadFile(o.rulesFile)
+func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
+	data, file, err := readInput(stdin, o.rulesFile)
 	if err != nil {
 		return err
 	}
 	rs, err := rules.Load(data, rules.Options{})
 	if err != nil {
-		return fmt.Errorf("load %s:\n%w", o.rulesFile, err)
+		return fmt.Errorf("load %s:\n%w", file, err)
 	}
 	m := &kindMapping{}
 	if o.crdDir != "" {
@@ -100,12 +103,13 @@ func (o *rbacOptions) run(stdout, stderr io.Writer) error {
 	for _, g := range m.guessed {
 		fmt.Fprintf(stderr, "note: guessed resource %q for kind %s%s; check it, or pass %s\n", g.resource, g.kind, g.why, hint)
 	}
-	out, err := yaml.Marshal(role)
-	if err != nil {
+	if o.output.value == "json" {
+		return (&printers.JSONPrinter{}).PrintObj(role, stdout)
+	}
+	if _, err := fmt.Fprintln(stdout, "# The permissions that the rules need, from \"kubecel rbac\". Regenerate it after editing the rules."); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "# The permissions that the rules need, from \"kubecel rbac\". Regenerate it after editing the rules.\n%s", out)
-	return err
+	return (&printers.YAMLPrinter{}).PrintObj(role, stdout)
 }
 
 // discoveryMapper returns a RESTMapper built from the discovery of the configured cluster.

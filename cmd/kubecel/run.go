@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 type runOptions struct {
 	rulesFile      string
 	rulesConfigMap string
+	stdin          io.Reader // for --rules -
 	cluster        *clusterFlags
 	dryRun         bool
 	workers        int
@@ -39,14 +41,18 @@ func newRunCommand() *cobra.Command {
 		Short: "Run the controller",
 		Long: `run watches the parents named by the rules and keeps their children and status as
 the rules compute them. The rules file is re-read when it changes; a version that fails to
-load is reported and the last good rules keep running. With --leader-elect, only the
+load is reported and the last good rules keep running; --rules - reads the rules once
+from the standard input, without reload. With --leader-elect, only the
 replica that holds the Lease runs the controller; one that loses the Lease stops and exits
 non-zero.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.stdin = cmd.InOrStdin()
+			return o.run(cmd.Context())
+		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.rulesFile, "rules", "", "rules file (re-read when it changes)")
+	f.StringVar(&o.rulesFile, "rules", "", "rules file (re-read when it changes), or - to read the rules once from the standard input")
 	f.StringVar(&o.rulesConfigMap, "rules-configmap", "", "NAMESPACE/NAME of a ConfigMap whose key rules.yaml holds the rules (re-read when it changes)")
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "never write: log each change the controller would make")
