@@ -47,7 +47,6 @@ func TestDev(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "dev")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resetLogging(t)
 	var out syncBuffer
 	cmd := newRootCommand()
 	cmd.SetArgs([]string{"dev", "--dir", dir})

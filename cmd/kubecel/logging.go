@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -27,12 +27,12 @@ func addLoggingFlags(fs *pflag.FlagSet) *logsapi.LoggingConfiguration {
 	return cfg
 }
 
-// applyLogging sets up klog, through which client-go logs too, as the flags say, with
-// every log line written to stderr, and returns ctx carrying the logger that the
-// commands take from it. It is meant to run once per process.
-func applyLogging(ctx context.Context, cfg *logsapi.LoggingConfiguration, stderr io.Writer) (context.Context, error) {
-	// Info messages go to stderr too: stdout is for the commands' output.
-	opts := &logsapi.LoggingOptions{ErrorStream: stderr, InfoStream: stderr}
+// applyLogging sets up klog, through which client-go logs too, as the flags say, and
+// returns ctx carrying the logger that the commands take from it. Every log line goes
+// to stderr: stdout is for the commands' output. klog's setup is the process's, made
+// once before anything logs.
+func applyLogging(ctx context.Context, cfg *logsapi.LoggingConfiguration) (context.Context, error) {
+	opts := &logsapi.LoggingOptions{ErrorStream: os.Stderr, InfoStream: os.Stderr}
 	if err := logsapi.ValidateAndApplyWithOptions(cfg, opts, nil); err != nil {
 		return ctx, fmt.Errorf("logging flags: %w", err)
 	}

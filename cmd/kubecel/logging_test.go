@@ -1,120 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	logsapi "k8s.io/component-base/logs/api/v1"
-	"k8s.io/klog/v2"
-
-	"github.com/kubecel/kubecel/internal/testenv"
 )
-
-// resetLogging gives klog its defaults back (no logger, -v=0) before and after a test
-// that applies the logging flags, which configure klog for the whole process: later
-// tests capture klog's output as if no command had run.
-func resetLogging(t *testing.T) {
-	t.Helper()
-	reset := func() {
-		if err := logsapi.ResetForTest(nil); err != nil {
-			t.Errorf("reset logging: %v", err)
-		}
-		klog.ClearLogger()
-	}
-	reset()
-	t.Cleanup(reset)
-}
-
-// jsonMessages decodes JSON log lines and returns their messages; it fails the test on a
-// line that is not JSON.
-func jsonMessages(t *testing.T, logs string) []string {
-	t.Helper()
-	var msgs []string
-	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
-		var entry struct {
-			Msg string `json:"msg"`
-		}
-		if err := json.Unmarshal([]byte(line), &entry); err != nil || entry.Msg == "" {
-			t.Errorf("not a JSON log line (%v): %q", err, line)
-			continue
-		}
-		msgs = append(msgs, entry.Msg)
-	}
-	return msgs
-}
-
-// textLine is the header of klog's text format: severity, date, time, pid, file:line].
-var textLine = regexp.MustCompile(`^[IWE]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ \S+:\d+\] "(.*?)"`)
-
-func TestLoggingFlags(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		json    bool
-		want    []string // messages logged, in order
-		wantErr string
-	}{
-		{name: "text by default", want: []string{"Loaded rules", "Rules reload failed", "client-go warning"}},
-		{name: "json", args: []string{"--logging-format=json"}, json: true, want: []string{"Loaded rules", "Rules reload failed", "client-go warning"}},
-		{name: "json at -v=2", args: []string{"--logging-format=json", "-v=2"}, json: true, want: []string{"Loaded rules", "Detail", "Rules reload failed", "client-go warning"}},
-		{name: "text at --v=2", args: []string{"--v=2"}, want: []string{"Loaded rules", "Detail", "Rules reload failed", "client-go warning"}},
-		{name: "unknown format", args: []string{"--logging-format=xml"}, wantErr: `format: Invalid value: "xml": Unsupported log format`},
-		{name: "vmodule is for text", args: []string{"--logging-format=json", "--vmodule=engine=4"}, wantErr: "Only supported for text log format"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resetLogging(t)
-			fs := pflag.NewFlagSet("kubecel", pflag.ContinueOnError)
-			cfg := addLoggingFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			var logs syncBuffer
-			ctx, err := applyLogging(t.Context(), cfg, &logs)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			logger := klog.FromContext(ctx)
-			logger.Info("Loaded rules", "rules", 2)
-			logger.V(2).Info("Detail")
-			logger.Error(errors.New("boom"), "Rules reload failed")
-			klog.InfoS("client-go warning") // the global logger, as client-go uses it
-			klog.Flush()
-			var got []string
-			if tt.json {
-				got = jsonMessages(t, logs.String())
-			} else {
-				for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-					m := textLine.FindStringSubmatch(line)
-					if m == nil {
-						t.Errorf("not a klog text line: %q", line)
-						continue
-					}
-					got = append(got, m[1])
-				}
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("logged messages (-want +got):\n%s\n%s", diff, logs.String())
-			}
-		})
-	}
-}
 
 // closedPortKubeconfig writes a kubeconfig whose server, 127.0.0.1:1, refuses connections.
 func closedPortKubeconfig(t *testing.T) string {
@@ -131,32 +31,110 @@ func closedPortKubeconfig(t *testing.T) string {
 	return path
 }
 
-// TestRunLogsJSON runs `kubecel --logging-format=json run` against a server that is not
-// there: what it logs about that (its own lines and client-go's) is JSON, line by line.
-func TestRunLogsJSON(t *testing.T) {
-	resetLogging(t)
-	var stdout, stderr syncBuffer
-	cmd := newRootCommand()
-	cmd.SetArgs([]string{"--logging-format=json", "run", "--rules", "testdata/render/rules.yaml",
-		"--kubeconfig", closedPortKubeconfig(t), "--metrics-addr", "", "--health-addr", ""})
-	cmd.SetOut(&stdout)
-	cmd.SetErr(&stderr)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
-		return strings.Count(stderr.String(), "\n") >= 2, "fewer than two log lines yet:\n" + stderr.String()
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("run: %v", err)
+// logEntry is what the tests read of a log line, in either format.
+type logEntry struct {
+	Msg string `json:"msg"`
+}
+
+// textLine is klog's text format: severity, date, time, pid, file:line], then "message"
+// and key=value pairs, or the message of a printf-style call.
+var textLine = regexp.MustCompile(`^[IWE]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ \S+:\d+\] (?:"([^"]*)"|(.*))`)
+
+// runUntil runs the kubecel binary until it exits or writes a line on stderr that
+// contains until, and returns its stderr lines and exit code (-1 when stopped).
+func runUntil(t *testing.T, bin, until string, args ...string) ([]string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	klog.Flush()
-	msgs := jsonMessages(t, stderr.String())
-	if len(msgs) < 2 {
-		t.Errorf("logged %q, want at least two JSON lines", msgs)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if stdout.String() != "" {
-		t.Errorf("run printed on stdout:\n%s", stdout.String())
+	var lines []string
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), until) {
+			_ = cmd.Process.Kill()
+			break
+		}
+	}
+	for sc.Scan() {
+		// The rest, up to the stopped process's last write.
+	}
+	err = cmd.Wait()
+	if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return lines, cmd.ProcessState.ExitCode()
+}
+
+// TestLoggingFlags runs the built binary with the logging flags, as users do (they set
+// up klog for the whole process, so they are not tried in the tests' own process):
+// `kubecel run` against a server that is not there logs what happens, in the format
+// asked for, at the verbosity asked for.
+func TestLoggingFlags(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "kubecel")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	run := []string{"run", "--rules", "testdata/render/rules.yaml", "--kubeconfig", closedPortKubeconfig(t), "--metrics-addr", "", "--health-addr", ""}
+	const loaded, verbose = "Loaded rules", "Config loaded from file"
+	tests := []struct {
+		name        string
+		flags       []string
+		json        bool
+		wantVerbose bool   // a -v=6 message of client-go
+		wantErr     string // the whole of stderr, for a refused flag (exit 1)
+	}{
+		{name: "text by default"},
+		{name: "json", flags: []string{"--logging-format=json"}, json: true},
+		{name: "json at -v=6", flags: []string{"--logging-format=json", "-v=6"}, json: true, wantVerbose: true},
+		{name: "text at --v=6", flags: []string{"--v=6"}, wantVerbose: true},
+		{name: "unknown format", flags: []string{"--logging-format=xml"},
+			wantErr: `Error: logging flags: format: Invalid value: "xml": Unsupported log format`},
+		{name: "vmodule is for text", flags: []string{"--logging-format=json", "--vmodule=engine=4"},
+			wantErr: `Error: logging flags: vmodule: Forbidden: Only supported for text log format`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lines, code := runUntil(t, bin, loaded, append(tt.flags, run...)...)
+			if tt.wantErr != "" {
+				if got := strings.Join(lines, "\n"); code != 1 || got != tt.wantErr {
+					t.Errorf("exit code %d, stderr:\n%s\nwant 1 and:\n%s", code, got, tt.wantErr)
+				}
+				return
+			}
+			var sawLoaded, sawVerbose bool
+			for _, line := range lines {
+				var e logEntry
+				if tt.json {
+					if err := json.Unmarshal([]byte(line), &e); err != nil || e.Msg == "" {
+						t.Errorf("not a JSON log line (%v): %q", err, line)
+						continue
+					}
+				} else {
+					m := textLine.FindStringSubmatch(line)
+					if m == nil {
+						t.Errorf("not a klog text line: %q", line)
+						continue
+					}
+					e.Msg = m[1] + m[2]
+				}
+				sawLoaded = sawLoaded || e.Msg == loaded
+				sawVerbose = sawVerbose || strings.HasPrefix(e.Msg, verbose)
+			}
+			if !sawLoaded {
+				t.Errorf("no %q line in:\n%s", loaded, strings.Join(lines, "\n"))
+			}
+			if sawVerbose != tt.wantVerbose {
+				t.Errorf("client-go's -v=6 message logged: %v, want %v", sawVerbose, tt.wantVerbose)
+			}
+		})
 	}
 }

@@ -195,7 +195,6 @@ func noCluster(t *testing.T) {
 
 func runRBAC(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	resetLogging(t)
 	var out, errOut bytes.Buffer
 	cmd := newRootCommand()
 	cmd.SetArgs(append([]string{"rbac"}, args...))

@@ -50,7 +50,6 @@ func runRoot(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // runRootIn is runRoot with stdin as the standard input.
 func runRootIn(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	resetLogging(t)
 	cmd := newRootCommand()
 	cmd.SetIn(strings.NewReader(stdin))
 	return runCommand(t, cmd, args...)

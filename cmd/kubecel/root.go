@@ -21,7 +21,7 @@ repairs drift and reports status.`,
 	logging := addLoggingFlags(root.PersistentFlags())
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		// Logs go through klog's contextual logger; commands take it from ctx.
-		ctx, err := applyLogging(cmd.Context(), logging, cmd.ErrOrStderr())
+		ctx, err := applyLogging(cmd.Context(), logging)
 		cmd.SetContext(ctx)
 		return err
 	}
