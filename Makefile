@@ -8,6 +8,9 @@ K8S_VERSION := v1.36.3
 ETCD_VERSION := v3.6.6
 STATICCHECK_VERSION := v0.8.2
 GOTEST_FLAGS ?=
+# The version kubecel reports when the Go toolchain records none (a build without VCS
+# information says "(devel)"): kubecel version, --version and kubecel_build_info.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
 
 K8S_VERSION_PKGS := k8s.io/component-base/version k8s.io/client-go/pkg/version
 K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
@@ -22,8 +25,8 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## build bin/kubecel
-	$(GO) build -o $(BIN)/kubecel ./cmd/kubecel
+build: ## build bin/kubecel, stamped with VERSION (default: git describe --tags --always --dirty)
+	$(GO) build -ldflags '-X main.version=$(VERSION)' -o $(BIN)/kubecel ./cmd/kubecel
 
 .PHONY: run
 run: build controlplane ## start kubecel dev: a local control plane with the examples and the controller (Ctrl-C stops)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,13 +18,14 @@ import (
 type checkOptions struct {
 	rules       string
 	crds        string
+	output      outputFlag
 	maxChildren maxChildrenFlag
 }
 
 func newCheckCommand() *cobra.Command {
 	var o checkOptions
 	cmd := &cobra.Command{
-		Use:   "check --rules FILE [--crds DIR]",
+		Use:   "check --rules FILE [--crds DIR] [-o text|json|yaml]",
 		Short: "Validate and type-check a rules file",
 		Long: `check loads a rules file the way the controller does: strict YAML, names, resources
 and selectors, CEL syntax and types, references between children and their cycles, and
@@ -38,19 +38,26 @@ child, field and expression and exits 1. It also warns (without failing) about c
 of sensitive kinds: Secrets, RBAC objects, admission webhooks and policies, and CRDs,
 which give whoever writes a parent power over the cluster through the controller; and
 about unquoted y, yes, on, n, no and off (YAML 1.1 booleans) as map keys anywhere and as
-values in templates, where a string was almost surely meant.`,
+values in templates, where a string was almost surely meant.
+
+--rules - reads the rules from the standard input. -o json (or yaml) prints, instead of
+text, a list of diagnostics for machines (editors, CI annotations): one object per
+error or warning with file, line (0 when unknown), column (the 1-based position in the
+expression, 0 when unknown), rule, child, field, expression, message and severity
+("error" or "warning"). The exit status is the same: 1 when the rules do not load.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	cmd.Flags().StringVar(&o.rules, "rules", "", "rules file (required)")
+	cmd.Flags().StringVar(&o.rules, "rules", "", "rules file, - for the standard input (required)")
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests to type-check against")
+	o.output.addFlag(cmd.Flags(), "text", "json", "yaml")
 	o.maxChildren.addFlag(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
 
 func (o *checkOptions) run(cmd *cobra.Command) error {
-	data, err := os.ReadFile(o.rules)
+	data, file, err := readInput(cmd.InOrStdin(), o.rules)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -68,25 +75,29 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		if !errors.As(err, &list) {
 			return &exitError{code: 1, err: err}
 		}
-		printProblems(cmd.ErrOrStderr(), o.rules, list)
-		return &exitError{code: 1, err: fmt.Errorf("%s: %d %s", o.rules, len(list), plural(len(list), "problem", "problems"))}
+		failed := &exitError{code: 1, err: fmt.Errorf("%s: %d %s", file, len(list), plural(len(list), "problem", "problems"))}
+		if o.output.value != "text" {
+			if err := printData(cmd.OutOrStdout(), o.output.value, diagnostics(file, list, "error")); err != nil {
+				return err
+			}
+			return failed
+		}
+		printProblems(cmd.ErrOrStderr(), file, list)
+		return failed
 	}
-	var warnings []string
-	for _, w := range rs.Warnings {
-		at, text := located(o.rules, w)
-		warnings = append(warnings, at+": warning: "+text)
-	}
-	for _, w := range checkWarnings(rs, crds) {
-		warnings = append(warnings, o.rules+": warning: "+w)
+	warnings := append(append([]*rules.Error(nil), rs.Warnings...), checkWarnings(rs, crds)...)
+	if o.output.value != "text" {
+		return printData(cmd.OutOrStdout(), o.output.value, diagnostics(file, warnings, "warning"))
 	}
 	for _, w := range warnings {
-		fmt.Fprintln(cmd.ErrOrStderr(), w)
+		at, text := located(file, w)
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", at, text)
 	}
 	children := 0
 	for _, r := range rs.Rules {
 		children += len(r.Children)
 	}
-	summary := fmt.Sprintf("%s: OK: %d %s, %d %s", o.rules,
+	summary := fmt.Sprintf("%s: OK: %d %s, %d %s", file,
 		len(rs.Rules), plural(len(rs.Rules), "rule", "rules"), children, plural(children, "child", "children"))
 	if len(warnings) > 0 {
 		summary += fmt.Sprintf(", %d %s", len(warnings), plural(len(warnings), "warning", "warnings"))
@@ -119,17 +130,43 @@ func located(file string, e *rules.Error) (at, text string) {
 }
 
 // checkWarnings lists what loads but deserves a second look.
-func checkWarnings(rs *rules.RuleSet, crds *rules.CRDSchemas) []string {
-	var out []string
+func checkWarnings(rs *rules.RuleSet, crds *rules.CRDSchemas) []*rules.Error {
+	var out []*rules.Error
 	for _, r := range rs.Rules {
 		if crds != nil && crds.ResourceSchema(r.Parent.GVR) == nil {
-			out = append(out, fmt.Sprintf("rule %q: no schema for %s in --crds, so expressions reading the parent are not type-checked", r.Name, gvrString(r.Parent.GVR)))
+			out = append(out, &rules.Error{Rule: r.Name,
+				Message: fmt.Sprintf("no schema for %s in --crds, so expressions reading the parent are not type-checked", gvrString(r.Parent.GVR))})
 		}
 		for _, c := range r.Children {
 			if why := sensitiveKind(c.GVK); why != "" {
-				out = append(out, fmt.Sprintf("rule %q child %q: creates %s objects, %s; make sure whoever can write the parent may do that", r.Name, c.ID, c.GVK.Kind, why))
+				out = append(out, &rules.Error{Rule: r.Name, Child: c.ID,
+					Message: fmt.Sprintf("creates %s objects, %s; make sure whoever can write the parent may do that", c.GVK.Kind, why)})
 			}
 		}
+	}
+	return out
+}
+
+// diagnostic is one error or warning of `kubecel check -o json`.
+type diagnostic struct {
+	File       string `json:"file"`
+	Line       int    `json:"line"`
+	Column     int    `json:"column"`
+	Rule       string `json:"rule"`
+	Child      string `json:"child"`
+	Field      string `json:"field"`
+	Expression string `json:"expression"`
+	Message    string `json:"message"`
+	Severity   string `json:"severity"`
+}
+
+// diagnostics turns problems of one severity into diagnostics (an empty list, not null,
+// when there are none).
+func diagnostics(file string, problems []*rules.Error, severity string) []diagnostic {
+	out := make([]diagnostic, 0, len(problems))
+	for _, e := range problems {
+		out = append(out, diagnostic{File: file, Line: e.Line, Column: e.Column, Rule: e.Rule, Child: e.Child,
+			Field: e.Field, Expression: e.Expr, Message: e.Message, Severity: severity})
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -9,9 +11,10 @@ func TestCheck(t *testing.T) {
 	const dir = "testdata/check"
 	crds := "../../rules/testdata/crds"
 	tests := []struct {
-		name string
-		args []string
-		code int
+		name  string
+		args  []string
+		stdin string // a file given as the standard input
+		code  int
 	}{
 		{name: "ok", args: []string{"--rules", "testdata/render/rules.yaml", "--crds", crds}},
 		{name: "every-problem", args: []string{"--rules", dir + "/broken.yaml", "--crds", crds}, code: 1},
@@ -21,10 +24,27 @@ func TestCheck(t *testing.T) {
 		{name: "bad-max-children", args: []string{"--rules", dir + "/booleans.yaml", "--max-children", "-1"}, code: 1},
 		{name: "missing-file", args: []string{"--rules", dir + "/missing.yaml"}, code: 1},
 		{name: "bad-crds", args: []string{"--rules", dir + "/sensitive.yaml", "--crds", dir}, code: 1},
+		// -o json: diagnostics for machines, on stdout; the exit status does not change.
+		{name: "json-every-problem", args: []string{"--rules", dir + "/broken.yaml", "--crds", crds, "-o", "json"}, code: 1},
+		{name: "json-warnings", args: []string{"--rules", dir + "/sensitive.yaml", "--crds", crds, "-o", "json"}},
+		{name: "json-booleans", args: []string{"--rules", dir + "/booleans.yaml", "--crds", crds, "-o", "json"}},
+		{name: "yaml-ok", args: []string{"--rules", "testdata/render/rules.yaml", "--crds", crds, "-o", "yaml"}},
+		{name: "bad-output", args: []string{"--rules", "testdata/render/rules.yaml", "-o", "xml"}, code: 1},
+		// --rules - reads the standard input.
+		{name: "stdin", args: []string{"--rules", "-", "--crds", crds}, stdin: dir + "/booleans.yaml"},
+		{name: "stdin-json-every-problem", args: []string{"--rules", "-", "--crds", crds, "-o", "json"}, stdin: dir + "/broken.yaml", code: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stdout, stderr, code := runCommand(t, newCheckCommand(), tt.args...)
+			cmd := newCheckCommand()
+			if tt.stdin != "" {
+				data, err := os.ReadFile(tt.stdin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd.SetIn(bytes.NewReader(data))
+			}
+			stdout, stderr, code := runCommand(t, cmd, tt.args...)
 			if code != tt.code {
 				t.Errorf("exit code %d, want %d\nstderr:\n%s", code, tt.code, stderr)
 			}

@@ -178,7 +178,7 @@ func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp
 	c := &devController{
 		opts: runOptions{
 			rulesFile:   rulesFile,
-			kubeconfig:  cp.Kubeconfig,
+			cluster:     kubeconfigFile(cp.Kubeconfig),
 			workers:     4,
 			qps:         200,
 			burst:       400,

@@ -5,6 +5,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
@@ -13,7 +14,12 @@ import (
 // TestMain shares one local control plane between the package's integration tests
 // (plan, run --dry-run); the offline tests (render, check, rbac) do not use it. Writes
 // are audited so that tests can prove a command wrote nothing.
+//
+// The tests run the root command many times in one process, and each run applies the
+// logging flags to klog, which a process does once: applying the same (default) setup
+// again is a no-op. Tests of other logging flags run the built binary.
 func TestMain(m *testing.M) {
+	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 	testenv.Main(m, controlplane.Options{AuditWrites: true, CRDs: []*apiextensionsv1.CustomResourceDefinition{
 		testCRD("gadgets", "Gadget", apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTo(true)}),
 		testCRD("parts", "Part", apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{

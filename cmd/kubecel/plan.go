@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,18 +20,18 @@ import (
 
 type planOptions struct {
 	rules       string
-	kubeconfig  string
+	cluster     *clusterFlags
 	rule        string
 	namespace   string
-	output      string
+	output      outputFlag
 	timeout     time.Duration
 	maxChildren maxChildrenFlag
 }
 
 func newPlanCommand() *cobra.Command {
-	var o planOptions
+	o := planOptions{cluster: newClusterFlags()}
 	cmd := &cobra.Command{
-		Use:   "plan --rules FILE [--kubeconfig FILE] [--rule NAME] [-n NAMESPACE] [-o text|json]",
+		Use:   "plan --rules FILE [--kubeconfig FILE] [--rule NAME] [-n NAMESPACE] [-o text|json|yaml]",
 		Short: "Show what the rules would change in the cluster, without changing it",
 		Long: `plan reads the cluster, evaluates the rules (which may differ from the running ones)
 for every matching parent and runs the controller's own reconcile once per parent, with
@@ -46,9 +45,14 @@ Output, grouped per parent in a stable order:
   - Kind namespace/name (child id)     would be pruned
   ~ status of Kind namespace/name      the parent's status would change
   ! error                              the server rejects a child, an expression fails...
-then a summary line. Metadata the server maintains (resourceVersion, managedFields,
+then a summary line; -o json or yaml prints every planned parent, changed or not, and the
+summary as data. Metadata the server maintains (resourceVersion, managedFields,
 uid, generation, timestamps) is left out; Secret data values are redacted. Colour is
-used only on a terminal (and never with NO_COLOR set).
+used only on a terminal (and never with NO_COLOR set). Progress goes to stderr.
+
+The cluster is the one kubectl would use (--kubeconfig, $KUBECONFIG, ~/.kube/config or
+in-cluster, and kubectl's connection flags); -n does not default to the kubeconfig's
+namespace. --rules - reads the rules from the standard input.
 
 Exit status: 0 nothing would change, 2 something would change, 1 an error (the rules do
 not load, the cluster cannot be read, or any parent could not be fully planned: the plan
@@ -58,11 +62,11 @@ terraform plan -detailed-exitcode.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.rules, "rules", "", "rules file (required)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	f.StringVar(&o.rules, "rules", "", "rules file, - for the standard input (required)")
+	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.StringVar(&o.rule, "rule", "", "plan only this rule")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "plan only the parents in this namespace")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	o.output.addFlag(f, "text", "json", "yaml")
 	f.DurationVar(&o.timeout, "sync-timeout", 2*time.Minute, "how long to wait for the cluster's objects to be listed")
 	o.maxChildren.addFlag(f)
 	_ = cmd.MarkFlagRequired("rules")
@@ -70,19 +74,16 @@ terraform plan -detailed-exitcode.`,
 }
 
 func (o *planOptions) run(cmd *cobra.Command) error {
-	if o.output != "text" && o.output != "json" {
-		return &exitError{code: 1, err: fmt.Errorf("unknown output format %q: use text or json", o.output)}
-	}
 	// The engine's progress lines are noise here; -v=1 shows them. Errors still show.
 	ctx := klog.NewContext(cmd.Context(), klog.FromContext(cmd.Context()).V(1))
-	plans, err := o.plan(ctx)
+	plans, err := o.plan(ctx, cmd.InOrStdin(), cmd.ErrOrStderr())
 	if err != nil && plans == nil {
 		return &exitError{code: 1, err: err}
 	}
 	out := cmd.OutOrStdout()
 	var sum planSummary
-	if o.output == "json" {
-		sum, err = writeJSONPlan(out, plans, err)
+	if o.output.value != "text" {
+		sum, err = writeDataPlan(out, o.output.value, plans, err)
 	} else {
 		sum = writeTextPlan(out, plans, colorFor(out))
 	}
@@ -97,11 +98,19 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
+// planProgressEvery is how often plan says on stderr that it still waits for the caches.
+const planProgressEvery = 3 * time.Second
+
 // plan loads the rules, lets a dry-run controller list the cluster and plans every
 // parent once. The controller's worker loop never runs.
-func (o *planOptions) plan(ctx context.Context) ([]engine.ParentPlan, error) {
-	cfg, err := restConfig(o.kubeconfig)
+func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]engine.ParentPlan, error) {
+	cfg, err := o.cluster.restConfig()
 	if err != nil {
+		return nil, err
+	}
+	// Without this, an API server that cannot be reached shows only as rules that do not
+	// run because their kinds are not served.
+	if err := reach(cfg); err != nil {
 		return nil, err
 	}
 	cfg.UserAgent = "kubecel-plan"
@@ -109,7 +118,7 @@ func (o *planOptions) plan(ctx context.Context) ([]engine.ParentPlan, error) {
 	// produce) and one dry-run apply per changed object: client-go's default of 5
 	// requests per second would make a plan of a real cluster crawl.
 	cfg.QPS, cfg.Burst = 100, 200
-	data, err := os.ReadFile(o.rules)
+	data, file, err := readInput(stdin, o.rules)
 	if err != nil {
 		return nil, err
 	}
@@ -121,10 +130,10 @@ func (o *planOptions) plan(ctx context.Context) ([]engine.ParentPlan, error) {
 	}
 	rs, err := rules.Load(data, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%s:\n%w", o.rules, err)
+		return nil, fmt.Errorf("%s:\n%w", file, err)
 	}
 	if o.rule != "" && !slices.ContainsFunc(rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
-		return nil, fmt.Errorf("%s has no rule %q", o.rules, o.rule)
+		return nil, fmt.Errorf("%s has no rule %q", file, o.rule)
 	}
 	ctrl, err := engine.New(cfg, engine.Options{DryRun: true, Workers: 1})
 	if err != nil {
@@ -132,8 +141,12 @@ func (o *planOptions) plan(ctx context.Context) ([]engine.ParentPlan, error) {
 	}
 	defer ctrl.Close()
 	ctrl.SetRules(ctx, rs)
+	progress := waitProgress(stderr, planProgressEvery, fmt.Sprintf("the caches of %d %s to sync", len(rs.Rules), plural(len(rs.Rules), "rule", "rules")))
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.timeout, true, func(context.Context) (bool, error) {
 		ready, _ := ctrl.Ready()
+		if !ready {
+			progress(time.Now())
+		}
 		return ready, nil
 	})
 	if err != nil {
@@ -277,9 +290,9 @@ type jsonParentPlan struct {
 	Deleting bool             `json:"deleting,omitempty"`
 }
 
-// writeJSONPlan prints every planned parent (changed or not), the summary and the
-// error that stopped the plan, if any.
-func writeJSONPlan(w io.Writer, plans []engine.ParentPlan, planErr error) (planSummary, error) {
+// writeDataPlan prints, as JSON or YAML, every planned parent (changed or not), the
+// summary and the error that stopped the plan, if any.
+func writeDataPlan(w io.Writer, format string, plans []engine.ParentPlan, planErr error) (planSummary, error) {
 	doc := struct {
 		Parents []jsonParentPlan `json:"parents"`
 		Summary planSummary      `json:"summary"`
@@ -298,9 +311,7 @@ func writeJSONPlan(w io.Writer, plans []engine.ParentPlan, planErr error) (planS
 	if planErr != nil {
 		doc.Error = planErr.Error()
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	if err := printData(w, format, doc); err != nil {
 		return doc.Summary, errors.Join(planErr, err)
 	}
 	return doc.Summary, planErr

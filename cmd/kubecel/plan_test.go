@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/internal/testenv"
 )
@@ -124,6 +129,27 @@ func TestPlan(t *testing.T) {
 		}
 	})
 
+	t.Run("yaml, rules from stdin", func(t *testing.T) {
+		want, _ := e.planJSON(e.v2)
+		data, err := os.ReadFile(e.v2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := newPlanCommand()
+		cmd.SetIn(bytes.NewReader(data))
+		stdout, stderr, code := runCommand(t, cmd, "--rules", "-", "--kubeconfig", e.kubeconfig, "-o", "yaml")
+		if code != 2 {
+			t.Errorf("exit code %d, want 2\n%s", code, stderr)
+		}
+		var got jsonPlan
+		if err := yaml.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("stdout is not the YAML plan: %v\n%s", err, stdout)
+		}
+		if diff := cmp.Diff(want.summary(true), got.summary(true)); diff != "" {
+			t.Errorf("the YAML plan differs from the JSON plan (-json +yaml):\n%s", diff)
+		}
+	})
+
 	t.Run("run --dry-run", func(t *testing.T) {
 		// A controller started on the new rules, as opposed to one that reloads them,
 		// does not watch Secrets any more and plans no prune of the old children.
@@ -191,4 +217,49 @@ func TestPlan(t *testing.T) {
 			t.Errorf("plan sent %d write requests, want 0", after-writes)
 		}
 	})
+}
+
+// TestPlanConnectionErrors: a plan that cannot talk to the cluster says why at once,
+// wherever its kubeconfig comes from, and prints nothing on stdout.
+func TestPlanConnectionErrors(t *testing.T) {
+	e := newPlanEnv(t)
+	cfg := testenv.Config(t)
+	closed := closedPortKubeconfig(t)
+	wrongToken := clientcmdapi.NewConfig()
+	wrongToken.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	wrongToken.AuthInfos["stranger"] = &clientcmdapi.AuthInfo{Token: "not-a-token"}
+	wrongToken.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "stranger"}
+	wrongToken.CurrentContext = "test"
+	absent := filepath.Join(t.TempDir(), "absent")
+	tests := []struct {
+		name string
+		env  string // $KUBECONFIG
+		args []string
+		want string
+	}{
+		{name: "closed port, --kubeconfig", env: absent, args: []string{"--kubeconfig", closed},
+			want: `Error: cannot reach the API server at https://127.0.0.1:1: Get "https://127.0.0.1:1/version?timeout=15s": dial tcp 127.0.0.1:1: connect: connection refused`},
+		{name: "closed port, $KUBECONFIG", env: closed,
+			want: `Error: cannot reach the API server at https://127.0.0.1:1: Get "https://127.0.0.1:1/version?timeout=15s": dial tcp 127.0.0.1:1: connect: connection refused`},
+		{name: "refused credentials", env: absent, args: []string{"--kubeconfig", writeKubeconfig(t, wrongToken)},
+			want: "Error: the API server at " + cfg.Host + ": the server has asked for the client to provide credentials"},
+		{name: "no kubeconfig", env: absent,
+			want: "Error: no kubeconfig: looked in $KUBECONFIG (" + absent + ") and the in-cluster service account; pass --kubeconfig FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tt.env)
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			stdout, stderr, code := runCommand(t, newPlanCommand(), append([]string{"--rules", e.v1}, tt.args...)...)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if stdout != "" {
+				t.Errorf("printed on stdout:\n%s", stdout)
+			}
+			if strings.TrimSpace(stderr) != tt.want {
+				t.Errorf("stderr:\n%s\nwant:\n%s", stderr, tt.want)
+			}
+		})
+	}
 }

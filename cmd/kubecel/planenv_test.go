@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/controlplane"
@@ -230,21 +231,15 @@ func (e *planEnv) synced(names ...string) func() (bool, string) {
 // object, and returns its log.
 func dryRun(t *testing.T, rulesFile, kubeconfig string, objects []string) string {
 	t.Helper()
+	// The command logs through the logger in its context, as the root command sets it.
 	var logs lockedBuffer
-	klog.LogToStderr(false)
-	klog.SetOutput(&logs)
-	defer func() {
-		klog.Flush()
-		klog.SetOutput(os.Stderr)
-		klog.LogToStderr(true)
-	}()
-	ctx, cancel := context.WithCancel(t.Context())
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&logs)))
+	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
 	cmd := newRunCommand()
 	cmd.SetArgs([]string{"--rules", rulesFile, "--kubeconfig", kubeconfig, "--dry-run", "--metrics-addr", "", "--health-addr", ""})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
-		klog.Flush()
 		got := logs.String()
 		for _, o := range objects {
 			if !strings.Contains(got, `"Planned change"`) || !strings.Contains(got, `object="`+o+`"`) {

@@ -1,38 +1,34 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/rules"
 )
 
-// discoveryTimeout bounds the requests that read the cluster's resource names.
-const discoveryTimeout = 15 * time.Second
-
 type rbacOptions struct {
-	rulesFile  string
-	kubeconfig string
-	name       string
-	crdDir     string
+	rulesFile string
+	cluster   *clusterFlags
+	name      string
+	crdDir    string
+	output    outputFlag
 }
 
 func newRBACCommand() *cobra.Command {
-	o := rbacOptions{name: "kubecel-rules"}
+	o := rbacOptions{name: "kubecel-rules", cluster: newClusterFlags()}
 	cmd := &cobra.Command{
-		Use:   "rbac --rules FILE",
+		Use:   "rbac --rules FILE [-o yaml|json]",
 		Short: "Print the least-privilege ClusterRole that the rules need",
-		Long: `rbac prints, as YAML, the ClusterRole that the rules need and nothing more:
+		Long: `rbac prints, as YAML (or JSON with -o json), the ClusterRole that the rules need and nothing more:
 get, list, watch and patch on each parent resource (patch adds and removes the
 cleanup.kubecel.dev/<rule> finalizer), patch on its status subresource when the rule writes
 status, and get, list, watch, create, patch and delete on each child resource (every
@@ -44,30 +40,35 @@ ConfigMap, Events, Leases, reading CRDs) are in the fixed base role there.
 
 Child kinds are mapped to resources with the CRDs from --crds, then with the discovery
 of the cluster from --kubeconfig ($KUBECONFIG, ~/.kube/config or in-cluster), and are
-otherwise guessed from the kind's name, with a note on stderr.`,
+otherwise guessed from the kind's name, with a note on stderr. Kinds are guessed only
+when there is no kubeconfig at all: a cluster that is configured but cannot be read
+(unreachable, refused credentials) is an error, wherever its kubeconfig comes from.
+
+--rules - reads the rules from the standard input.`,
 		Example: `  kubecel rbac --rules rules.yaml > rules-rbac.yaml
   kubectl apply -f rules-rbac.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return o.run(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&o.rulesFile, "rules", "", "rules file (required)")
-	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster whose discovery maps kinds to resources (default $KUBECONFIG, ~/.kube/config or in-cluster; without one, resource names are guessed)")
+	cmd.Flags().StringVar(&o.rulesFile, "rules", "", "rules file, - for the standard input (required)")
+	o.cluster.addFlags(cmd.Flags(), "kubeconfig of the cluster whose discovery maps kinds to resources (default $KUBECONFIG, ~/.kube/config or in-cluster; without one, resource names are guessed)")
 	cmd.Flags().StringVar(&o.name, "name", o.name, "name of the ClusterRole")
 	cmd.Flags().StringVar(&o.crdDir, "crds", "", "directory of CustomResourceDefinition manifests that map the kinds they define to their resources")
+	o.output.addFlag(cmd.Flags(), "yaml", "json")
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
 
-func (o *rbacOptions) run(stdout, stderr io.Writer) error {
-	data, err := os.ReadFile(o.rulesFile)
+func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
+	data, file, err := readInput(stdin, o.rulesFile)
 	if err != nil {
 		return err
 	}
 	rs, err := rules.Load(data, rules.Options{})
 	if err != nil {
-		return fmt.Errorf("load %s:\n%w", o.rulesFile, err)
+		return fmt.Errorf("load %s:\n%w", file, err)
 	}
 	m := &kindMapping{}
 	if o.crdDir != "" {
@@ -76,14 +77,12 @@ func (o *rbacOptions) run(stdout, stderr io.Writer) error {
 		}
 	}
 	m.mapper, err = o.discoveryMapper()
-	noCluster := ""
+	var none *noKubeconfigError
 	switch {
-	case err != nil && o.kubeconfig != "":
-		return fmt.Errorf("read the resources of the cluster in %s: %w", o.kubeconfig, err)
-	case clientcmd.IsEmptyConfig(err):
-		noCluster = "no kubeconfig and not in a cluster"
+	case errors.As(err, &none):
+		// Nothing to ask: kinds are guessed, with notes.
 	case err != nil:
-		noCluster = err.Error()
+		return fmt.Errorf("read the cluster's resources: %w", err)
 	}
 	role := rulesClusterRole(o.name, rs, m.resourceFor)
 	if m.mapper != nil {
@@ -99,28 +98,32 @@ func (o *rbacOptions) run(stdout, stderr io.Writer) error {
 	hint := "--crds DIR with its CRD"
 	if m.mapper == nil && len(m.guessed) > 0 {
 		hint += ", or --kubeconfig"
-		fmt.Fprintf(stderr, "note: cannot read the cluster's resources (%s), so the resources of kinds are guessed from their names\n", noCluster)
+		fmt.Fprintf(stderr, "note: cannot read the cluster's resources (no kubeconfig and not in a cluster), so the resources of kinds are guessed from their names\n")
 	}
 	for _, g := range m.guessed {
 		fmt.Fprintf(stderr, "note: guessed resource %q for kind %s%s; check it, or pass %s\n", g.resource, g.kind, g.why, hint)
 	}
-	out, err := yaml.Marshal(role)
-	if err != nil {
+	if o.output.value == "json" {
+		return (&printers.JSONPrinter{}).PrintObj(role, stdout)
+	}
+	if _, err := fmt.Fprintln(stdout, "# The permissions that the rules need, from \"kubecel rbac\". Regenerate it after editing the rules."); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "# The permissions that the rules need, from \"kubecel rbac\". Regenerate it after editing the rules.\n%s", out)
-	return err
+	return (&printers.YAMLPrinter{}).PrintObj(role, stdout)
 }
 
 // discoveryMapper returns a RESTMapper built from the discovery of the configured cluster.
 func (o *rbacOptions) discoveryMapper() (meta.RESTMapper, error) {
-	loading := clientcmd.NewDefaultClientConfigLoadingRules()
-	loading.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := o.cluster.restConfig()
 	if err != nil {
 		return nil, err
 	}
-	cfg.Timeout = discoveryTimeout
+	if err := reach(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = reachTimeout
+	}
 	client, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -129,7 +132,7 @@ func (o *rbacOptions) discoveryMapper() (meta.RESTMapper, error) {
 	// A group whose discovery failed (an aggregated API that is down) maps nothing; its
 	// kinds are guessed like those of any group the cluster does not serve.
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return nil, fmt.Errorf("discovery at %s: %w", cfg.Host, err)
+		return nil, serverError(cfg.Host, err)
 	}
 	return restmapper.NewDiscoveryRESTMapper(groups), nil
 }

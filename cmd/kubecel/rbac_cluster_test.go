@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,3 +272,54 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 }
 
 func isTrue(status, _, _ string) bool { return status == "True" }
+
+// TestRBACConnection: rbac maps kinds with the cluster of $KUBECONFIG as with that of
+// --kubeconfig, and a cluster it cannot reach is the same error from either; only no
+// kubeconfig at all lets it guess.
+func TestRBACConnection(t *testing.T) {
+	rulesFile := filepath.Join(t.TempDir(), "rules.yaml")
+	rule := strings.ReplaceAll(webappRule, "example.com/v1, resource: webapps", "plan.kubecel.dev/v1, resource: gadgets")
+	if err := os.WriteFile(rulesFile, []byte(ruleSet(rule)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	live := testenv.ControlPlane(t).Kubeconfig
+	closed := closedPortKubeconfig(t)
+	absent := filepath.Join(t.TempDir(), "absent")
+	const unreachable = `read the cluster's resources: cannot reach the API server at https://127.0.0.1:1: Get "https://127.0.0.1:1/version?timeout=15s": dial tcp 127.0.0.1:1: connect: connection refused`
+	tests := []struct {
+		name        string
+		env         string // $KUBECONFIG
+		args        []string
+		code        int
+		wantErr     string
+		wantGuesses bool
+	}{
+		{name: "cluster from --kubeconfig", env: absent, args: []string{"--kubeconfig", live}},
+		{name: "cluster from $KUBECONFIG", env: live},
+		{name: "closed port from --kubeconfig", env: absent, args: []string{"--kubeconfig", closed}, code: 1, wantErr: unreachable},
+		{name: "closed port from $KUBECONFIG", env: closed, code: 1, wantErr: unreachable},
+		{name: "no kubeconfig: guesses", env: absent, wantGuesses: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tt.env)
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			stdout, stderr, code := runRoot(t, append([]string{"rbac", "--rules", rulesFile}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit code %d, want %d\n%s", code, tt.code, stderr)
+			}
+			if tt.code != 0 {
+				if stdout != "" || strings.TrimSpace(stderr) != "Error: "+tt.wantErr {
+					t.Errorf("stdout %q, stderr %q; want nothing and the error %q", stdout, stderr, tt.wantErr)
+				}
+				return
+			}
+			if guessed := strings.Contains(stderr, "guessed resource"); guessed != tt.wantGuesses {
+				t.Errorf("guessed kinds: %v, want %v; stderr:\n%s", guessed, tt.wantGuesses, stderr)
+			}
+			if !strings.Contains(stdout, "- gadgets\n") || !strings.Contains(stdout, "- deployments\n") {
+				t.Errorf("the role lacks gadgets or deployments:\n%s", stdout)
+			}
+		})
+	}
+}

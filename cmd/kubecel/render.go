@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -54,12 +53,15 @@ Policy -> policies), as kubectl does for unknown kinds.
 Output (-o yaml, the default) is one YAML document per child, each under a comment that
 names its rule and child, then for each rule with a status block a document with the
 parent's status. -o json prints the same documents as a v1 List. Secret data is
-redacted. Exit status 1 when the rules do not load or an expression fails.`,
+redacted. Exit status 1 when the rules do not load or an expression fails.
+
+A file given as - is the standard input: --rules - reads the rules from it, -f - the
+parents or observed objects (one of them only).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	cmd.Flags().StringVar(&o.rules, "rules", "", "rules file (required)")
-	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "the parent objects, then files of observed children (repeatable)")
+	cmd.Flags().StringVar(&o.rules, "rules", "", "rules file, - for the standard input (required)")
+	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "the parent objects, then files of observed children (repeatable; - for the standard input)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests, for kind-to-resource mapping and type checking")
 	o.maxChildren.addFlag(cmd.Flags())
@@ -72,20 +74,24 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 	if o.output != "yaml" && o.output != "json" {
 		return &exitError{code: 1, err: fmt.Errorf("unknown output format %q: use yaml or json", o.output)}
 	}
-	rs, crds, err := loadRules(o.rules, o.crds, rules.Options{MaxChildren: int(o.maxChildren)})
+	if err := oneStdin(o.rules, o.files); err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	stdin := cmd.InOrStdin()
+	rs, crds, err := loadRules(stdin, o.rules, o.crds, rules.Options{MaxChildren: int(o.maxChildren)})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	parents, err := readObjects(o.files[0])
+	parents, err := readObjects(stdin, o.files[0])
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	if len(parents) == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%s: no parent object", o.files[0])}
+		return &exitError{code: 1, err: fmt.Errorf("%s: no parent object", inputName(o.files[0]))}
 	}
 	var observed []map[string]any
 	for _, f := range o.files[1:] {
-		objs, err := readObjects(f)
+		objs, err := readObjects(stdin, f)
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
@@ -132,9 +138,10 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
-// loadRules reads and loads a rules file, with the schemas of a CRD directory if given.
-func loadRules(file, crdDir string, opts rules.Options) (*rules.RuleSet, *rules.CRDSchemas, error) {
-	data, err := os.ReadFile(file)
+// loadRules reads and loads a rules file (- for stdin), with the schemas of a CRD
+// directory if given.
+func loadRules(stdin io.Reader, file, crdDir string, opts rules.Options) (*rules.RuleSet, *rules.CRDSchemas, error) {
+	data, file, err := readInput(stdin, file)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,10 +159,10 @@ func loadRules(file, crdDir string, opts rules.Options) (*rules.RuleSet, *rules.
 	return rs, crds, nil
 }
 
-// readObjects reads the objects of a multi-document YAML (or JSON) file as JSON-like
-// maps, with integers as int64, the way the API machinery hands them out.
-func readObjects(file string) ([]map[string]any, error) {
-	data, err := os.ReadFile(file)
+// readObjects reads the objects of a multi-document YAML (or JSON) file (- for stdin) as
+// JSON-like maps, with integers as int64, the way the API machinery hands them out.
+func readObjects(stdin io.Reader, file string) ([]map[string]any, error) {
+	data, file, err := readInput(stdin, file)
 	if err != nil {
 		return nil, err
 	}

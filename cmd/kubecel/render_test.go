@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -40,6 +41,20 @@ func runCommand(t *testing.T, cmd *cobra.Command, args ...string) (stdout, stder
 	return out.String(), errOut.String(), code
 }
 
+// runRoot runs the kubecel command line in process, as a user types it.
+func runRoot(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runRootIn(t, "", args...)
+}
+
+// runRootIn is runRoot with stdin as the standard input.
+func runRootIn(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := newRootCommand()
+	cmd.SetIn(strings.NewReader(stdin))
+	return runCommand(t, cmd, args...)
+}
+
 // golden compares got with the file, or rewrites the file with -update.
 func golden(t *testing.T, file, got string) {
 	t.Helper()
@@ -69,9 +84,10 @@ func TestRender(t *testing.T) {
 	const dir = "testdata/render"
 	crds := "../../rules/testdata/crds"
 	tests := []struct {
-		name string
-		args []string
-		code int
+		name  string
+		args  []string
+		stdin string // a file given as the standard input
+		code  int
 	}{
 		{name: "nothing-observed", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/parent.yaml"}},
 		{name: "observed", args: []string{"--rules", dir + "/rules.yaml", "-f", dir + "/parent.yaml", "-f", dir + "/observed.yaml", "--crds", crds}},
@@ -87,10 +103,26 @@ func TestRender(t *testing.T) {
 		// for it (the gallery's README commands).
 		{name: "several-parents", args: []string{"--rules", "../../examples/webapp/rules.yaml", "-f", "../../examples/webapp/parents.yaml",
 			"-f", "../../examples/webapp/observed.yaml", "--crds", "../../examples/webapp"}},
+		// - is the standard input, for the rules or for one -f.
+		{name: "stdin-parents", args: []string{"--rules", dir + "/rules.yaml", "-f", "-", "-f", dir + "/observed.yaml", "--crds", crds}, stdin: dir + "/parent.yaml"},
+		{name: "stdin-rules", args: []string{"--rules", "-", "-f", dir + "/parent.yaml"}, stdin: dir + "/rules.yaml"},
+		{name: "stdin-rules-do-not-load", args: []string{"--rules", "-", "-f", dir + "/parent.yaml"}, stdin: dir + "/parent.yaml", code: 1},
+		{name: "stdin-no-parent", args: []string{"--rules", dir + "/rules.yaml", "-f", "-"}, code: 1},
+		{name: "stdin-twice", args: []string{"--rules", "-", "-f", "-"}, stdin: dir + "/rules.yaml", code: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stdout, stderr, code := runCommand(t, newRenderCommand(), tt.args...)
+			cmd := newRenderCommand()
+			if tt.stdin != "" {
+				data, err := os.ReadFile(tt.stdin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd.SetIn(strings.NewReader(string(data)))
+			} else {
+				cmd.SetIn(strings.NewReader(""))
+			}
+			stdout, stderr, code := runCommand(t, cmd, tt.args...)
 			if code != tt.code {
 				t.Errorf("exit code %d, want %d\nstderr:\n%s", code, tt.code, stderr)
 			}

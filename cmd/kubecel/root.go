@@ -1,10 +1,7 @@
 package main
 
 import (
-	"flag"
-
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
 )
 
 func newRootCommand() *cobra.Command {
@@ -15,16 +12,19 @@ func newRootCommand() *cobra.Command {
 file: CEL expressions compute each parent's desired children and status, and a generic
 reconcile loop applies them with server-side apply, prunes what is no longer wanted,
 repairs drift and reports status.`,
+		Version:       readBuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
-			// Logs go through klog's contextual logger; commands take it from ctx.
-			cmd.SetContext(klog.NewContext(cmd.Context(), klog.Background()))
-		},
 	}
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().Bool("version", false, "print the version and exit (as kubecel version does)")
+	logging := addLoggingFlags(root.PersistentFlags())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		// Logs go through klog's contextual logger; commands take it from ctx.
+		ctx, err := applyLogging(cmd.Context(), logging)
+		cmd.SetContext(ctx)
+		return err
+	}
 	root.AddCommand(
 		newDevCommand(),
 		newRBACCommand(),
@@ -32,6 +32,7 @@ repairs drift and reports status.`,
 		newRenderCommand(),
 		newCheckCommand(),
 		newPlanCommand(),
+		newVersionCommand(),
 	)
 	return root
 }

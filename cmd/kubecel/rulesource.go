@@ -16,6 +16,12 @@ func (o *runOptions) rulesSource(cfg *rest.Config) (engine.RulesSource, error) {
 	switch {
 	case o.rulesFile != "" && o.rulesConfigMap != "":
 		return nil, fmt.Errorf("--rules and --rules-configmap are exclusive")
+	case o.rulesFile == "-":
+		data, _, err := readInput(o.stdin, "-")
+		if err != nil {
+			return nil, err
+		}
+		return stdinSource(data), nil
 	case o.rulesFile != "":
 		return engine.FileSource(o.rulesFile), nil
 	case o.rulesConfigMap != "":
@@ -31,6 +37,13 @@ func (o *runOptions) rulesSource(cfg *rest.Config) (engine.RulesSource, error) {
 	}
 	return nil, fmt.Errorf("one of --rules FILE or --rules-configmap NAMESPACE/NAME is required")
 }
+
+// stdinSource is rules read once from the standard input (--rules -). They never
+// change, so the loader's periodic checks find nothing to reload.
+type stdinSource []byte
+
+func (s stdinSource) Read(context.Context) ([]byte, error) { return s, nil }
+func (s stdinSource) String() string                       { return stdinName }
 
 // warnOnSource records a Warning Event on the rules ConfigMap, when that is the source.
 func warnOnSource(ctrl *engine.Controller, src engine.RulesSource, reason, message string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine"
@@ -21,7 +21,8 @@ import (
 type runOptions struct {
 	rulesFile      string
 	rulesConfigMap string
-	kubeconfig     string
+	stdin          io.Reader // for --rules -
+	cluster        *clusterFlags
 	dryRun         bool
 	workers        int
 	qps            float32
@@ -34,22 +35,26 @@ type runOptions struct {
 }
 
 func newRunCommand() *cobra.Command {
-	var o runOptions
+	o := runOptions{cluster: newClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the controller",
 		Long: `run watches the parents named by the rules and keeps their children and status as
 the rules compute them. The rules file is re-read when it changes; a version that fails to
-load is reported and the last good rules keep running. With --leader-elect, only the
+load is reported and the last good rules keep running; --rules - reads the rules once
+from the standard input, without reload. With --leader-elect, only the
 replica that holds the Lease runs the controller; one that loses the Lease stops and exits
 non-zero.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.stdin = cmd.InOrStdin()
+			return o.run(cmd.Context())
+		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.rulesFile, "rules", "", "rules file (re-read when it changes)")
+	f.StringVar(&o.rulesFile, "rules", "", "rules file (re-read when it changes), or - to read the rules once from the standard input")
 	f.StringVar(&o.rulesConfigMap, "rules-configmap", "", "NAMESPACE/NAME of a ConfigMap whose key rules.yaml holds the rules (re-read when it changes)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "never write: log each change the controller would make")
 	f.IntVar(&o.workers, "workers", 16, "parallel reconciles")
 	f.Float32Var(&o.qps, "qps", 1000, "client-side rate limit on API requests per second")
@@ -62,25 +67,21 @@ non-zero.`,
 	return cmd
 }
 
-// restConfig loads a client configuration the way kubectl does.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	rulesLoading := clientcmd.NewDefaultClientConfigLoadingRules()
-	rulesLoading.ExplicitPath = kubeconfig
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rulesLoading, &clientcmd.ConfigOverrides{}).ClientConfig()
-}
-
 func (o *runOptions) run(ctx context.Context) error {
 	if o.dryRun && o.leader.enabled {
 		// Leader election creates and renews a Lease: a write, which a dry run never makes.
 		return errors.New("--dry-run and --leader-elect cannot be combined: a dry run writes nothing, and leader election writes a Lease; run the dry run as a single replica")
 	}
-	cfg, err := restConfig(o.kubeconfig)
+	cfg, err := o.cluster.restConfig()
 	if err != nil {
 		return err
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "kubecel"
 	reg := prometheus.NewRegistry()
+	if err := registerBuildInfo(reg); err != nil {
+		return err
+	}
 	elected, err := newLeader(o.leader, cfg, reg)
 	if err != nil {
 		return err

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// writeKubeconfig writes a kubeconfig file and returns its path.
+func writeKubeconfig(t *testing.T, cfg *clientcmdapi.Config) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestClusterFlags(t *testing.T) {
+	closed := closedPortKubeconfig(t)
+	noContext := clientcmdapi.NewConfig()
+	noContext.Clusters["a"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	noContext.Contexts["a"] = &clientcmdapi.Context{Cluster: "a"}
+	noCurrentContext := writeKubeconfig(t, noContext)
+	empty := writeKubeconfig(t, clientcmdapi.NewConfig())
+	absent := filepath.Join(t.TempDir(), "absent")
+	home := t.TempDir() // no .kube/config in it
+
+	// What the tests look at in a client configuration.
+	type conn struct {
+		Host    string
+		As      string
+		Groups  []string
+		Timeout time.Duration
+	}
+	tests := []struct {
+		name    string
+		env     string // $KUBECONFIG
+		args    []string
+		want    conn
+		wantErr string
+	}{
+		{name: "--kubeconfig", args: []string{"--kubeconfig", closed}, want: conn{Host: "https://127.0.0.1:1"}},
+		{name: "$KUBECONFIG", env: closed, want: conn{Host: "https://127.0.0.1:1"}},
+		{name: "impersonation and request timeout", args: []string{"--kubeconfig", closed, "--as", "alice", "--as-group", "dev", "--as-group", "ops", "--request-timeout", "5s"},
+			want: conn{Host: "https://127.0.0.1:1", As: "alice", Groups: []string{"dev", "ops"}, Timeout: 5 * time.Second}},
+		{name: "--server without a kubeconfig", env: absent, args: []string{"--server", "https://127.0.0.1:2"}, want: conn{Host: "https://127.0.0.1:2"}},
+		{name: "--context picks a context", args: []string{"--kubeconfig", noCurrentContext, "--context", "a"}, want: conn{Host: "https://127.0.0.1:1"}},
+		{name: "no kubeconfig, $KUBECONFIG not set",
+			wantErr: "no kubeconfig: looked in $KUBECONFIG (not set), ~/.kube/config and the in-cluster service account; pass --kubeconfig FILE"},
+		{name: "no kubeconfig, $KUBECONFIG names a missing file", env: absent,
+			wantErr: "no kubeconfig: looked in $KUBECONFIG (" + absent + ") and the in-cluster service account; pass --kubeconfig FILE"},
+		{name: "--kubeconfig names a missing file", args: []string{"--kubeconfig", absent}, wantErr: "read kubeconfig: stat " + absent + ": no such file or directory"},
+		{name: "a kubeconfig without clusters", args: []string{"--kubeconfig", empty}, wantErr: "kubeconfig " + empty + " defines no cluster"},
+		{name: "no current context", args: []string{"--kubeconfig", noCurrentContext},
+			wantErr: "the kubeconfig sets no current-context: pass --context NAME or --cluster NAME (contexts: a)"},
+		{name: "unknown context", args: []string{"--kubeconfig", closed, "--context", "nope"}, wantErr: `context "nope" does not exist`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tt.env)
+			t.Setenv("HOME", home)
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			c := newClusterFlags()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			c.addFlags(fs, "kubeconfig file")
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := c.restConfig()
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := conn{Host: cfg.Host, As: cfg.Impersonate.UserName, Groups: cfg.Impersonate.Groups, Timeout: cfg.Timeout}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("client configuration (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClusterFlagsAreKubectls(t *testing.T) {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	newClusterFlags().addFlags(fs, "kubeconfig file")
+	for _, name := range []string{"kubeconfig", "context", "cluster", "user", "server", "as", "as-group", "as-uid", "token",
+		"certificate-authority", "client-certificate", "client-key", "insecure-skip-tls-verify", "tls-server-name", "request-timeout"} {
+		if fs.Lookup(name) == nil {
+			t.Errorf("no --%s", name)
+		}
+	}
+	for _, name := range []string{"namespace", "cache-dir", "username", "password"} {
+		if fs.Lookup(name) != nil {
+			t.Errorf("--%s is there; commands filter namespaces with their own -n, and kubecel keeps no cache", name)
+		}
+	}
+}
+
+func TestReachNamesTheServer(t *testing.T) {
+	err := reach(&rest.Config{Host: "https://127.0.0.1:1"})
+	if err == nil || !strings.HasPrefix(err.Error(), "cannot reach the API server at https://127.0.0.1:1: ") || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("error %v, want one that says the server at 127.0.0.1:1 refuses connections", err)
+	}
+}
+
+func TestWaitProgress(t *testing.T) {
+	var out bytes.Buffer
+	progress := waitProgress(&out, 3*time.Second, "the caches of 2 rules to sync")
+	start := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	for _, after := range []time.Duration{0, time.Second, 3100 * time.Millisecond, 5 * time.Second, 6500 * time.Millisecond, 20 * time.Second} {
+		progress(start.Add(after))
+	}
+	want := "waiting for the caches of 2 rules to sync (3s)...\n" +
+		"waiting for the caches of 2 rules to sync (7s)...\n" +
+		"waiting for the caches of 2 rules to sync (20s)...\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+}

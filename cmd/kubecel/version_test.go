@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/yaml"
+)
+
+func TestBuildInfo(t *testing.T) {
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	vcs := func(modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	tests := []struct {
+		name    string
+		bi      *debug.BuildInfo
+		stamped string
+		want    buildInfo
+		line    string
+	}{{
+		name: "module version from go install",
+		bi:   &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.1.0"}},
+		want: buildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
+		line: "kubecel v0.1.0 go1.26.8",
+	}, {
+		name: "checkout with local changes",
+		bi: &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261122100000-0123456789ab+dirty"},
+			Settings: vcs("true")},
+		want: buildInfo{Version: "v0.0.0-20261122100000-0123456789ab+dirty", Revision: rev, Dirty: true, GoVersion: "go1.26.8"},
+		line: "kubecel v0.0.0-20261122100000-0123456789ab+dirty (revision 0123456789ab, dirty) go1.26.8",
+	}, {
+		name:    "the stamped version replaces (devel)",
+		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: vcs("false")},
+		stamped: "v0.1.0-3-g0123456",
+		want:    buildInfo{Version: "v0.1.0-3-g0123456", Revision: rev, GoVersion: "go1.26.8"},
+		line:    "kubecel v0.1.0-3-g0123456 (revision 0123456789ab) go1.26.8",
+	}, {
+		name:    "a module version wins over the stamped one",
+		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.2.0"}},
+		stamped: "0123456-dirty",
+		want:    buildInfo{Version: "v0.2.0", GoVersion: "go1.26.8"},
+		line:    "kubecel v0.2.0 go1.26.8",
+	}, {
+		name: "no build information",
+		want: buildInfo{Version: "(devel)", GoVersion: runtime.Version()},
+		line: "kubecel (devel) " + runtime.Version(),
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := buildInfoFrom(tt.bi, tt.stamped)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("build info (-want +got):\n%s", diff)
+			}
+			if got.String() != tt.line {
+				t.Errorf("line %q, want %q", got.String(), tt.line)
+			}
+		})
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	want := readBuildInfo()
+	decodeJSON := func(s string) (buildInfo, error) {
+		var b buildInfo
+		err := json.Unmarshal([]byte(s), &b)
+		return b, err
+	}
+	decodeYAML := func(s string) (buildInfo, error) {
+		var b buildInfo
+		err := yaml.UnmarshalStrict([]byte(s), &b)
+		return b, err
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		decode func(string) (buildInfo, error) // nil: the text line
+		code   int
+	}{
+		{name: "version", args: []string{"version"}},
+		{name: "--version", args: []string{"--version"}},
+		{name: "json", args: []string{"version", "-o", "json"}, decode: decodeJSON},
+		{name: "yaml", args: []string{"version", "-o", "yaml"}, decode: decodeYAML},
+		{name: "unknown format", args: []string{"version", "-o", "xml"}, code: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := runRoot(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit code %d, want %d\nstderr:\n%s", code, tt.code, stderr)
+			}
+			switch {
+			case tt.code != 0:
+				if stdout != "" {
+					t.Errorf("printed %q despite the error", stdout)
+				}
+			case tt.decode == nil:
+				if stdout != want.String()+"\n" {
+					t.Errorf("printed %q, want %q", stdout, want.String()+"\n")
+				}
+			default:
+				got, err := tt.decode(stdout)
+				if err != nil {
+					t.Fatalf("decode %q: %v", stdout, err)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("version (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func TestBuildInfoMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if err := registerBuildInfo(reg); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := readBuildInfo()
+	want := map[string]string{"goversion": b.GoVersion, "revision": b.Revision, "version": b.Version}
+	if len(families) != 1 || families[0].GetName() != "kubecel_build_info" || len(families[0].GetMetric()) != 1 {
+		t.Fatalf("gathered %v, want one kubecel_build_info sample", families)
+	}
+	m := families[0].GetMetric()[0]
+	got := map[string]string{}
+	for _, l := range m.GetLabel() {
+		got[l.GetName()] = l.GetValue()
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if v := m.GetGauge().GetValue(); v != 1 {
+		t.Errorf("value %v, want 1", v)
+	}
+}
