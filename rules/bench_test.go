@@ -2,7 +2,7 @@ package rules
 
 import "testing"
 
-// BenchmarkEvaluate evaluates the three-child rule of the SPEC (a Deployment, a Service
+// BenchmarkEvaluate evaluates the three-child rule of the rules reference (a Deployment, a Service
 // that reads it, and one ConfigMap per env with forEach) for a parent with three envs,
 // with every child observed and ready: the steady state of a reconcile.
 func BenchmarkEvaluate(b *testing.B) {
