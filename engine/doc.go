@@ -15,8 +15,15 @@
 //     where the server stores values in another form than they were sent (quantities):
 //     a child is compared with what we last applied, while nobody changed our fields
 //     (see needsApply).
-//   - Nothing is pruned in a reconcile whose evaluation or applies failed, and objects
-//     without kubecel's labels are never touched.
+//   - Children are created, never adopted: a child the caches do not show is created by
+//     an apply that fails when the name is taken, and an object that is not this rule's
+//     child of this parent is a ChildExists conflict on the parent, never written to
+//     (unless the child says adopt: true and the object has no controller).
+//   - Nothing is pruned in a reconcile whose evaluation or applies failed, and only
+//     objects carrying the rule's and the parent's labels are pruned or deleted.
+//   - Each rule writes to its parents (status, finalizer) with its own field manager
+//     and finalizer, so rules sharing a parent never undo each other; a parent the rule
+//     no longer selects is released (its children pruned, its finalizer removed).
 //   - Each watched GVR has its own informer with its own stop, shared by reference count,
 //     so rules can be added, changed and removed at runtime.
 package engine
