@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubecel/kubecel/engine"
-	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
@@ -65,9 +63,7 @@ var (
 func TestNormalisedValuesSendNoWrites(t *testing.T) {
 	const parents = 5
 	f := startController(t, normalisedRules)
-	byController := func(e controlplane.AuditEvent) bool {
-		return e.ObjectRef.Namespace == f.ns && !strings.HasPrefix(e.UserAgent, "kube-apiserver/")
-	}
+	byController := f.controllerWrites
 	for i := range parents {
 		f.create(widgets, widget(f.ns, fmt.Sprintf("n%d", i), nil))
 	}

@@ -43,11 +43,7 @@ const steadyRules = widgetRuleHead + `      - id: config
 func TestSteadyStateSendsNoWrites(t *testing.T) {
 	const parents = 100
 	f := startController(t, steadyRules)
-	// The API server's own writes (its ClusterIP repair loop records an Event now and
-	// then about a Service created a moment ago) are not the controller's.
-	inNamespace := func(e controlplane.AuditEvent) bool {
-		return e.ObjectRef.Namespace == f.ns && !strings.HasPrefix(e.UserAgent, "kube-apiserver/")
-	}
+	inNamespace := f.controllerWrites
 	for i := range parents {
 		f.create(widgets, widget(f.ns, fmt.Sprintf("s%03d", i), map[string]any{"size": int64(i)}))
 	}
@@ -100,4 +96,11 @@ func logRepeatedWrites(t *testing.T, ns string) {
 	for _, e := range list.Items {
 		t.Logf("event %s %s %s: %s", e.Type, e.Reason, e.InvolvedObject.Name, e.Message)
 	}
+}
+
+// controllerWrites keeps the audit events of writes in the fixture's namespace that are
+// not the API server's own (its ClusterIP repair loop records an Event now and then about
+// a Service created a moment ago): the controller's.
+func (f *fixture) controllerWrites(e controlplane.AuditEvent) bool {
+	return e.ObjectRef.Namespace == f.ns && !strings.HasPrefix(e.UserAgent, "kube-apiserver/")
 }
