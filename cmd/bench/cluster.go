@@ -92,7 +92,7 @@ func setup(ctx context.Context, c config) (*bench, error) {
 		b.close()
 		return nil, err
 	}
-	for _, ns := range []string{benchNS, baselineNS} {
+	for _, ns := range []string{benchNS, baselineNS, limitNS} {
 		_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil {
 			b.close()

@@ -5,13 +5,16 @@
 // under testdata/, and for N parents measures:
 //
 //  1. baseline: the same 3N children server-side applied directly by parallel
-//     unthrottled clients, no controller;
+//     unthrottled clients, no controller; then the limits (limits.go): the same writes
+//     the controller and the bench send per parent (create the parent, apply its
+//     children, apply its status), and the direct delete of those children;
 //  2. convergence: from creating the N parents until every parent is Ready and Synced
-//     and every child exists, and its ratio to the baseline;
+//     and every child exists, and its ratios to the same-writes limit and the baseline;
 //  3. the controller's write requests per parent during convergence;
 //  4. steady state: a forced reconcile of every parent, then an idle period: writes;
 //  5. update propagation: every parent's spec patched, until every child shows it;
-//  6. deletion: every parent deleted, until every child is gone;
+//  6. deletion: every parent deleted, until every child is gone, and its ratio to the
+//     direct-delete limit;
 //  7. the controller's peak and settled RSS and CPU seconds (it runs as its own
 //     process, bin/kubecel run, so the figures are its own).
 //
@@ -28,6 +31,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 type config struct {
@@ -100,6 +105,18 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 	var err error
 	if res.baseline, err = b.baseline(ctx); err != nil {
 		return fmt.Errorf("baseline: %w", err)
+	}
+	var children []*unstructured.Unstructured
+	if res.limit, children, err = b.sameWrites(ctx); err != nil {
+		return fmt.Errorf("same-writes limit: %w", err)
+	}
+	if !b.cfg.skipDelete {
+		if res.deleteLimit, err = b.directDelete(ctx, children); err != nil {
+			return fmt.Errorf("direct-delete limit: %w", err)
+		}
+	}
+	if err := b.clearNamespace(ctx, limitNS); err != nil {
+		return err
 	}
 	if err := b.startController(ctx); err != nil {
 		return err

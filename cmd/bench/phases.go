@@ -6,14 +6,12 @@ import (
 	"path/filepath"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -40,15 +38,8 @@ func (b *bench) baseline(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	logf("baseline: %s (%.0f applies/s)", took.Round(time.Millisecond), float64(len(objs))/took.Seconds())
-	if err := b.kube.CoreV1().Namespaces().Delete(ctx, baselineNS, metav1.DeleteOptions{}); err != nil {
+	if err := b.clearNamespace(ctx, baselineNS); err != nil {
 		return 0, err
-	}
-	err = wait.PollUntilContextTimeout(ctx, time.Second, b.cfg.timeout, true, func(ctx context.Context) (bool, error) {
-		_, err := b.kube.CoreV1().Namespaces().Get(ctx, baselineNS, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("namespace %s not deleted: %w", baselineNS, err)
 	}
 	return took, nil
 }
@@ -76,16 +67,16 @@ func renderChildren(ctx context.Context, ns string, n int) ([]*unstructured.Unst
 			if labels == nil {
 				labels = map[string]string{}
 			}
-			labels[engine.LabelManagedBy] = "kubecel-baseline"
-			labels[engine.LabelRule] = rule.Name
-			labels[engine.LabelParentUID] = string(p.GetUID())
-			labels[engine.LabelChild] = d.ID
+			labels[rules.LabelManagedBy] = "kubecel-baseline"
+			labels[rules.LabelRule] = rule.Name
+			labels[rules.LabelParentUID] = string(p.GetUID())
+			labels[rules.LabelChild] = d.ID
 			o.SetLabels(labels)
 			ann := o.GetAnnotations()
 			if ann == nil {
 				ann = map[string]string{}
 			}
-			ann[engine.AnnotationParent] = fmt.Sprintf("%s/%s/%s/%s", webapps.Group, webapps.Resource, ns, p.GetName())
+			ann[rules.AnnotationParent] = fmt.Sprintf("%s/%s/%s/%s", webapps.Group, webapps.Resource, ns, p.GetName())
 			o.SetAnnotations(ann)
 			out = append(out, o)
 		}
