@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/crdschema"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -65,7 +66,7 @@ func runExample(t *testing.T, dir string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schemas, err := engine.ClusterSchemas(t.Context(), cfg)
+	schemas, err := crdschema.FromCluster(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/crdschema"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -123,7 +124,7 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 		return nil, err
 	}
 	opts := rules.Options{MaxChildren: int(o.maxChildren)}
-	if schemas, err := engine.ClusterSchemas(ctx, cfg); err == nil {
+	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
 		opts.Schemas = schemas
 	} else {
 		klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
