@@ -9,6 +9,8 @@ import (
 
 	"github.com/klauspost/compress/s2"
 
+	"github.com/kubecel/kubecel/rules"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,7 +43,7 @@ type cachedObject struct {
 	deletionTimestamp                *metav1.Time
 
 	rule, child, parentUID string // kubecel's labels (see labels.go)
-	parent                 string // the AnnotationParent annotation
+	parent                 string // the rules.AnnotationParent annotation
 
 	dict *s2.Dict // what raw is compressed against
 	raw  []byte   // the object's JSON, compressed
@@ -67,9 +69,9 @@ func newCachedObject(u *unstructured.Unstructured) (*cachedObject, error) {
 	o.name, o.namespace, o.uid = u.GetName(), u.GetNamespace(), u.GetUID()
 	o.resourceVersion, o.deletionTimestamp = u.GetResourceVersion(), u.GetDeletionTimestamp()
 	labels := u.GetLabels()
-	o.rule, o.child = intern(labels[LabelRule]), intern(labels[LabelChild])
-	o.parentUID = labels[LabelParentUID]
-	o.parent = u.GetAnnotations()[AnnotationParent]
+	o.rule, o.child = intern(labels[rules.LabelRule]), intern(labels[rules.LabelChild])
+	o.parentUID = labels[rules.LabelParentUID]
+	o.parent = u.GetAnnotations()[rules.AnnotationParent]
 	return o, nil
 }
 
@@ -85,7 +87,7 @@ func (o *cachedObject) GetDeletionTimestamp() *metav1.Time { return o.deletionTi
 func (o *cachedObject) GetObjectMeta() metav1.Object {
 	m := &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, UID: o.uid, ResourceVersion: o.resourceVersion,
 		DeletionTimestamp: o.deletionTimestamp.DeepCopy()}
-	for k, v := range map[string]string{LabelRule: o.rule, LabelChild: o.child, LabelParentUID: o.parentUID} {
+	for k, v := range map[string]string{rules.LabelRule: o.rule, rules.LabelChild: o.child, rules.LabelParentUID: o.parentUID} {
 		if v != "" {
 			if m.Labels == nil {
 				m.Labels = map[string]string{}
@@ -94,7 +96,7 @@ func (o *cachedObject) GetObjectMeta() metav1.Object {
 		}
 	}
 	if o.parent != "" {
-		m.Annotations = map[string]string{AnnotationParent: o.parent}
+		m.Annotations = map[string]string{rules.AnnotationParent: o.parent}
 	}
 	return m
 }

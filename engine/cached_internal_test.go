@@ -18,6 +18,8 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
 // testdata/{configmap,deployment,service}.json are kube-apiserver v1.36.3's responses to
@@ -68,11 +70,11 @@ func TestCachedObjectRoundTrip(t *testing.T) {
 			gotMeta := metaFields{c.GetName(), c.GetNamespace(), string(c.GetUID()), c.GetResourceVersion(), c.GetDeletionTimestamp() != nil,
 				acc.GetLabels(), acc.GetAnnotations(), c.GroupVersionKind().String()}
 			wantLabels := map[string]string{}
-			for _, k := range []string{LabelRule, LabelChild, LabelParentUID} {
+			for _, k := range []string{rules.LabelRule, rules.LabelChild, rules.LabelParentUID} {
 				wantLabels[k] = want.GetLabels()[k]
 			}
 			wantMeta := metaFields{want.GetName(), want.GetNamespace(), string(want.GetUID()), want.GetResourceVersion(), true,
-				wantLabels, map[string]string{AnnotationParent: want.GetAnnotations()[AnnotationParent]}, want.GroupVersionKind().String()}
+				wantLabels, map[string]string{rules.AnnotationParent: want.GetAnnotations()[rules.AnnotationParent]}, want.GroupVersionKind().String()}
 			if diff := cmp.Diff(wantMeta, gotMeta); diff != "" {
 				t.Errorf("typed metadata (-want +got):\n%s", diff)
 			}
@@ -180,7 +182,7 @@ func BenchmarkCachedObject(b *testing.B) {
 				u.SetUID(types.UID(fmt.Sprintf("%08x-1b2a-4c55-9d7e-%012x", i*7919, i*104729)))
 				u.SetResourceVersion(strconv.Itoa(100000 + i*3))
 				labels := u.GetLabels()
-				labels[LabelParentUID] = fmt.Sprintf("%08x-7b6c-4d8e-8f0a-%012x", i*31, i*7)
+				labels[rules.LabelParentUID] = fmt.Sprintf("%08x-7b6c-4d8e-8f0a-%012x", i*31, i*7)
 				u.SetLabels(labels)
 				return u
 			}

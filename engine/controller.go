@@ -38,8 +38,8 @@ type Options struct {
 	// SkipAccessCheck starts rules without first checking, with SelfSubjectAccessReviews,
 	// that the controller has every permission they need.
 	SkipAccessCheck bool
-	// Notify, when set, is told once when a rule cannot run (reason PendingNotServed,
-	// PendingForbidden or PendingError) with a message naming what is missing.
+	// Notify, when set, is told once when a rule cannot run (reason rules.PendingNotServed,
+	// rules.PendingForbidden or rules.PendingError) with a message naming what is missing.
 	Notify func(ctx context.Context, rule, reason, message string)
 }
 

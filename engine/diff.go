@@ -87,7 +87,7 @@ func comparable(obj *unstructured.Unstructured, root string) (any, bool) {
 		}
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-			delete(ann, AnnotationAppliedHash)
+			delete(ann, rules.AnnotationAppliedHash)
 			if len(ann) == 0 {
 				delete(md, "annotations")
 			}

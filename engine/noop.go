@@ -13,7 +13,7 @@ import (
 )
 
 // needsApply decides, from the cached object, whether applying desired (a prepared
-// child, carrying its AnnotationAppliedHash) would change anything: a converged cluster
+// child, carrying its rules.AnnotationAppliedHash) would change anything: a converged cluster
 // must see no writes from us.
 //
 // Comparing desired values with live ones is not enough. The server stores many values
@@ -47,7 +47,7 @@ func needsApply(desired, live *unstructured.Unstructured) bool {
 	if live == nil {
 		return true
 	}
-	owned, ok := ownedFields(live, FieldManager, "")
+	owned, ok := ownedFields(live, rules.FieldManager, "")
 	if !ok {
 		return true // not ours yet: apply to take ownership of what we set
 	}
@@ -60,9 +60,9 @@ func needsApply(desired, live *unstructured.Unstructured) bool {
 	return !coversAll(owned, desired.Object)
 }
 
-// appliedHash returns obj's AnnotationAppliedHash, "" when it has none.
+// appliedHash returns obj's rules.AnnotationAppliedHash, "" when it has none.
 func appliedHash(obj *unstructured.Unstructured) string {
-	hash, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", AnnotationAppliedHash)
+	hash, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", rules.AnnotationAppliedHash)
 	return hash
 }
 

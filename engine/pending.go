@@ -27,13 +27,6 @@ type pendingRule struct {
 	next      time.Time
 }
 
-// Reasons passed to Options.Notify and used as metric labels.
-const (
-	PendingNotServed = "KindNotServed"
-	PendingForbidden = "Forbidden"
-	PendingError     = "StartFailed"
-)
-
 // forbiddenRetry is how long a rule that lacks permissions waits before it is checked
 // again: access reviews are requests too, and RBAC rarely changes by the second.
 const forbiddenRetry = time.Minute
@@ -44,12 +37,12 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 func (c *Controller) setPending(ctx context.Context, r *rules.Rule, err error) {
 	var forbidden *forbiddenError
 	p := &pendingRule{rule: r, reason: err.Error(), next: time.Now().Add(c.opts.PendingRetry)}
-	kind := PendingError
+	kind := rules.PendingError
 	switch {
 	case errors.As(err, &forbidden):
-		p.forbidden, p.next, kind = true, time.Now().Add(forbiddenRetry), PendingForbidden
+		p.forbidden, p.next, kind = true, time.Now().Add(forbiddenRetry), rules.PendingForbidden
 	case meta.IsNoMatchError(err):
-		kind = PendingNotServed
+		kind = rules.PendingNotServed
 	}
 	old := c.pending[r.Name]
 	c.pending[r.Name] = p

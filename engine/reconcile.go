@@ -229,7 +229,7 @@ func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) (
 		out = append(out, u)
 	}
 	for _, o := range c.written.children(uid, seen) {
-		if o.GetLabels()[LabelRule] == st.rule.Name {
+		if o.GetLabels()[rules.LabelRule] == st.rule.Name {
 			out = append(out, o)
 		}
 	}

@@ -118,7 +118,7 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 		}
 	}
 	for _, ck := range st.children {
-		w, err := c.watches.acquire(ctx, watchKey{GVR: ck.GVR, Selector: LabelManagedBy + "=" + ManagedByValue}, c.setupChildInformer)
+		w, err := c.watches.acquire(ctx, watchKey{GVR: ck.GVR, Selector: rules.LabelManagedBy + "=" + rules.ManagedByValue}, c.setupChildInformer)
 		if err != nil {
 			c.stopRule(st)
 			return err

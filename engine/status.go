@@ -18,24 +18,6 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// Condition types and reasons kubecel writes. A rule that shares its parent resource
-// with another rule that writes status names its conditions after itself instead
-// (rules.Rule.ReadyCondition and SyncedCondition), so each rule owns its own.
-const (
-	ConditionReady  = "Ready"
-	ConditionSynced = "Synced"
-
-	ReasonReady            = "AllChildrenReady"
-	ReasonNotReady         = "ChildrenNotReady"
-	ReasonWaiting          = "WaitingForDependencies"
-	ReasonSynced           = "Applied"
-	ReasonEvaluationFailed = "EvaluationFailed"
-	ReasonApplyFailed      = "ApplyFailed"
-	ReasonPruneFailed      = "PruneFailed"
-	ReasonTooManyChildren  = "TooManyChildren"
-	ReasonReconcilePanic   = "ReconcilePanic"
-)
-
 // desiredStatus builds the status kubecel wants on the parent: the rule's fields,
 // observedGeneration and the Ready and Synced conditions. Conditions keep their
 // lastTransitionTime while their status does not change.
@@ -78,17 +60,17 @@ func readyCondition(out *outcome) metav1.Condition {
 	res := out.result
 	switch {
 	case out.panicked != nil:
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionUnknown, Reason: ReasonReconcilePanic, Message: "the reconcile panicked before it could tell"}
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionUnknown, Reason: rules.ReasonReconcilePanic, Message: "the reconcile panicked before it could tell"}
 	case res == nil:
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonEvaluationFailed, Message: "the rule could not be evaluated"}
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonEvaluationFailed, Message: "the rule could not be evaluated"}
 	case len(res.Waiting) > 0:
 		var parts []string
 		for _, w := range res.Waiting {
 			parts = append(parts, fmt.Sprintf("%s waits for %s", w.ID, strings.Join(w.On, ", ")))
 		}
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonWaiting, Message: strings.Join(parts, "; ")}
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonWaiting, Message: strings.Join(parts, "; ")}
 	case res.Ready && out.synced():
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, Message: "every child is ready"}
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionTrue, Reason: rules.ReasonReady, Message: "every child is ready"}
 	default:
 		var notReady []string
 		for _, d := range res.Children {
@@ -100,36 +82,36 @@ func readyCondition(out *outcome) metav1.Condition {
 		if len(notReady) > 0 {
 			msg = "not ready: " + strings.Join(dedupe(notReady), ", ")
 		}
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNotReady, Message: msg}
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonNotReady, Message: msg}
 	}
 }
 
 func syncedCondition(out *outcome) metav1.Condition {
 	fail := func(reason string, errs ...error) metav1.Condition {
-		return metav1.Condition{Type: ConditionSynced, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(errors.Join(errs...).Error(), 1024)}
+		return metav1.Condition{Type: rules.ConditionSynced, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(errors.Join(errs...).Error(), 1024)}
 	}
 	switch {
 	case out.panicked != nil:
-		return fail(ReasonReconcilePanic, out.panicked)
+		return fail(rules.ReasonReconcilePanic, out.panicked)
 	case out.evalErr != nil:
 		return fail(evalReason(out.evalErr), out.evalErr)
 	case slices.ContainsFunc(out.applyErr, isConflict):
-		return fail(ReasonChildExists, out.applyErr...)
+		return fail(rules.ReasonChildExists, out.applyErr...)
 	case len(out.applyErr) > 0:
-		return fail(ReasonApplyFailed, out.applyErr...)
+		return fail(rules.ReasonApplyFailed, out.applyErr...)
 	case len(out.pruneErr) > 0:
-		return fail(ReasonPruneFailed, out.pruneErr...)
+		return fail(rules.ReasonPruneFailed, out.pruneErr...)
 	}
-	return metav1.Condition{Type: ConditionSynced, Status: metav1.ConditionTrue, Reason: ReasonSynced, Message: "children are applied"}
+	return metav1.Condition{Type: rules.ConditionSynced, Status: metav1.ConditionTrue, Reason: rules.ReasonSynced, Message: "children are applied"}
 }
 
 // evalReason is the Synced reason of an evaluation error.
 func evalReason(err error) string {
 	var limit *rules.LimitError
 	if errors.As(err, &limit) {
-		return ReasonTooManyChildren
+		return rules.ReasonTooManyChildren
 	}
-	return ReasonEvaluationFailed
+	return rules.ReasonEvaluationFailed
 }
 
 // writeStatus applies the desired status to the parent's status subresource when the
@@ -150,9 +132,9 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	if mine := c.written.newer(memo, parent); mine != nil {
 		current = mine
 	}
-	manager := ParentFieldManager(st.rule.Name)
+	manager := rules.ParentFieldManager(st.rule.Name)
 	want := desiredStatus(st.rule, current, out, time.Now())
-	shared := st.rule.ReadyCondition != ConditionReady
+	shared := st.rule.ReadyCondition != rules.ConditionReady
 	if shared {
 		keepOthersConditions(want, current, st.rule)
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
 // watchKey identifies one informer: a GVR, optionally one namespace, and a label selector.
@@ -107,7 +109,7 @@ func toCache(obj any) (any, error) {
 
 // trimObject drops what kubecel never reads before an object enters a cache: the
 // managedFields entries of other managers and kubectl's last-applied annotation. Our own
-// entries (FieldManager and each rule's ParentFieldManager) stay: they tell which fields
+// entries (rules.FieldManager and each rule's rules.ParentFieldManager) stay: they tell which fields
 // an apply would remove.
 //
 // It edits the freshly decoded maps in place. Going through GetManagedFields and
@@ -121,7 +123,7 @@ func trimObject(u *unstructured.Unstructured) {
 	if mf, ok := md["managedFields"].([]any); ok {
 		kept := make([]any, 0, 1)
 		for _, e := range mf {
-			if m, ok := e.(map[string]any); ok && ourManager(managerOf(m)) {
+			if m, ok := e.(map[string]any); ok && rules.IsOurManager(managerOf(m)) {
 				kept = append(kept, e)
 			}
 		}

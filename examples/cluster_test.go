@@ -286,10 +286,10 @@ func condition(status map[string]any, typ string) (string, string) {
 // readyIs checks the Ready condition and that Synced is True.
 func readyIs(want string) func(map[string]any) string {
 	return func(status map[string]any) string {
-		if s, r := condition(status, engine.ConditionSynced); s != "True" {
+		if s, r := condition(status, rules.ConditionSynced); s != "True" {
 			return fmt.Sprintf("Synced is %q (%s)", s, r)
 		}
-		if s, r := condition(status, engine.ConditionReady); s != want {
+		if s, r := condition(status, rules.ConditionReady); s != want {
 			return fmt.Sprintf("Ready is %q (%s), want %s", s, r, want)
 		}
 		return ""

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -76,16 +75,16 @@ func renderChildren(ctx context.Context, ns string, n int) ([]*unstructured.Unst
 			if labels == nil {
 				labels = map[string]string{}
 			}
-			labels[engine.LabelManagedBy] = "kubecel-baseline"
-			labels[engine.LabelRule] = rule.Name
-			labels[engine.LabelParentUID] = string(p.GetUID())
-			labels[engine.LabelChild] = d.ID
+			labels[rules.LabelManagedBy] = "kubecel-baseline"
+			labels[rules.LabelRule] = rule.Name
+			labels[rules.LabelParentUID] = string(p.GetUID())
+			labels[rules.LabelChild] = d.ID
 			o.SetLabels(labels)
 			ann := o.GetAnnotations()
 			if ann == nil {
 				ann = map[string]string{}
 			}
-			ann[engine.AnnotationParent] = fmt.Sprintf("%s/%s/%s/%s", webapps.Group, webapps.Resource, ns, p.GetName())
+			ann[rules.AnnotationParent] = fmt.Sprintf("%s/%s/%s/%s", webapps.Group, webapps.Resource, ns, p.GetName())
 			o.SetAnnotations(ann)
 			out = append(out, o)
 		}

@@ -217,7 +217,7 @@ func (e *planEnv) synced(names ...string) func() (bool, string) {
 			ok := false
 			for _, c := range conds {
 				m, _ := c.(map[string]any)
-				ok = ok || m["type"] == engine.ConditionSynced && m["status"] == "True" && m["observedGeneration"] == g.GetGeneration()
+				ok = ok || m["type"] == rules.ConditionSynced && m["status"] == "True" && m["observedGeneration"] == g.GetGeneration()
 			}
 			if !ok {
 				return false, fmt.Sprintf("gadget %s not synced: %v", n, g.Object["status"])
