@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubecel/kubecel/engine/plan"
 )
 
 func TestDiffFields(t *testing.T) {
@@ -94,14 +96,14 @@ func TestNewChangeSkipsInvisibleWrites(t *testing.T) {
 	got.SetResourceVersion("2")
 	tests := []struct {
 		name       string
-		action     Action
+		action     plan.Action
 		live, got  *unstructured.Unstructured
 		wantChange bool
 	}{
-		{"update that only takes ownership", ActionUpdate, live, got, false},
-		{"create", ActionCreate, nil, got, true},
-		{"prune", ActionPrune, live, nil, true},
-		{"status without a visible change", ActionStatus, live, got, false},
+		{"update that only takes ownership", plan.ActionUpdate, live, got, false},
+		{"create", plan.ActionCreate, nil, got, true},
+		{"prune", plan.ActionPrune, live, nil, true},
+		{"status without a visible change", plan.ActionStatus, live, got, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

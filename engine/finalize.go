@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -27,7 +28,7 @@ func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, pare
 	if err != nil {
 		return err
 	}
-	out.record(ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
+	out.record(plan.ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
 	// Later children in this reconcile see it on the cached object's copy.
 	parent.SetFinalizers(append(parent.GetFinalizers(), rules.FinalizerFor(st.rule.Name)))
 	return nil

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine/plan"
 )
 
 // prune deletes the objects labelled for this rule and parent that the rule no longer
@@ -42,7 +44,7 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 			continue
 		}
 		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
-		out.record(ActionPrune, id, child.identity(), nil) // a prune's change names the object only
+		out.record(plan.ActionPrune, id, child.identity(), nil) // a prune's change names the object only
 		klog.FromContext(ctx).Info("Pruned child", "child", id, "object", k.String(), "dryRun", c.opts.DryRun)
 		c.event(parent, "Normal", "Pruned", "pruned %s (child %q no longer produced)", k, id)
 	}

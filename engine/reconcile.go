@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -193,9 +194,9 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 				continue
 			}
 			logger.V(2).Info("Applied child", "child", d.ID, "object", k.String())
-			action := ActionUpdate
+			action := plan.ActionUpdate
 			if live[k] == nil {
-				action = ActionCreate
+				action = plan.ActionCreate
 			}
 			out.record(action, d.ID, live[k], got)
 			out.applied[k] = got

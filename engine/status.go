@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -163,7 +164,7 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 		c.written.remember(memo, got)
 	}
 	if err == nil {
-		out.record(ActionStatus, "", current, got)
+		out.record(plan.ActionStatus, "", current, got)
 	}
 	switch {
 	case apierrors.IsNotFound(err) && c.parentExists(ctx, st, parent):
