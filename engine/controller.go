@@ -66,7 +66,7 @@ type Controller struct {
 	meta     metadata.Interface
 	mapper   meta.ResettableRESTMapper
 	watches  *watchSet
-	queue    workqueue.TypedRateLimitingInterface[Key]
+	queue    workqueue.TypedRateLimitingInterface[queueKey]
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	metrics  *metrics
@@ -78,10 +78,10 @@ type Controller struct {
 
 	busy atomic.Int64 // reconciles in progress
 
-	// statusless remembers (Key -> UID) parents whose status cannot be written (no
+	// statusless remembers (queueKey -> UID) parents whose status cannot be written (no
 	// status subresource), so the error is reported once, not in a loop.
 	statusless sync.Map
-	// lastFailure holds the last failure reported per parent (Key -> "uid|reason|msg"),
+	// lastFailure holds the last failure reported per parent (queueKey -> "uid|reason|msg"),
 	// to record each failure once.
 	lastFailure sync.Map
 	// written holds our latest writes until the caches show them.
@@ -90,7 +90,7 @@ type Controller struct {
 	waiting *waiters
 
 	// testHook, set only by tests, is called at the start of every reconcile.
-	testHook func(Key)
+	testHook func(queueKey)
 }
 
 // New builds a controller for the cluster that cfg points at.
@@ -124,8 +124,8 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
 		watches: newWatchSet(client, opts.Resync),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[Key](),
-			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "kubecel", MetricsProvider: m.queueProvider()}),
+			workqueue.DefaultTypedControllerRateLimiter[queueKey](),
+			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: "kubecel", MetricsProvider: m.queueProvider()}),
 		metrics: m,
 		rules:   map[string]*ruleState{},
 		pending: map[string]*pendingRule{},

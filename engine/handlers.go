@@ -19,7 +19,7 @@ func asObject(obj any) (*cachedObject, bool) {
 func (c *Controller) parentHandler(rule string) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if u, ok := asObject(obj); ok {
-			c.queue.Add(Key{Rule: rule, Namespace: u.GetNamespace(), Name: u.GetName()})
+			c.queue.Add(queueKey{Rule: rule, Namespace: u.GetNamespace(), Name: u.GetName()})
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{

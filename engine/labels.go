@@ -9,19 +9,19 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// Key identifies one parent under one rule: the unit of work of the queue.
-type Key struct {
+// queueKey identifies one parent under one rule: the unit of work of the queue.
+type queueKey struct {
 	Rule      string
 	Namespace string
 	Name      string
 }
 
 // keyFor is the queue key of parent under st's rule.
-func keyFor(st *ruleState, parent *unstructured.Unstructured) Key {
-	return Key{Rule: st.rule.Name, Namespace: parent.GetNamespace(), Name: parent.GetName()}
+func keyFor(st *ruleState, parent *unstructured.Unstructured) queueKey {
+	return queueKey{Rule: st.rule.Name, Namespace: parent.GetNamespace(), Name: parent.GetName()}
 }
 
-func (k Key) String() string {
+func (k queueKey) String() string {
 	if k.Namespace == "" {
 		return k.Rule + ":" + k.Name
 	}
@@ -29,13 +29,13 @@ func (k Key) String() string {
 }
 
 // parentKey maps a child to the key of its parent, from its labels and annotation.
-func parentKey(obj *cachedObject) (Key, bool) {
+func parentKey(obj *cachedObject) (queueKey, bool) {
 	rule := obj.rule
 	parts := strings.Split(obj.parent, "/")
 	if rule == "" || len(parts) != 4 || parts[3] == "" {
-		return Key{}, false
+		return queueKey{}, false
 	}
-	return Key{Rule: rule, Namespace: parts[2], Name: parts[3]}, true
+	return queueKey{Rule: rule, Namespace: parts[2], Name: parts[3]}, true
 }
 
 // objectKey identifies one object: kind, namespace and name.

@@ -55,7 +55,7 @@ func TestReconcilePanic(t *testing.T) {
 	var panicking atomic.Bool
 	var panics atomic.Int64
 	panicking.Store(true)
-	c.testHook = func(k Key) {
+	c.testHook = func(k queueKey) {
 		if k.Namespace == ns && k.Name == "bad" && panicking.Load() {
 			panics.Add(1)
 			panic("test panic")

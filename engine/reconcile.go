@@ -36,7 +36,7 @@ func (o *outcome) synced() bool {
 
 // reconcile makes one parent's children and status match its rule. The worker decides
 // from its result and error what happens to the key next.
-func (c *Controller) reconcile(ctx context.Context, key Key) (result, error) {
+func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error) {
 	if c.testHook != nil {
 		c.testHook(key)
 	}

@@ -213,7 +213,7 @@ func (st *ruleState) synced() bool {
 
 // getParent reads a parent from the rule's cache and decodes it: the result is the
 // caller's to change.
-func (st *ruleState) getParent(key Key) (*unstructured.Unstructured, bool, error) {
+func (st *ruleState) getParent(key queueKey) (*unstructured.Unstructured, bool, error) {
 	w := st.parents[key.Namespace]
 	if w == nil {
 		w = st.parents[""]
@@ -254,11 +254,11 @@ func (st *ruleState) ownedChildren(parentUID string) []*cachedObject {
 	return out
 }
 
-func (st *ruleState) enqueueAll(q workqueue.TypedRateLimitingInterface[Key]) {
+func (st *ruleState) enqueueAll(q workqueue.TypedRateLimitingInterface[queueKey]) {
 	for _, w := range st.parents {
 		for _, o := range w.informer.GetStore().List() {
 			u := o.(*cachedObject)
-			q.Add(Key{Rule: st.rule.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
+			q.Add(queueKey{Rule: st.rule.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
 		}
 	}
 }
