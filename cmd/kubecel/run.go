@@ -99,14 +99,14 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	if o.healthAddr != "" {
 		g.Go(func() error {
-			return serveErr("health", serve.Health(ctx, o.healthAddr, elected.ready(&running)))
+			return serveErr("health", serve.Health(ctx, o.healthAddr, readiness(elected, &running)))
 		})
 	}
 	if o.pprofAddr != "" {
 		g.Go(func() error { return serveErr("pprof", servePprof(ctx, o.pprofAddr)) })
 	}
 	g.Go(func() error {
-		return elected.run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, src, &running) })
+		return elected.Run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, src, &running) })
 	})
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
