@@ -63,7 +63,7 @@ func (c *Controller) apply(ctx context.Context, st *ruleState, child string, obj
 	}
 	c.metrics.applies.WithLabelValues(st.rule.Name).Inc()
 	if !c.opts.DryRun {
-		c.written.remember(keyOf(got).String(), got)
+		c.written.Remember(keyOf(got).String(), got)
 	}
 	return got, nil
 }

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
 )
 
 // Options configures a Controller. The zero value is usable.
@@ -65,7 +67,7 @@ type Controller struct {
 	kube     kubernetes.Interface
 	meta     metadata.Interface
 	mapper   meta.ResettableRESTMapper
-	watches  *watchSet
+	watches  *informers.Set
 	queue    workqueue.TypedRateLimitingInterface[queueKey]
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
@@ -85,7 +87,7 @@ type Controller struct {
 	// to record each failure once.
 	lastFailure sync.Map
 	// written holds our latest writes until the caches show them.
-	written *written
+	written *informers.Written
 	// waiting holds the parents whose child's name another object holds.
 	waiting *waiters
 
@@ -122,14 +124,14 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		kube:    kube,
 		meta:    metaClient,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
-		watches: newWatchSet(client, opts.Resync),
+		watches: informers.NewSet(client, opts.Resync),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[queueKey](),
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: "kubecel", MetricsProvider: m.queueProvider()}),
 		metrics: m,
 		rules:   map[string]*ruleState{},
 		pending: map[string]*pendingRule{},
-		written: newWritten(),
+		written: informers.NewWritten(),
 		waiting: newWaiters(),
 	}
 	c.events, c.recorder = newRecorder(kube, opts.DryRun)

@@ -119,7 +119,7 @@ func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstru
 			errs = append(errs, err)
 			continue
 		}
-		logger.Info("Deleted child of deleted parent", "child", child.child, "object", keyOf(child).String())
+		logger.Info("Deleted child of deleted parent", "child", child.Child(), "object", keyOf(child).String())
 		c.event(parent, "Normal", "Deleted", "deleted %s (parent is being deleted)", keyOf(child))
 	}
 	if len(errs) > 0 {

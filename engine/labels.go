@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -29,13 +30,20 @@ func (k queueKey) String() string {
 }
 
 // parentKey maps a child to the key of its parent, from its labels and annotation.
-func parentKey(obj *cachedObject) (queueKey, bool) {
-	rule := obj.rule
-	parts := strings.Split(obj.parent, "/")
+func parentKey(obj *informers.Object) (queueKey, bool) {
+	rule := obj.Rule()
+	parts := strings.Split(obj.Parent(), "/")
 	if rule == "" || len(parts) != 4 || parts[3] == "" {
 		return queueKey{}, false
 	}
 	return queueKey{Rule: rule, Namespace: parts[2], Name: parts[3]}, true
+}
+
+// named is what keyOf needs. Both *unstructured.Unstructured and *informers.Object are one.
+type named interface {
+	GetObjectKind() schema.ObjectKind
+	GetNamespace() string
+	GetName() string
 }
 
 // objectKey identifies one object: kind, namespace and name.

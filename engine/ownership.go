@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -93,13 +94,13 @@ func (c *Controller) cachedHolder(st *ruleState, parentUID string, obj *unstruct
 	if ns := obj.GetNamespace(); ns != "" {
 		key = ns + "/" + key
 	}
-	item, ok, err := ck.watch.informer.GetStore().GetByKey(key)
+	item, ok, err := ck.watch.Informer.GetStore().GetByKey(key)
 	if err != nil || !ok {
 		return ""
 	}
-	o := item.(*cachedObject)
-	labels := map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: o.rule, rules.LabelParentUID: o.parentUID}
-	return holderOf(st.rule.Name, parentUID, labels, map[string]string{rules.AnnotationParent: o.parent}, nil, c.ruleKnown)
+	o := item.(*informers.Object)
+	labels := map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: o.Rule(), rules.LabelParentUID: o.ParentUID()}
+	return holderOf(st.rule.Name, parentUID, labels, map[string]string{rules.AnnotationParent: o.Parent()}, nil, c.ruleKnown)
 }
 
 // ruleKnown reports whether a rule of that name runs or waits to run.

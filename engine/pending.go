@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -160,8 +161,8 @@ func (c *Controller) updateRuleGauges() {
 func (c *Controller) releaseParents(ctx context.Context, st *ruleState) {
 	var held []*unstructured.Unstructured
 	for _, w := range st.parents {
-		for _, o := range w.informer.GetStore().List() {
-			u, err := o.(*cachedObject).decode()
+		for _, o := range w.Informer.GetStore().List() {
+			u, err := o.(*informers.Object).Decode()
 			if err != nil {
 				klog.FromContext(ctx).Error(err, "Cannot release parent of a removed rule", "rule", st.rule.Name)
 				continue

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/plan"
 )
 
@@ -168,12 +169,12 @@ func (c *Controller) planParent(ctx context.Context, st *ruleState, parent *unst
 func (st *ruleState) listParents(namespace string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, w := range st.parents {
-		for _, o := range w.informer.GetStore().List() {
-			c := o.(*cachedObject)
+		for _, o := range w.Informer.GetStore().List() {
+			c := o.(*informers.Object)
 			if namespace != "" && c.GetNamespace() != namespace {
 				continue
 			}
-			u, err := c.decode()
+			u, err := c.Decode()
 			if err != nil {
 				return nil, err
 			}

@@ -219,17 +219,17 @@ func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) (
 	for _, o := range cached {
 		k := keyOf(o).String()
 		seen[k] = true
-		if mine := c.written.newer(k, o); mine != nil {
+		if mine := c.written.Newer(k, o); mine != nil {
 			out = append(out, mine)
 			continue
 		}
-		u, err := o.decode()
+		u, err := o.Decode()
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, u)
 	}
-	for _, o := range c.written.children(uid, seen) {
+	for _, o := range c.written.Children(uid, seen) {
 		if o.GetLabels()[rules.LabelRule] == st.rule.Name {
 			out = append(out, o)
 		}

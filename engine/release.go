@@ -62,7 +62,7 @@ func (c *Controller) release(ctx context.Context, st *ruleState, parent *unstruc
 			continue
 		}
 		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
-		logger.Info("Pruned child of released parent", "child", child.child, "object", keyOf(child).String(), "why", why, "dryRun", c.opts.DryRun)
+		logger.Info("Pruned child of released parent", "child", child.Child(), "object", keyOf(child).String(), "why", why, "dryRun", c.opts.DryRun)
 		c.event(parent, "Normal", "Pruned", "pruned %s (%s)", keyOf(child), why)
 	}
 	if err := errors.Join(errs...); err != nil {

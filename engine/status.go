@@ -130,7 +130,7 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	}
 	current := parent
 	memo := "status/" + st.rule.Name + "/" + uidKey
-	if mine := c.written.newer(memo, parent); mine != nil {
+	if mine := c.written.Newer(memo, parent); mine != nil {
 		current = mine
 	}
 	manager := rules.ParentFieldManager(st.rule.Name)
@@ -161,7 +161,7 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	}
 	got, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), patch, opts)
 	if err == nil && !c.opts.DryRun {
-		c.written.remember(memo, got)
+		c.written.Remember(memo, got)
 	}
 	if err == nil {
 		out.record(plan.ActionStatus, "", current, got)

@@ -1,4 +1,4 @@
-package engine
+package informers
 
 import (
 	"testing"
@@ -42,9 +42,9 @@ func TestTrimObject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := &unstructured.Unstructured{Object: tt.in}
-			trimObject(got)
+			Trim(got)
 			if diff := cmp.Diff(tt.want, got.Object); diff != "" {
-				t.Errorf("trimObject (-want +got):\n%s", diff)
+				t.Errorf("Trim (-want +got):\n%s", diff)
 			}
 		})
 	}
