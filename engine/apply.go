@@ -14,7 +14,7 @@ import (
 // contract (rules.Rule.Shape): namespace defaulted to the parent's, the namespace rule
 // enforced, kubecel's labels and parent annotation added, an owner reference where
 // garbage collection can follow it, and last the hash of all that in
-// rules.AnnotationAppliedHash (see needsApply).
+// rules.AnnotationAppliedHash (see compare.NeedsApply).
 func (c *Controller) prepareChild(st *ruleState, parent *unstructured.Unstructured, d rules.Desired) (*unstructured.Unstructured, error) {
 	probe := &unstructured.Unstructured{Object: d.Object}
 	gk := probe.GroupVersionKind().GroupKind()

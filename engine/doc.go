@@ -14,7 +14,7 @@
 //     that would change nothing is skipped, so a converged cluster sees no writes, also
 //     where the server stores values in another form than they were sent (quantities):
 //     a child is compared with what we last applied, while nobody changed our fields
-//     (see needsApply).
+//     (see engine/internal/compare).
 //   - Children are created, never adopted: a child the caches do not show is created by
 //     an apply that fails when the name is taken, and an object that is not this rule's
 //     child of this parent is a ChildExists conflict on the parent, never written to

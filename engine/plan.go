@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/compare"
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/plan"
 )
@@ -34,12 +35,12 @@ func newChange(action plan.Action, child string, live, got *unstructured.Unstruc
 	case plan.ActionPrune:
 		return ch, true
 	case plan.ActionStatus:
-		ch.Fields = diffFields(live, got, "status")
+		ch.Fields = compare.Diff(live, got, "status")
 	case plan.ActionFinalizer:
-		ch.Fields = diffFields(live, got, "metadata")
+		ch.Fields = compare.Diff(live, got, "metadata")
 		ch.Fields = slices.DeleteFunc(ch.Fields, func(f plan.FieldChange) bool { return !strings.HasPrefix(f.Path, "metadata.finalizers") })
 	default:
-		ch.Fields = diffFields(live, got, "")
+		ch.Fields = compare.Diff(live, got, "")
 	}
 	return ch, action == plan.ActionCreate || len(ch.Fields) > 0
 }

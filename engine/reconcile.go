@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/compare"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -176,7 +177,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 				out.applyErr = append(out.applyErr, err)
 				continue
 			}
-			if !needsApply(obj, live[k]) {
+			if !compare.NeedsApply(obj, live[k]) {
 				continue
 			}
 			var got *unstructured.Unstructured

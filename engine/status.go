@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/compare"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -217,7 +218,7 @@ func conditionType(c any) string {
 func conditionsHeld(want, live []any) bool {
 	for _, w := range want {
 		i := slices.IndexFunc(live, func(l any) bool { return conditionType(l) == conditionType(w) })
-		if i < 0 || !subset(w, live[i]) {
+		if i < 0 || !compare.Subset(w, live[i]) {
 			return false
 		}
 	}
@@ -235,14 +236,14 @@ func statusNeedsApply(want map[string]any, parent *unstructured.Unstructured, ma
 	}
 	rest := maps.Clone(want)
 	delete(rest, "conditions")
-	if !subset(rest, live) {
+	if !compare.Subset(rest, live) {
 		return true
 	}
-	owned, ok := ownedFields(parent, manager, "status")
+	owned, ok := compare.OwnedFields(parent, manager, "status")
 	if !ok {
 		return true
 	}
-	return !coversAll(owned, map[string]any{"status": want})
+	return !compare.CoversAll(owned, map[string]any{"status": want})
 }
 
 func (c *Controller) parentExists(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) bool {

@@ -1,4 +1,4 @@
-package engine
+package compare
 
 import (
 	"testing"
@@ -28,8 +28,8 @@ func TestSubset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := subset(tt.want, tt.have); got != tt.ok {
-				t.Errorf("subset(%v, %v) = %v, want %v", tt.want, tt.have, got, tt.ok)
+			if got := Subset(tt.want, tt.have); got != tt.ok {
+				t.Errorf("Subset(%v, %v) = %v, want %v", tt.want, tt.have, got, tt.ok)
 			}
 		})
 	}
@@ -95,8 +95,8 @@ func TestNeedsApply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := needsApply(tt.desired, tt.live); got != tt.want {
-				t.Errorf("needsApply = %v, want %v", got, tt.want)
+			if got := NeedsApply(tt.desired, tt.live); got != tt.want {
+				t.Errorf("NeedsApply = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -174,7 +174,7 @@ func TestOwnsAll(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			owned, ok := ownedFields(managed(map[string]any{}, tt.fields), rules.FieldManager, "")
+			owned, ok := OwnedFields(managed(map[string]any{}, tt.fields), rules.FieldManager, "")
 			if !ok {
 				t.Fatalf("managedFields %s do not parse", tt.fields)
 			}

@@ -1,4 +1,4 @@
-package engine
+package compare
 
 import (
 	"fmt"
@@ -14,12 +14,12 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// diffFields compares two versions of an object after removing what the server
+// Diff compares two versions of an object after removing what the server
 // maintains by itself (resourceVersion, managedFields, uid, generation, timestamps) and
 // the bookkeeping of appliers (kubectl's last-applied annotation, kubecel's applied hash).
 // Only the subtree under root is compared when root is set (e.g. "status"). Secret
 // data and stringData values are redacted: a reader sees which keys change, not how.
-func diffFields(before, after *unstructured.Unstructured, root string) []plan.FieldChange {
+func Diff(before, after *unstructured.Unstructured, root string) []plan.FieldChange {
 	a, aok := comparable(before, root)
 	b, bok := comparable(after, root)
 	var out []plan.FieldChange
