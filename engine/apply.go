@@ -61,7 +61,7 @@ func (c *Controller) apply(ctx context.Context, st *ruleState, child string, obj
 	if err != nil {
 		return nil, childError(st.rule.Name, child, keyOf(obj), fmt.Errorf("apply: %w", err))
 	}
-	c.metrics.applies.WithLabelValues(st.rule.Name).Inc()
+	c.metrics.Applies.WithLabelValues(st.rule.Name).Inc()
 	if !c.opts.DryRun {
 		c.written.Remember(keyOf(got).String(), got)
 	}

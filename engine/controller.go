@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/engine/internal/metrics"
 )
 
 // Options configures a Controller. The zero value is usable.
@@ -71,7 +72,7 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[queueKey]
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
-	metrics  *metrics
+	metrics  *metrics.Metrics
 
 	mu      sync.RWMutex
 	rules   map[string]*ruleState // running rules by name
@@ -114,7 +115,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(opts.Registry)
+	m, err := metrics.New(opts.Registry)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		watches: informers.NewSet(client, opts.Resync),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[queueKey](),
-			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: "kubecel", MetricsProvider: m.queueProvider()}),
+			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: "kubecel", MetricsProvider: m.QueueProvider()}),
 		metrics: m,
 		rules:   map[string]*ruleState{},
 		pending: map[string]*pendingRule{},

@@ -51,7 +51,7 @@ func (c *Controller) setPending(ctx context.Context, r *rules.Rule, err error) {
 		return
 	}
 	klog.FromContext(ctx).Info("Rule is not running", "rule", r.Name, "reason", kind, "message", p.reason)
-	c.metrics.ruleProblems.WithLabelValues(r.Name, kind).Inc()
+	c.metrics.RuleProblems.WithLabelValues(r.Name, kind).Inc()
 	if c.opts.Notify != nil {
 		c.opts.Notify(ctx, r.Name, kind, p.reason)
 	}
@@ -151,8 +151,8 @@ func (c *Controller) stillServed(st *ruleState) error {
 }
 
 func (c *Controller) updateRuleGauges() {
-	c.metrics.activeRules.Set(float64(len(c.rules)))
-	c.metrics.pendingRules.Set(float64(len(c.pending)))
+	c.metrics.ActiveRules.Set(float64(len(c.rules)))
+	c.metrics.PendingRules.Set(float64(len(c.pending)))
 }
 
 // releaseParents removes the rule's finalizer from the parents of a rule that was

@@ -44,7 +44,7 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 			errs = append(errs, err)
 			continue
 		}
-		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
+		c.metrics.Prunes.WithLabelValues(st.rule.Name).Inc()
 		out.record(plan.ActionPrune, id, child.Identity(), nil) // a prune's change names the object only
 		klog.FromContext(ctx).Info("Pruned child", "child", id, "object", k.String(), "dryRun", c.opts.DryRun)
 		c.event(parent, "Normal", "Pruned", "pruned %s (child %q no longer produced)", k, id)

@@ -154,7 +154,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 		res, err := st.rule.Evaluate(ctx, parent.Object, st.rule.Observe(observed(owned, out.applied)))
 		out.result, out.evalErr = res, err
 		if err != nil {
-			c.metrics.celErrors.WithLabelValues(st.rule.Name).Inc()
+			c.metrics.CELErrors.WithLabelValues(st.rule.Name).Inc()
 		}
 		if res == nil || res.Skip {
 			return out

@@ -61,7 +61,7 @@ func (c *Controller) release(ctx context.Context, st *ruleState, parent *unstruc
 			errs = append(errs, err)
 			continue
 		}
-		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
+		c.metrics.Prunes.WithLabelValues(st.rule.Name).Inc()
 		logger.Info("Pruned child of released parent", "child", child.Child(), "object", keyOf(child).String(), "why", why, "dryRun", c.opts.DryRun)
 		c.event(parent, "Normal", "Pruned", "pruned %s (%s)", keyOf(child), why)
 	}

@@ -56,10 +56,10 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	ctx = klog.NewContext(ctx, logger)
 	start := time.Now()
 	res, err := c.reconcileCaught(ctx, key)
-	c.metrics.observeReconcile(key.Rule, err, time.Since(start))
+	c.metrics.ObserveReconcile(key.Rule, err, time.Since(start))
 	var p *panicError
 	if errors.As(err, &p) {
-		c.metrics.panics.WithLabelValues(key.Rule).Inc()
+		c.metrics.Panics.WithLabelValues(key.Rule).Inc()
 		err = errors.Join(err, c.reportPanic(ctx, key, p))
 	}
 	retries := c.queue.NumRequeues(key)
