@@ -26,4 +26,11 @@
 //     no longer selects is released (its children pruned, its finalizer removed).
 //   - Each watched GVR has its own informer with its own stop, shared by reference count,
 //     so rules can be added, changed and removed at runtime.
+//
+// What stands alone lives beside it: engine/internal/informers (the per-GVR watch set,
+// the compact cached objects, the parent-to-children index, the memory of our writes),
+// engine/internal/compare (whether an apply would change anything; the field diff),
+// engine/internal/metrics, and engine/plan (the data a dry run returns). What kubecel
+// writes on children and parents (labels, field managers, finalizers, conditions and
+// reasons) is defined once, in package rules.
 package engine
