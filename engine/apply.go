@@ -14,7 +14,7 @@ import (
 // contract (rules.Rule.Shape): namespace defaulted to the parent's, the namespace rule
 // enforced, kubecel's labels and parent annotation added, an owner reference where
 // garbage collection can follow it, and last the hash of all that in
-// AnnotationAppliedHash (see needsApply).
+// rules.AnnotationAppliedHash (see compare.NeedsApply).
 func (c *Controller) prepareChild(st *ruleState, parent *unstructured.Unstructured, d rules.Desired) (*unstructured.Unstructured, error) {
 	probe := &unstructured.Unstructured{Object: d.Object}
 	gk := probe.GroupVersionKind().GroupKind()
@@ -53,7 +53,7 @@ func childByID(st *ruleState, id string) *rules.Child {
 // apply server-side applies obj with kubecel's field manager, forcing conflicts.
 func (c *Controller) apply(ctx context.Context, st *ruleState, child string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ck := st.children[obj.GroupVersionKind().GroupKind()]
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	opts := metav1.ApplyOptions{FieldManager: rules.FieldManager, Force: true}
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
@@ -61,9 +61,9 @@ func (c *Controller) apply(ctx context.Context, st *ruleState, child string, obj
 	if err != nil {
 		return nil, childError(st.rule.Name, child, keyOf(obj), fmt.Errorf("apply: %w", err))
 	}
-	c.metrics.applies.WithLabelValues(st.rule.Name).Inc()
+	c.metrics.Applies.WithLabelValues(st.rule.Name).Inc()
 	if !c.opts.DryRun {
-		c.written.remember(keyOf(got).String(), got)
+		c.written.Remember(keyOf(got).String(), got)
 	}
 	return got, nil
 }

@@ -20,6 +20,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/engine/internal/metrics"
 )
 
 // Options configures a Controller. The zero value is usable.
@@ -38,8 +41,8 @@ type Options struct {
 	// SkipAccessCheck starts rules without first checking, with SelfSubjectAccessReviews,
 	// that the controller has every permission they need.
 	SkipAccessCheck bool
-	// Notify, when set, is told once when a rule cannot run (reason PendingNotServed,
-	// PendingForbidden or PendingError) with a message naming what is missing.
+	// Notify, when set, is told once when a rule cannot run (reason rules.PendingNotServed,
+	// rules.PendingForbidden or rules.PendingError) with a message naming what is missing.
 	Notify func(ctx context.Context, rule, reason, message string)
 }
 
@@ -65,11 +68,11 @@ type Controller struct {
 	kube     kubernetes.Interface
 	meta     metadata.Interface
 	mapper   meta.ResettableRESTMapper
-	watches  *watchSet
-	queue    workqueue.TypedRateLimitingInterface[Key]
+	watches  *informers.Set
+	queue    workqueue.TypedRateLimitingInterface[queueKey]
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
-	metrics  *metrics
+	metrics  *metrics.Metrics
 
 	mu      sync.RWMutex
 	rules   map[string]*ruleState // running rules by name
@@ -78,19 +81,19 @@ type Controller struct {
 
 	busy atomic.Int64 // reconciles in progress
 
-	// statusless remembers (Key -> UID) parents whose status cannot be written (no
+	// statusless remembers (queueKey -> UID) parents whose status cannot be written (no
 	// status subresource), so the error is reported once, not in a loop.
 	statusless sync.Map
-	// lastFailure holds the last failure reported per parent (Key -> "uid|reason|msg"),
+	// lastFailure holds the last failure reported per parent (queueKey -> "uid|reason|msg"),
 	// to record each failure once.
 	lastFailure sync.Map
 	// written holds our latest writes until the caches show them.
-	written *written
+	written *informers.Written
 	// waiting holds the parents whose child's name another object holds.
 	waiting *waiters
 
 	// testHook, set only by tests, is called at the start of every reconcile.
-	testHook func(Key)
+	testHook func(queueKey)
 }
 
 // New builds a controller for the cluster that cfg points at.
@@ -112,7 +115,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(opts.Registry)
+	m, err := metrics.New(opts.Registry)
 	if err != nil {
 		return nil, err
 	}
@@ -122,14 +125,14 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		kube:    kube,
 		meta:    metaClient,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
-		watches: newWatchSet(client, opts.Resync),
+		watches: informers.NewSet(client, opts.Resync),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[Key](),
-			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "kubecel", MetricsProvider: m.queueProvider()}),
+			workqueue.DefaultTypedControllerRateLimiter[queueKey](),
+			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: "kubecel", MetricsProvider: m.QueueProvider()}),
 		metrics: m,
 		rules:   map[string]*ruleState{},
 		pending: map[string]*pendingRule{},
-		written: newWritten(),
+		written: informers.NewWritten(),
 		waiting: newWaiters(),
 	}
 	c.events, c.recorder = newRecorder(kube, opts.DryRun)

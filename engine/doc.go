@@ -14,7 +14,7 @@
 //     that would change nothing is skipped, so a converged cluster sees no writes, also
 //     where the server stores values in another form than they were sent (quantities):
 //     a child is compared with what we last applied, while nobody changed our fields
-//     (see needsApply).
+//     (see engine/internal/compare).
 //   - Children are created, never adopted: a child the caches do not show is created by
 //     an apply that fails when the name is taken, and an object that is not this rule's
 //     child of this parent is a ChildExists conflict on the parent, never written to
@@ -26,4 +26,11 @@
 //     no longer selects is released (its children pruned, its finalizer removed).
 //   - Each watched GVR has its own informer with its own stop, shared by reference count,
 //     so rules can be added, changed and removed at runtime.
+//
+// What stands alone lives beside it: engine/internal/informers (the per-GVR watch set,
+// the compact cached objects, the parent-to-children index, the memory of our writes),
+// engine/internal/compare (whether an apply would change anything; the field diff),
+// engine/internal/metrics, and engine/plan (the data a dry run returns). What kubecel
+// writes on children and parents (labels, field managers, finalizers, conditions and
+// reasons) is defined once, in package rules.
 package engine

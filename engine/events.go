@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
 // newRecorder returns an event recorder that writes Events through kube, or, in dry-run
@@ -50,20 +52,20 @@ func (c *Controller) recordOutcome(st *ruleState, parent *unstructured.Unstructu
 		c.event(parent, "Warning", reason, "%s", msg)
 	}
 	if out.panicked != nil {
-		report(ReasonReconcilePanic, out.panicked)
+		report(rules.ReasonReconcilePanic, out.panicked)
 	}
 	if out.evalErr != nil {
 		report(evalReason(out.evalErr), out.evalErr)
 	}
 	conflicts, others := splitConflicts(out.applyErr)
 	if len(conflicts) > 0 {
-		report(ReasonChildExists, conflicts...)
+		report(rules.ReasonChildExists, conflicts...)
 	}
 	if len(others) > 0 {
-		report(ReasonApplyFailed, others...)
+		report(rules.ReasonApplyFailed, others...)
 	}
 	if len(out.pruneErr) > 0 {
-		report(ReasonPruneFailed, out.pruneErr...)
+		report(rules.ReasonPruneFailed, out.pruneErr...)
 	}
 }
 

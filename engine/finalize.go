@@ -11,6 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine/plan"
+	"github.com/kubecel/kubecel/rules"
 )
 
 // ensureFinalizerFor adds the rule's finalizer to the parent before the first child that
@@ -25,15 +28,15 @@ func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, pare
 	if err != nil {
 		return err
 	}
-	out.record(ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
+	out.record(plan.ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
 	// Later children in this reconcile see it on the cached object's copy.
-	parent.SetFinalizers(append(parent.GetFinalizers(), FinalizerFor(st.rule.Name)))
+	parent.SetFinalizers(append(parent.GetFinalizers(), rules.FinalizerFor(st.rule.Name)))
 	return nil
 }
 
 // holds reports whether parent carries the rule's finalizer.
 func (st *ruleState) holds(parent *unstructured.Unstructured) bool {
-	return slices.Contains(parent.GetFinalizers(), FinalizerFor(st.rule.Name))
+	return slices.Contains(parent.GetFinalizers(), rules.FinalizerFor(st.rule.Name))
 }
 
 // applyFinalizer server-side applies the parent's metadata with (or without) the rule's
@@ -53,9 +56,9 @@ func (c *Controller) sendFinalizer(ctx context.Context, st *ruleState, parent *u
 	patch.SetNamespace(parent.GetNamespace())
 	patch.SetUID(parent.GetUID()) // a precondition: never re-create a parent that is gone
 	if present {
-		patch.SetFinalizers([]string{FinalizerFor(st.rule.Name)})
+		patch.SetFinalizers([]string{rules.FinalizerFor(st.rule.Name)})
 	}
-	opts := metav1.ApplyOptions{FieldManager: ParentFieldManager(st.rule.Name), Force: true}
+	opts := metav1.ApplyOptions{FieldManager: rules.ParentFieldManager(st.rule.Name), Force: true}
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
@@ -70,7 +73,7 @@ func (c *Controller) sendFinalizer(ctx context.Context, st *ruleState, parent *u
 		if !present {
 			verb = "remove"
 		}
-		return nil, fmt.Errorf("rule %q: %s finalizer %s: %w", st.rule.Name, verb, FinalizerFor(st.rule.Name), err)
+		return nil, fmt.Errorf("rule %q: %s finalizer %s: %w", st.rule.Name, verb, rules.FinalizerFor(st.rule.Name), err)
 	}
 	return got, nil
 }
@@ -116,7 +119,7 @@ func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstru
 			errs = append(errs, err)
 			continue
 		}
-		logger.Info("Deleted child of deleted parent", "child", child.child, "object", keyOf(child).String())
+		logger.Info("Deleted child of deleted parent", "child", child.Child(), "object", keyOf(child).String())
 		c.event(parent, "Normal", "Deleted", "deleted %s (parent is being deleted)", keyOf(child))
 	}
 	if len(errs) > 0 {

@@ -2,16 +2,18 @@ package engine
 
 import (
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
 )
 
 // Event handlers only compute a key and enqueue it; all work happens in reconcile.
 
 // asObject unwraps a delete tombstone and returns the cached object, if it is one.
-func asObject(obj any) (*cachedObject, bool) {
+func asObject(obj any) (*informers.Object, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	o, ok := obj.(*cachedObject)
+	o, ok := obj.(*informers.Object)
 	return o, ok
 }
 
@@ -19,7 +21,7 @@ func asObject(obj any) (*cachedObject, bool) {
 func (c *Controller) parentHandler(rule string) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if u, ok := asObject(obj); ok {
-			c.queue.Add(Key{Rule: rule, Namespace: u.GetNamespace(), Name: u.GetName()})
+			c.queue.Add(queueKey{Rule: rule, Namespace: u.GetNamespace(), Name: u.GetName()})
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -32,9 +34,9 @@ func (c *Controller) parentHandler(rule string) cache.ResourceEventHandler {
 // setupChildInformer prepares a child informer, shared by every rule that produces its
 // kind: an index by parent UID, and a handler that keeps it and enqueues the child's
 // parent.
-func (c *Controller) setupChildInformer(w *watch) error {
-	w.children = newChildIndex()
-	enqueue := func(o *cachedObject) {
+func (c *Controller) setupChildInformer(w *informers.Watch) error {
+	w.Children = informers.NewChildIndex()
+	enqueue := func(o *informers.Object) {
 		if key, ok := parentKey(o); ok && c.rule(key.Rule) != nil {
 			c.queue.Add(key)
 		}
@@ -46,15 +48,15 @@ func (c *Controller) setupChildInformer(w *watch) error {
 			return
 		}
 		old, _ := asObject(oldObj)
-		if key, ok := storeKey(o); ok {
-			w.children.update(key, old, o)
+		if key, ok := informers.StoreKey(o); ok {
+			w.Children.Update(key, old, o)
 		}
-		if old != nil && old.parentUID != o.parentUID {
+		if old != nil && old.ParentUID() != o.ParentUID() {
 			c.unblock(o)
 		}
 		enqueue(o)
 	}
-	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := w.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { changed(nil, obj) },
 		UpdateFunc: changed,
 		DeleteFunc: func(obj any) {
@@ -62,10 +64,10 @@ func (c *Controller) setupChildInformer(w *watch) error {
 			if !ok {
 				return
 			}
-			if key, ok := storeKey(obj); ok {
-				w.children.update(key, o, nil)
+			if key, ok := informers.StoreKey(obj); ok {
+				w.Children.Update(key, o, nil)
 			}
-			c.written.forget(keyOf(o).String())
+			c.written.Forget(keyOf(o).String())
 			c.unblock(o)
 			enqueue(o)
 		},
@@ -73,12 +75,12 @@ func (c *Controller) setupChildInformer(w *watch) error {
 	if err != nil {
 		return err
 	}
-	w.handlerSynced = reg.HasSynced
+	w.HandlerSynced = reg.HasSynced
 	return nil
 }
 
 // unblock requeues the parents that wait for o's name: o was deleted or changed hands.
-func (c *Controller) unblock(o *cachedObject) {
+func (c *Controller) unblock(o *informers.Object) {
 	for _, key := range c.waiting.take(keyOf(o).String()) {
 		c.queue.Add(key)
 	}

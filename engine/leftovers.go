@@ -8,6 +8,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/rules"
 )
 
 // watchLeftovers makes the named running rules also watch the kinds of objects that
@@ -24,7 +27,7 @@ func (c *Controller) watchLeftovers(ctx context.Context, names []string) error {
 	if err != nil && len(lists) == 0 {
 		return fmt.Errorf("discover the served resources: %w", err)
 	}
-	selector := fmt.Sprintf("%s=%s,%s in (%s)", LabelManagedBy, ManagedByValue, LabelRule, strings.Join(names, ","))
+	selector := fmt.Sprintf("%s=%s,%s in (%s)", rules.LabelManagedBy, rules.ManagedByValue, rules.LabelRule, strings.Join(names, ","))
 	found := map[string]map[schema.GroupVersionKind]bool{}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
@@ -40,7 +43,7 @@ func (c *Controller) watchLeftovers(ctx context.Context, names []string) error {
 				continue
 			}
 			for _, o := range objs.Items {
-				rule := o.Labels[LabelRule]
+				rule := o.Labels[rules.LabelRule]
 				if found[rule] == nil {
 					found[rule] = map[schema.GroupVersionKind]bool{}
 				}
@@ -63,7 +66,7 @@ func (c *Controller) watchLeftovers(ctx context.Context, names []string) error {
 			if err != nil {
 				return fmt.Errorf("rule %q: kind %s of objects to prune: %w", rule, gvk, err)
 			}
-			w, err := c.watches.acquire(ctx, watchKey{GVR: info.GVR, Selector: LabelManagedBy + "=" + ManagedByValue}, c.setupChildInformer)
+			w, err := c.watches.Acquire(ctx, informers.Key{GVR: info.GVR, Selector: rules.LabelManagedBy + "=" + rules.ManagedByValue}, c.setupChildInformer)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/rules"
 )
 
 // Whether an object is a parent's child is decided before the first write to it, never
@@ -29,14 +32,6 @@ import (
 // createOnly is a resourceVersion no stored object has: etcd revisions are positive
 // int64s, so the largest uint64 never matches, and on a create the server ignores it.
 const createOnly = "18446744073709551615"
-
-// ReasonChildExists is the Synced reason (and Warning Event reason) when a child's name
-// is taken by an object that is not this parent's child.
-const ReasonChildExists = "ChildExists"
-
-// ReasonAdopted is the Normal Event reason when a child with adopt: true takes over an
-// existing object.
-const ReasonAdopted = "Adopted"
 
 // conflictError reports a child whose name is held by an object that is not this
 // parent's child.
@@ -60,16 +55,16 @@ func isConflict(err error) bool {
 // A child that kubecel made for the same parent under a rule that no longer exists
 // (removed or renamed; live says which rules do) is the parent's to take.
 func holderOf(rule, parentUID string, labels, annotations map[string]string, owners []metav1.OwnerReference, live func(rule string) bool) string {
-	kubecel := labels[LabelManagedBy] == ManagedByValue
+	kubecel := labels[rules.LabelManagedBy] == rules.ManagedByValue
 	switch {
-	case kubecel && labels[LabelParentUID] == parentUID && (labels[LabelRule] == rule || !live(labels[LabelRule])):
+	case kubecel && labels[rules.LabelParentUID] == parentUID && (labels[rules.LabelRule] == rule || !live(labels[rules.LabelRule])):
 		return ""
-	case kubecel && labels[LabelParentUID] != "":
-		who := annotations[AnnotationParent]
+	case kubecel && labels[rules.LabelParentUID] != "":
+		who := annotations[rules.AnnotationParent]
 		if who == "" {
-			who = "uid " + labels[LabelParentUID]
+			who = "uid " + labels[rules.LabelParentUID]
 		}
-		return fmt.Sprintf("belongs to parent %s of rule %q", who, labels[LabelRule])
+		return fmt.Sprintf("belongs to parent %s of rule %q", who, labels[rules.LabelRule])
 	}
 	for _, o := range owners {
 		if o.Controller != nil && *o.Controller {
@@ -82,7 +77,7 @@ func holderOf(rule, parentUID string, labels, annotations map[string]string, own
 // adoptable reports whether an existing object that is not ours may be adopted by a child
 // that opts in: it belongs to no other kubecel parent and has no controller.
 func adoptable(obj *unstructured.Unstructured) bool {
-	if obj.GetLabels()[LabelParentUID] != "" {
+	if obj.GetLabels()[rules.LabelParentUID] != "" {
 		return false
 	}
 	return metav1.GetControllerOfNoCopy(obj) == nil
@@ -99,13 +94,13 @@ func (c *Controller) cachedHolder(st *ruleState, parentUID string, obj *unstruct
 	if ns := obj.GetNamespace(); ns != "" {
 		key = ns + "/" + key
 	}
-	item, ok, err := ck.watch.informer.GetStore().GetByKey(key)
+	item, ok, err := ck.watch.Informer.GetStore().GetByKey(key)
 	if err != nil || !ok {
 		return ""
 	}
-	o := item.(*cachedObject)
-	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelRule: o.rule, LabelParentUID: o.parentUID}
-	return holderOf(st.rule.Name, parentUID, labels, map[string]string{AnnotationParent: o.parent}, nil, c.ruleKnown)
+	o := item.(*informers.Object)
+	labels := map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: o.Rule(), rules.LabelParentUID: o.ParentUID()}
+	return holderOf(st.rule.Name, parentUID, labels, map[string]string{rules.AnnotationParent: o.Parent()}, nil, c.ruleKnown)
 }
 
 // ruleKnown reports whether a rule of that name runs or waits to run.
@@ -146,7 +141,7 @@ func (c *Controller) create(ctx context.Context, st *ruleState, parent *unstruct
 		got, err := c.apply(ctx, st, child, obj)
 		if err == nil {
 			klog.FromContext(ctx).Info("Adopted existing object", "child", child, "object", k.String())
-			c.event(parent, "Normal", ReasonAdopted, "adopted existing %s as child %q (adopt: true)", k, child)
+			c.event(parent, "Normal", rules.ReasonAdopted, "adopted existing %s as child %q (adopt: true)", k, child)
 		}
 		return got, err
 	}

@@ -23,7 +23,7 @@ func TestCreateNeverAdopts(t *testing.T) {
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "parent", "namespace": ns, "uid": uid},
 	}}
-	ours := map[string]any{LabelManagedBy: ManagedByValue, LabelRule: "own", LabelParentUID: uid, LabelChild: "cm"}
+	ours := map[string]any{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "own", rules.LabelParentUID: uid, rules.LabelChild: "cm"}
 	controller := true
 	tests := []struct {
 		name     string
@@ -38,14 +38,14 @@ func TestCreateNeverAdopts(t *testing.T) {
 			"apiVersion": "v1", "kind": "ConfigMap", "name": "boss", "uid": "bbbbbbbb-0000-0000-0000-000000000002", "controller": controller,
 		}}}, adopt: true, want: "conflict"},
 		{name: "other-parent", existing: map[string]any{"labels": map[string]any{
-			LabelManagedBy: ManagedByValue, LabelRule: "own", LabelParentUID: "cccccccc-0000-0000-0000-000000000003", LabelChild: "cm",
+			rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "own", rules.LabelParentUID: "cccccccc-0000-0000-0000-000000000003", rules.LabelChild: "cm",
 		}}, adopt: true, want: "conflict"},
 		{name: "other-rule", existing: map[string]any{"labels": map[string]any{
-			LabelManagedBy: ManagedByValue, LabelRule: "another", LabelParentUID: uid, LabelChild: "cm",
+			rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "another", rules.LabelParentUID: uid, rules.LabelChild: "cm",
 		}}, want: "conflict"},
 		{name: "ours-not-cached-yet", existing: map[string]any{"labels": ours}, want: "applied"},
 		{name: "left-by-a-removed-rule", existing: map[string]any{"labels": map[string]any{
-			LabelManagedBy: ManagedByValue, LabelRule: "removed", LabelParentUID: uid, LabelChild: "cm",
+			rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "removed", rules.LabelParentUID: uid, rules.LabelChild: "cm",
 		}}, want: "applied"},
 	}
 	// "another" runs: its children are not this rule's to take.
@@ -120,15 +120,15 @@ func TestHolderOf(t *testing.T) {
 		owners []metav1.OwnerReference
 		want   string
 	}{
-		{name: "ours", labels: map[string]string{LabelManagedBy: ManagedByValue, LabelRule: "r", LabelParentUID: "u1"}, want: ""},
-		{name: "another parent", labels: map[string]string{LabelManagedBy: ManagedByValue, LabelRule: "r", LabelParentUID: "u2"},
-			ann: map[string]string{AnnotationParent: "example.com/webapps/ns/other"}, want: `belongs to parent example.com/webapps/ns/other of rule "r"`},
-		{name: "another rule", labels: map[string]string{LabelManagedBy: ManagedByValue, LabelRule: "s", LabelParentUID: "u1"},
+		{name: "ours", labels: map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "r", rules.LabelParentUID: "u1"}, want: ""},
+		{name: "another parent", labels: map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "r", rules.LabelParentUID: "u2"},
+			ann: map[string]string{rules.AnnotationParent: "example.com/webapps/ns/other"}, want: `belongs to parent example.com/webapps/ns/other of rule "r"`},
+		{name: "another rule", labels: map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "s", rules.LabelParentUID: "u1"},
 			want: `belongs to parent uid u1 of rule "s"`},
-		{name: "a removed rule of the same parent", labels: map[string]string{LabelManagedBy: ManagedByValue, LabelRule: "gone", LabelParentUID: "u1"}, want: ""},
-		{name: "a removed rule of another parent", labels: map[string]string{LabelManagedBy: ManagedByValue, LabelRule: "gone", LabelParentUID: "u2"},
+		{name: "a removed rule of the same parent", labels: map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "gone", rules.LabelParentUID: "u1"}, want: ""},
+		{name: "a removed rule of another parent", labels: map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "gone", rules.LabelParentUID: "u2"},
 			want: `belongs to parent uid u2 of rule "gone"`},
-		{name: "labels copied without managed-by", labels: map[string]string{LabelRule: "r", LabelParentUID: "u1"}, want: "was not created by kubecel for this parent"},
+		{name: "labels copied without managed-by", labels: map[string]string{rules.LabelRule: "r", rules.LabelParentUID: "u1"}, want: "was not created by kubecel for this parent"},
 		{name: "controlled", owners: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: types.UID("x"), Controller: &controller}},
 			want: "is controlled by Deployment web"},
 		{name: "foreign", want: "was not created by kubecel for this parent"},

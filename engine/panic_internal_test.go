@@ -55,7 +55,7 @@ func TestReconcilePanic(t *testing.T) {
 	var panicking atomic.Bool
 	var panics atomic.Int64
 	panicking.Store(true)
-	c.testHook = func(k Key) {
+	c.testHook = func(k queueKey) {
 		if k.Namespace == ns && k.Name == "bad" && panicking.Load() {
 			panics.Add(1)
 			panic("test panic")
@@ -96,15 +96,15 @@ func TestReconcilePanic(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			rs, _, _ := testenv.Condition(w, ConditionReady)
-			ss, sr, sm := testenv.Condition(w, ConditionSynced)
+			rs, _, _ := testenv.Condition(w, rules.ConditionReady)
+			ss, sr, sm := testenv.Condition(w, rules.ConditionSynced)
 			return rs == ready && ss == synced && sr == reason && strings.Contains(sm, msg),
 				fmt.Sprintf("%s: Ready=%s Synced=%s %s %q", name, rs, ss, sr, sm)
 		})
 	}
 	converged := func(name string) {
 		t.Helper()
-		waitWidget(name, "True", "True", ReasonSynced, "")
+		waitWidget(name, "True", "True", rules.ReasonSynced, "")
 		cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil || cm.Data["value"] != name+"-value" {
 			t.Errorf("child of %s: %v, %v", name, cm.Data, err)
@@ -112,10 +112,10 @@ func TestReconcilePanic(t *testing.T) {
 	}
 
 	create("bad")
-	waitWidget("bad", "Unknown", "False", ReasonReconcilePanic, "test panic")
+	waitWidget("bad", "Unknown", "False", rules.ReasonReconcilePanic, "test panic")
 	testenv.Eventually(t, 60*time.Second, func() (bool, string) {
 		events, err := c.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{
-			FieldSelector: "involvedObject.name=bad,reason=" + ReasonReconcilePanic + ",type=Warning"})
+			FieldSelector: "involvedObject.name=bad,reason=" + rules.ReasonReconcilePanic + ",type=Warning"})
 		if err != nil {
 			return false, err.Error()
 		}

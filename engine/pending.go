@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -27,13 +28,6 @@ type pendingRule struct {
 	next      time.Time
 }
 
-// Reasons passed to Options.Notify and used as metric labels.
-const (
-	PendingNotServed = "KindNotServed"
-	PendingForbidden = "Forbidden"
-	PendingError     = "StartFailed"
-)
-
 // forbiddenRetry is how long a rule that lacks permissions waits before it is checked
 // again: access reviews are requests too, and RBAC rarely changes by the second.
 const forbiddenRetry = time.Minute
@@ -44,12 +38,12 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 func (c *Controller) setPending(ctx context.Context, r *rules.Rule, err error) {
 	var forbidden *forbiddenError
 	p := &pendingRule{rule: r, reason: err.Error(), next: time.Now().Add(c.opts.PendingRetry)}
-	kind := PendingError
+	kind := rules.PendingError
 	switch {
 	case errors.As(err, &forbidden):
-		p.forbidden, p.next, kind = true, time.Now().Add(forbiddenRetry), PendingForbidden
+		p.forbidden, p.next, kind = true, time.Now().Add(forbiddenRetry), rules.PendingForbidden
 	case meta.IsNoMatchError(err):
-		kind = PendingNotServed
+		kind = rules.PendingNotServed
 	}
 	old := c.pending[r.Name]
 	c.pending[r.Name] = p
@@ -57,7 +51,7 @@ func (c *Controller) setPending(ctx context.Context, r *rules.Rule, err error) {
 		return
 	}
 	klog.FromContext(ctx).Info("Rule is not running", "rule", r.Name, "reason", kind, "message", p.reason)
-	c.metrics.ruleProblems.WithLabelValues(r.Name, kind).Inc()
+	c.metrics.RuleProblems.WithLabelValues(r.Name, kind).Inc()
 	if c.opts.Notify != nil {
 		c.opts.Notify(ctx, r.Name, kind, p.reason)
 	}
@@ -157,8 +151,8 @@ func (c *Controller) stillServed(st *ruleState) error {
 }
 
 func (c *Controller) updateRuleGauges() {
-	c.metrics.activeRules.Set(float64(len(c.rules)))
-	c.metrics.pendingRules.Set(float64(len(c.pending)))
+	c.metrics.ActiveRules.Set(float64(len(c.rules)))
+	c.metrics.PendingRules.Set(float64(len(c.pending)))
 }
 
 // releaseParents removes the rule's finalizer from the parents of a rule that was
@@ -167,8 +161,8 @@ func (c *Controller) updateRuleGauges() {
 func (c *Controller) releaseParents(ctx context.Context, st *ruleState) {
 	var held []*unstructured.Unstructured
 	for _, w := range st.parents {
-		for _, o := range w.informer.GetStore().List() {
-			u, err := o.(*cachedObject).decode()
+		for _, o := range w.Informer.GetStore().List() {
+			u, err := o.(*informers.Object).Decode()
 			if err != nil {
 				klog.FromContext(ctx).Error(err, "Cannot release parent of a removed rule", "rule", st.rule.Name)
 				continue

@@ -8,6 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/engine/plan"
 )
 
 // prune deletes the objects labelled for this rule and parent that the rule no longer
@@ -33,7 +36,7 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 	var errs []error
 	for _, child := range st.ownedChildren(string(parent.GetUID())) {
 		k := keyOf(child)
-		id := child.child
+		id := child.Child()
 		if wanted[k] || keep[id] || child.GetDeletionTimestamp() != nil {
 			continue
 		}
@@ -41,8 +44,8 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 			errs = append(errs, err)
 			continue
 		}
-		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
-		out.record(ActionPrune, id, child.identity(), nil) // a prune's change names the object only
+		c.metrics.Prunes.WithLabelValues(st.rule.Name).Inc()
+		out.record(plan.ActionPrune, id, child.Identity(), nil) // a prune's change names the object only
 		klog.FromContext(ctx).Info("Pruned child", "child", id, "object", k.String(), "dryRun", c.opts.DryRun)
 		c.event(parent, "Normal", "Pruned", "pruned %s (child %q no longer produced)", k, id)
 	}
@@ -51,7 +54,7 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 
 // deleteChild deletes one child, on the condition that it is still the object we saw
 // (same UID): an object recreated under the same name by someone else is never touched.
-func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child *cachedObject) error {
+func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child *informers.Object) error {
 	ck := st.children[child.GetObjectKind().GroupVersionKind().GroupKind()]
 	uid := child.GetUID()
 	policy := metav1.DeletePropagationBackground
@@ -64,5 +67,5 @@ func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child *cach
 		// Gone already, or replaced by another object (UID precondition): nothing to do.
 		return nil
 	}
-	return fmt.Errorf("rule %q child %q: delete %s: %w", st.rule.Name, child.child, keyOf(child), err)
+	return fmt.Errorf("rule %q child %q: delete %s: %w", st.rule.Name, child.Child(), keyOf(child), err)
 }

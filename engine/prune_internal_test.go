@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -40,6 +41,15 @@ func TestDeleteChildChecksUID(t *testing.T) {
 	if _, err := c.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "same-name", metav1.GetOptions{}); err == nil {
 		t.Fatal("object with the matching UID was not deleted")
 	}
+}
+
+func mustCache(t *testing.T, u *unstructured.Unstructured) *informers.Object {
+	t.Helper()
+	c, err := informers.NewObject(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}

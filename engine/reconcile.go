@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/compare"
+	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -35,7 +37,7 @@ func (o *outcome) synced() bool {
 
 // reconcile makes one parent's children and status match its rule. The worker decides
 // from its result and error what happens to the key next.
-func (c *Controller) reconcile(ctx context.Context, key Key) (result, error) {
+func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error) {
 	if c.testHook != nil {
 		c.testHook(key)
 	}
@@ -152,7 +154,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 		res, err := st.rule.Evaluate(ctx, parent.Object, st.rule.Observe(observed(owned, out.applied)))
 		out.result, out.evalErr = res, err
 		if err != nil {
-			c.metrics.celErrors.WithLabelValues(st.rule.Name).Inc()
+			c.metrics.CELErrors.WithLabelValues(st.rule.Name).Inc()
 		}
 		if res == nil || res.Skip {
 			return out
@@ -175,7 +177,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 				out.applyErr = append(out.applyErr, err)
 				continue
 			}
-			if !needsApply(obj, live[k]) {
+			if !compare.NeedsApply(obj, live[k]) {
 				continue
 			}
 			var got *unstructured.Unstructured
@@ -193,9 +195,9 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 				continue
 			}
 			logger.V(2).Info("Applied child", "child", d.ID, "object", k.String())
-			action := ActionUpdate
+			action := plan.ActionUpdate
 			if live[k] == nil {
-				action = ActionCreate
+				action = plan.ActionCreate
 			}
 			out.record(action, d.ID, live[k], got)
 			out.applied[k] = got
@@ -218,18 +220,18 @@ func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) (
 	for _, o := range cached {
 		k := keyOf(o).String()
 		seen[k] = true
-		if mine := c.written.newer(k, o); mine != nil {
+		if mine := c.written.Newer(k, o); mine != nil {
 			out = append(out, mine)
 			continue
 		}
-		u, err := o.decode()
+		u, err := o.Decode()
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, u)
 	}
-	for _, o := range c.written.children(uid, seen) {
-		if o.GetLabels()[LabelRule] == st.rule.Name {
+	for _, o := range c.written.Children(uid, seen) {
+		if o.GetLabels()[rules.LabelRule] == st.rule.Name {
 			out = append(out, o)
 		}
 	}

@@ -25,7 +25,7 @@ func (st *ruleState) selects(parent *unstructured.Unstructured) bool {
 // releaseGone handles a key whose parent the rule's caches do not hold. A parent that is
 // gone needs nothing: owner references and the finalizer took care of its children. One
 // that still exists but that the rule no longer selects is released.
-func (c *Controller) releaseGone(ctx context.Context, st *ruleState, key Key) error {
+func (c *Controller) releaseGone(ctx context.Context, st *ruleState, key queueKey) error {
 	parent, err := c.client.Resource(st.parent.GVR).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -61,8 +61,8 @@ func (c *Controller) release(ctx context.Context, st *ruleState, parent *unstruc
 			errs = append(errs, err)
 			continue
 		}
-		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
-		logger.Info("Pruned child of released parent", "child", child.child, "object", keyOf(child).String(), "why", why, "dryRun", c.opts.DryRun)
+		c.metrics.Prunes.WithLabelValues(st.rule.Name).Inc()
+		logger.Info("Pruned child of released parent", "child", child.Child(), "object", keyOf(child).String(), "why", why, "dryRun", c.opts.DryRun)
 		c.event(parent, "Normal", "Pruned", "pruned %s (%s)", keyOf(child), why)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -78,25 +78,25 @@ func (c *Controller) release(ctx context.Context, st *ruleState, parent *unstruc
 // object's key, so that they are requeued as soon as the holder lets go of it.
 type waiters struct {
 	mu     sync.Mutex
-	byName map[string]map[Key]bool
+	byName map[string]map[queueKey]bool
 }
 
-func newWaiters() *waiters { return &waiters{byName: map[string]map[Key]bool{}} }
+func newWaiters() *waiters { return &waiters{byName: map[string]map[queueKey]bool{}} }
 
-func (w *waiters) add(object string, parent Key) {
+func (w *waiters) add(object string, parent queueKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.byName[object] == nil {
-		w.byName[object] = map[Key]bool{}
+		w.byName[object] = map[queueKey]bool{}
 	}
 	w.byName[object][parent] = true
 }
 
 // take returns and forgets the parents waiting for object.
-func (w *waiters) take(object string) []Key {
+func (w *waiters) take(object string) []queueKey {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	keys := make([]Key, 0, len(w.byName[object]))
+	keys := make([]queueKey, 0, len(w.byName[object]))
 	for k := range w.byName[object] {
 		keys = append(keys, k)
 	}

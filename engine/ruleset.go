@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -29,7 +30,7 @@ type kindInfo struct {
 type ruleState struct {
 	rule     *rules.Rule
 	parent   kindInfo
-	parents  map[string]*watch // by namespace ("" = all)
+	parents  map[string]*informers.Watch // by namespace ("" = all)
 	regs     map[string]cache.ResourceEventHandlerRegistration
 	children map[schema.GroupKind]*childKind
 	// stopped is set once the rule's watches are released; a reconcile still holding the
@@ -39,7 +40,7 @@ type ruleState struct {
 
 type childKind struct {
 	kindInfo
-	watch *watch
+	watch *informers.Watch
 }
 
 // SetRules replaces the running rule set. Only rules whose fingerprint changed are
@@ -94,7 +95,7 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 	if err != nil {
 		return fmt.Errorf("parent %s: %w", r.Parent.GVR, err)
 	}
-	st := &ruleState{rule: r, parent: parent, parents: map[string]*watch{},
+	st := &ruleState{rule: r, parent: parent, parents: map[string]*informers.Watch{},
 		regs: map[string]cache.ResourceEventHandlerRegistration{}, children: map[schema.GroupKind]*childKind{}}
 	kinds := map[schema.GroupKind]schema.GroupVersionKind{}
 	if old != nil {
@@ -118,7 +119,7 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 		}
 	}
 	for _, ck := range st.children {
-		w, err := c.watches.acquire(ctx, watchKey{GVR: ck.GVR, Selector: LabelManagedBy + "=" + ManagedByValue}, c.setupChildInformer)
+		w, err := c.watches.Acquire(ctx, informers.Key{GVR: ck.GVR, Selector: rules.LabelManagedBy + "=" + rules.ManagedByValue}, c.setupChildInformer)
 		if err != nil {
 			c.stopRule(st)
 			return err
@@ -130,13 +131,13 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		w, err := c.watches.acquire(ctx, watchKey{GVR: parent.GVR, Namespace: ns, Selector: r.Parent.Selector.String()}, nil)
+		w, err := c.watches.Acquire(ctx, informers.Key{GVR: parent.GVR, Namespace: ns, Selector: r.Parent.Selector.String()}, nil)
 		if err != nil {
 			c.stopRule(st)
 			return err
 		}
 		st.parents[ns] = w
-		reg, err := w.informer.AddEventHandler(c.parentHandler(r.Name))
+		reg, err := w.Informer.AddEventHandler(c.parentHandler(r.Name))
 		if err != nil {
 			c.stopRule(st)
 			return err
@@ -152,13 +153,13 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 func (c *Controller) stopRule(st *ruleState) {
 	for ns, w := range st.parents {
 		if reg, ok := st.regs[ns]; ok {
-			_ = w.informer.RemoveEventHandler(reg)
+			_ = w.Informer.RemoveEventHandler(reg)
 		}
-		c.watches.release(w)
+		c.watches.Release(w)
 	}
 	for _, ck := range st.children {
 		if ck.watch != nil {
-			c.watches.release(ck.watch)
+			c.watches.Release(ck.watch)
 		}
 	}
 	// The maps stay as they are: a reconcile that already holds st may still read them.
@@ -199,12 +200,12 @@ func (c *Controller) rule(name string) *ruleState {
 // synced reports whether every watch of the rule has synced.
 func (st *ruleState) synced() bool {
 	for _, w := range st.parents {
-		if !w.synced() {
+		if !w.Synced() {
 			return false
 		}
 	}
 	for _, ck := range st.children {
-		if !ck.watch.synced() {
+		if !ck.watch.Synced() {
 			return false
 		}
 	}
@@ -213,7 +214,7 @@ func (st *ruleState) synced() bool {
 
 // getParent reads a parent from the rule's cache and decodes it: the result is the
 // caller's to change.
-func (st *ruleState) getParent(key Key) (*unstructured.Unstructured, bool, error) {
+func (st *ruleState) getParent(key queueKey) (*unstructured.Unstructured, bool, error) {
 	w := st.parents[key.Namespace]
 	if w == nil {
 		w = st.parents[""]
@@ -225,27 +226,27 @@ func (st *ruleState) getParent(key Key) (*unstructured.Unstructured, bool, error
 	if key.Namespace != "" {
 		storeKey = key.Namespace + "/" + key.Name
 	}
-	obj, ok, err := w.informer.GetStore().GetByKey(storeKey)
+	obj, ok, err := w.Informer.GetStore().GetByKey(storeKey)
 	if err != nil || !ok {
 		return nil, false, nil
 	}
-	u, err := obj.(*cachedObject).decode()
+	u, err := obj.(*informers.Object).Decode()
 	return u, err == nil, err
 }
 
 // ownedChildren returns the cached objects that carry this rule's and this parent's
 // labels, in a stable order.
-func (st *ruleState) ownedChildren(parentUID string) []*cachedObject {
-	var out []*cachedObject
+func (st *ruleState) ownedChildren(parentUID string) []*informers.Object {
+	var out []*informers.Object
 	for _, ck := range st.children {
-		store := ck.watch.informer.GetStore()
-		for _, key := range ck.watch.children.keys(parentUID) {
+		store := ck.watch.Informer.GetStore()
+		for _, key := range ck.watch.Children.Keys(parentUID) {
 			o, ok, err := store.GetByKey(key)
 			if err != nil || !ok {
 				continue // deleted since: its delete event updates the index next
 			}
-			u := o.(*cachedObject)
-			if u.rule == st.rule.Name && u.parentUID == parentUID {
+			u := o.(*informers.Object)
+			if u.Rule() == st.rule.Name && u.ParentUID() == parentUID {
 				out = append(out, u)
 			}
 		}
@@ -254,11 +255,11 @@ func (st *ruleState) ownedChildren(parentUID string) []*cachedObject {
 	return out
 }
 
-func (st *ruleState) enqueueAll(q workqueue.TypedRateLimitingInterface[Key]) {
+func (st *ruleState) enqueueAll(q workqueue.TypedRateLimitingInterface[queueKey]) {
 	for _, w := range st.parents {
-		for _, o := range w.informer.GetStore().List() {
-			u := o.(*cachedObject)
-			q.Add(Key{Rule: st.rule.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
+		for _, o := range w.Informer.GetStore().List() {
+			u := o.(*informers.Object)
+			q.Add(queueKey{Rule: st.rule.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
 		}
 	}
 }

@@ -15,25 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/compare"
+	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
-)
-
-// Condition types and reasons kubecel writes. A rule that shares its parent resource
-// with another rule that writes status names its conditions after itself instead
-// (rules.Rule.ReadyCondition and SyncedCondition), so each rule owns its own.
-const (
-	ConditionReady  = "Ready"
-	ConditionSynced = "Synced"
-
-	ReasonReady            = "AllChildrenReady"
-	ReasonNotReady         = "ChildrenNotReady"
-	ReasonWaiting          = "WaitingForDependencies"
-	ReasonSynced           = "Applied"
-	ReasonEvaluationFailed = "EvaluationFailed"
-	ReasonApplyFailed      = "ApplyFailed"
-	ReasonPruneFailed      = "PruneFailed"
-	ReasonTooManyChildren  = "TooManyChildren"
-	ReasonReconcilePanic   = "ReconcilePanic"
 )
 
 // desiredStatus builds the status kubecel wants on the parent: the rule's fields,
@@ -78,17 +62,17 @@ func readyCondition(out *outcome) metav1.Condition {
 	res := out.result
 	switch {
 	case out.panicked != nil:
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionUnknown, Reason: ReasonReconcilePanic, Message: "the reconcile panicked before it could tell"}
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionUnknown, Reason: rules.ReasonReconcilePanic, Message: "the reconcile panicked before it could tell"}
 	case res == nil:
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonEvaluationFailed, Message: "the rule could not be evaluated"}
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonEvaluationFailed, Message: "the rule could not be evaluated"}
 	case len(res.Waiting) > 0:
 		var parts []string
 		for _, w := range res.Waiting {
 			parts = append(parts, fmt.Sprintf("%s waits for %s", w.ID, strings.Join(w.On, ", ")))
 		}
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonWaiting, Message: strings.Join(parts, "; ")}
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonWaiting, Message: strings.Join(parts, "; ")}
 	case res.Ready && out.synced():
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, Message: "every child is ready"}
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionTrue, Reason: rules.ReasonReady, Message: "every child is ready"}
 	default:
 		var notReady []string
 		for _, d := range res.Children {
@@ -100,36 +84,36 @@ func readyCondition(out *outcome) metav1.Condition {
 		if len(notReady) > 0 {
 			msg = "not ready: " + strings.Join(dedupe(notReady), ", ")
 		}
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNotReady, Message: msg}
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonNotReady, Message: msg}
 	}
 }
 
 func syncedCondition(out *outcome) metav1.Condition {
 	fail := func(reason string, errs ...error) metav1.Condition {
-		return metav1.Condition{Type: ConditionSynced, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(errors.Join(errs...).Error(), 1024)}
+		return metav1.Condition{Type: rules.ConditionSynced, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(errors.Join(errs...).Error(), 1024)}
 	}
 	switch {
 	case out.panicked != nil:
-		return fail(ReasonReconcilePanic, out.panicked)
+		return fail(rules.ReasonReconcilePanic, out.panicked)
 	case out.evalErr != nil:
 		return fail(evalReason(out.evalErr), out.evalErr)
 	case slices.ContainsFunc(out.applyErr, isConflict):
-		return fail(ReasonChildExists, out.applyErr...)
+		return fail(rules.ReasonChildExists, out.applyErr...)
 	case len(out.applyErr) > 0:
-		return fail(ReasonApplyFailed, out.applyErr...)
+		return fail(rules.ReasonApplyFailed, out.applyErr...)
 	case len(out.pruneErr) > 0:
-		return fail(ReasonPruneFailed, out.pruneErr...)
+		return fail(rules.ReasonPruneFailed, out.pruneErr...)
 	}
-	return metav1.Condition{Type: ConditionSynced, Status: metav1.ConditionTrue, Reason: ReasonSynced, Message: "children are applied"}
+	return metav1.Condition{Type: rules.ConditionSynced, Status: metav1.ConditionTrue, Reason: rules.ReasonSynced, Message: "children are applied"}
 }
 
 // evalReason is the Synced reason of an evaluation error.
 func evalReason(err error) string {
 	var limit *rules.LimitError
 	if errors.As(err, &limit) {
-		return ReasonTooManyChildren
+		return rules.ReasonTooManyChildren
 	}
-	return ReasonEvaluationFailed
+	return rules.ReasonEvaluationFailed
 }
 
 // writeStatus applies the desired status to the parent's status subresource when the
@@ -147,12 +131,12 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	}
 	current := parent
 	memo := "status/" + st.rule.Name + "/" + uidKey
-	if mine := c.written.newer(memo, parent); mine != nil {
+	if mine := c.written.Newer(memo, parent); mine != nil {
 		current = mine
 	}
-	manager := ParentFieldManager(st.rule.Name)
+	manager := rules.ParentFieldManager(st.rule.Name)
 	want := desiredStatus(st.rule, current, out, time.Now())
-	shared := st.rule.ReadyCondition != ConditionReady
+	shared := st.rule.ReadyCondition != rules.ConditionReady
 	if shared {
 		keepOthersConditions(want, current, st.rule)
 	}
@@ -178,10 +162,10 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	}
 	got, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), patch, opts)
 	if err == nil && !c.opts.DryRun {
-		c.written.remember(memo, got)
+		c.written.Remember(memo, got)
 	}
 	if err == nil {
-		out.record(ActionStatus, "", current, got)
+		out.record(plan.ActionStatus, "", current, got)
 	}
 	switch {
 	case apierrors.IsNotFound(err) && c.parentExists(ctx, st, parent):
@@ -234,7 +218,7 @@ func conditionType(c any) string {
 func conditionsHeld(want, live []any) bool {
 	for _, w := range want {
 		i := slices.IndexFunc(live, func(l any) bool { return conditionType(l) == conditionType(w) })
-		if i < 0 || !subset(w, live[i]) {
+		if i < 0 || !compare.Subset(w, live[i]) {
 			return false
 		}
 	}
@@ -252,14 +236,14 @@ func statusNeedsApply(want map[string]any, parent *unstructured.Unstructured, ma
 	}
 	rest := maps.Clone(want)
 	delete(rest, "conditions")
-	if !subset(rest, live) {
+	if !compare.Subset(rest, live) {
 		return true
 	}
-	owned, ok := ownedFields(parent, manager, "status")
+	owned, ok := compare.OwnedFields(parent, manager, "status")
 	if !ok {
 		return true
 	}
-	return !coversAll(owned, map[string]any{"status": want})
+	return !compare.CoversAll(owned, map[string]any{"status": want})
 }
 
 func (c *Controller) parentExists(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) bool {

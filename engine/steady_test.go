@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
 )
 
 const steadyRules = widgetRuleHead + `      - id: config
@@ -49,7 +49,7 @@ func TestSteadyStateSendsNoWrites(t *testing.T) {
 	}
 	for i := range parents {
 		f.waitFor(widgets, f.ns, fmt.Sprintf("s%03d", i), func(o *unstructured.Unstructured) (bool, string) {
-			ready, _, msg := testenv.Condition(o, engine.ConditionReady)
+			ready, _, msg := testenv.Condition(o, rules.ConditionReady)
 			return ready == "True" && nestedString(o, "status", "clusterIP") != "", fmt.Sprintf("Ready=%s %q", ready, msg)
 		})
 	}

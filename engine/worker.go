@@ -56,10 +56,10 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	ctx = klog.NewContext(ctx, logger)
 	start := time.Now()
 	res, err := c.reconcileCaught(ctx, key)
-	c.metrics.observeReconcile(key.Rule, err, time.Since(start))
+	c.metrics.ObserveReconcile(key.Rule, err, time.Since(start))
 	var p *panicError
 	if errors.As(err, &p) {
-		c.metrics.panics.WithLabelValues(key.Rule).Inc()
+		c.metrics.Panics.WithLabelValues(key.Rule).Inc()
 		err = errors.Join(err, c.reportPanic(ctx, key, p))
 	}
 	retries := c.queue.NumRequeues(key)
@@ -89,7 +89,7 @@ func (e *panicError) Error() string {
 // reconcileCaught is reconcile with a panic turned into a *panicError: a bug hit by one
 // parent costs that parent a retry with backoff, not the process the other parents.
 // (Run's utilruntime.HandleCrash would log the panic and crash the process.)
-func (c *Controller) reconcileCaught(ctx context.Context, key Key) (res result, err error) {
+func (c *Controller) reconcileCaught(ctx context.Context, key queueKey) (res result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			res, err = result{}, &panicError{rule: key.Rule, value: r, stack: debug.Stack()}
@@ -101,7 +101,7 @@ func (c *Controller) reconcileCaught(ctx context.Context, key Key) (res result, 
 // reportPanic sets the parent's Synced condition to False (reason ReconcilePanic) and
 // records a Warning Event. The parent is read from the rule's cache by key: the panic
 // may have come before the reconcile read it. A panic while reporting is returned.
-func (c *Controller) reportPanic(ctx context.Context, key Key, p *panicError) (err error) {
+func (c *Controller) reportPanic(ctx context.Context, key queueKey, p *panicError) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("report the panic on the parent: panicked again: %v", r)
@@ -125,7 +125,7 @@ func (c *Controller) reportPanic(ctx context.Context, key Key, p *panicError) (e
 
 // requeue makes the queue calls that a reconcile's result and error ask for (see
 // result), and says what it did, for the log.
-func requeue(q workqueue.TypedRateLimitingInterface[Key], key Key, res result, err error) string {
+func requeue(q workqueue.TypedRateLimitingInterface[queueKey], key queueKey, res result, err error) string {
 	switch {
 	case err == nil && res.requeueAfter > 0:
 		q.Forget(key)

@@ -13,13 +13,13 @@ import (
 
 // callQueue records the calls requeue makes; any other call panics (nil interface).
 type callQueue struct {
-	workqueue.TypedRateLimitingInterface[Key]
+	workqueue.TypedRateLimitingInterface[queueKey]
 	calls []string
 }
 
-func (q *callQueue) Forget(Key)         { q.calls = append(q.calls, "forget") }
-func (q *callQueue) AddRateLimited(Key) { q.calls = append(q.calls, "backoff") }
-func (q *callQueue) AddAfter(_ Key, d time.Duration) {
+func (q *callQueue) Forget(queueKey)         { q.calls = append(q.calls, "forget") }
+func (q *callQueue) AddRateLimited(queueKey) { q.calls = append(q.calls, "backoff") }
+func (q *callQueue) AddAfter(_ queueKey, d time.Duration) {
 	q.calls = append(q.calls, "after "+d.String())
 }
 
@@ -44,7 +44,7 @@ func TestRequeue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := &callQueue{}
-			requeue(q, Key{Rule: "r", Namespace: "ns", Name: "p"}, tt.res, tt.err)
+			requeue(q, queueKey{Rule: "r", Namespace: "ns", Name: "p"}, tt.res, tt.err)
 			if diff := cmp.Diff(tt.want, q.calls); diff != "" {
 				t.Errorf("queue calls (-want +got):\n%s", diff)
 			}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/crdschema"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -65,7 +66,7 @@ func runExample(t *testing.T, dir string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schemas, err := engine.ClusterSchemas(t.Context(), cfg)
+	schemas, err := crdschema.FromCluster(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,10 +286,10 @@ func condition(status map[string]any, typ string) (string, string) {
 // readyIs checks the Ready condition and that Synced is True.
 func readyIs(want string) func(map[string]any) string {
 	return func(status map[string]any) string {
-		if s, r := condition(status, engine.ConditionSynced); s != "True" {
+		if s, r := condition(status, rules.ConditionSynced); s != "True" {
 			return fmt.Sprintf("Synced is %q (%s)", s, r)
 		}
-		if s, r := condition(status, engine.ConditionReady); s != want {
+		if s, r := condition(status, rules.ConditionReady); s != want {
 			return fmt.Sprintf("Ready is %q (%s), want %s", s, r, want)
 		}
 		return ""

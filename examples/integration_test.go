@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
 )
 
 // The integration tests run each example on a real kube-apiserver and etcd, with the
@@ -228,7 +228,7 @@ func TestServicePerPodOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mf := range sts.GetManagedFields() {
-		if mf.Manager == engine.FieldManager {
+		if mf.Manager == rules.FieldManager {
 			t.Errorf("kubecel wrote the StatefulSet (%s %s)", mf.Operation, mf.Subresource)
 		}
 	}

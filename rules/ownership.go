@@ -13,8 +13,6 @@ import (
 // to one rule, and each rule has its own Ready and Synced conditions.
 
 const (
-	conditionReady  = "Ready"
-	conditionSynced = "Synced"
 	// conditionDomain qualifies the condition types of a rule that shares its parent
 	// resource's status with other rules.
 	conditionDomain = ".kubecel.dev/"
@@ -70,10 +68,10 @@ func sourcesMayOverlap(a, b *ruleSource, clusterScoped bool) bool {
 // rule also writes the status of the same resource and may select the same parents.
 func setConditionTypes(rules []*Rule, s scopes) {
 	for _, r := range rules {
-		r.ReadyCondition, r.SyncedCondition = conditionReady, conditionSynced
+		r.ReadyCondition, r.SyncedCondition = ConditionReady, ConditionSynced
 		if r.HasStatus && sharesStatus(r, rules, s.clusterScoped(r.Parent.GVR.GroupResource())) {
-			r.ReadyCondition = r.Name + conditionDomain + conditionReady
-			r.SyncedCondition = r.Name + conditionDomain + conditionSynced
+			r.ReadyCondition = r.Name + conditionDomain + ConditionReady
+			r.SyncedCondition = r.Name + conditionDomain + ConditionSynced
 		}
 	}
 }

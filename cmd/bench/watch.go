@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/rules"
 )
 
 // tracker watches the parents and the controller's children in the bench namespace, so
@@ -32,7 +32,7 @@ type tracker struct {
 
 func startTracker(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, n int) (*tracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	selector := func(o *metav1.ListOptions) { o.LabelSelector = engine.LabelManagedBy + "=" + engine.ManagedByValue }
+	selector := func(o *metav1.ListOptions) { o.LabelSelector = rules.LabelManagedBy + "=" + rules.ManagedByValue }
 	tf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(benchNS), informers.WithTweakListOptions(selector))
 	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, benchNS, nil)
 	t := &tracker{
@@ -119,7 +119,7 @@ func parentConverged(p *unstructured.Unstructured) bool {
 		return false
 	}
 	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
-	want := map[string]bool{engine.ConditionReady: true, engine.ConditionSynced: true}
+	want := map[string]bool{rules.ConditionReady: true, rules.ConditionSynced: true}
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		if m != nil && m["status"] == "True" {

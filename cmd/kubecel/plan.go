@@ -15,6 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/engine/plan"
+	"github.com/kubecel/kubecel/internal/crdschema"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -103,7 +105,7 @@ const planProgressEvery = 3 * time.Second
 
 // plan loads the rules, lets a dry-run controller list the cluster and plans every
 // parent once. The controller's worker loop never runs.
-func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]engine.ParentPlan, error) {
+func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, error) {
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
 		return nil, err
@@ -123,7 +125,7 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 		return nil, err
 	}
 	opts := rules.Options{MaxChildren: int(o.maxChildren)}
-	if schemas, err := engine.ClusterSchemas(ctx, cfg); err == nil {
+	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
 		opts.Schemas = schemas
 	} else {
 		klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
@@ -170,7 +172,7 @@ type planSummary struct {
 
 func (s planSummary) changes() int { return s.Create + s.Update + s.Prune + s.Status + s.Finalizer }
 
-func summarize(plans []engine.ParentPlan) planSummary {
+func summarize(plans []plan.ParentPlan) planSummary {
 	var s planSummary
 	for _, p := range plans {
 		s.Parents++
@@ -183,15 +185,15 @@ func summarize(plans []engine.ParentPlan) planSummary {
 		}
 		for _, ch := range p.Changes {
 			switch ch.Action {
-			case engine.ActionCreate:
+			case plan.ActionCreate:
 				s.Create++
-			case engine.ActionUpdate:
+			case plan.ActionUpdate:
 				s.Update++
-			case engine.ActionPrune:
+			case plan.ActionPrune:
 				s.Prune++
-			case engine.ActionStatus:
+			case plan.ActionStatus:
 				s.Status++
-			case engine.ActionFinalizer:
+			case plan.ActionFinalizer:
 				s.Finalizer++
 			}
 		}
@@ -236,7 +238,7 @@ func (p palette) line(s string) string {
 }
 
 // writeTextPlan prints the parents that would change or failed, then a summary line.
-func writeTextPlan(w io.Writer, plans []engine.ParentPlan, p palette) planSummary {
+func writeTextPlan(w io.Writer, plans []plan.ParentPlan, p palette) planSummary {
 	for _, pp := range plans {
 		if len(pp.Changes) == 0 && len(pp.Errors) == 0 {
 			continue
@@ -282,17 +284,17 @@ func writeTextPlan(w io.Writer, plans []engine.ParentPlan, p palette) planSummar
 }
 
 type jsonParentPlan struct {
-	Rule     string           `json:"rule"`
-	Parent   engine.ObjectRef `json:"parent"`
-	Changes  []engine.Change  `json:"changes"`
-	Waiting  []string         `json:"waiting,omitempty"`
-	Errors   []string         `json:"errors,omitempty"`
-	Deleting bool             `json:"deleting,omitempty"`
+	Rule     string         `json:"rule"`
+	Parent   plan.ObjectRef `json:"parent"`
+	Changes  []plan.Change  `json:"changes"`
+	Waiting  []string       `json:"waiting,omitempty"`
+	Errors   []string       `json:"errors,omitempty"`
+	Deleting bool           `json:"deleting,omitempty"`
 }
 
 // writeDataPlan prints, as JSON or YAML, every planned parent (changed or not), the
 // summary and the error that stopped the plan, if any.
-func writeDataPlan(w io.Writer, format string, plans []engine.ParentPlan, planErr error) (planSummary, error) {
+func writeDataPlan(w io.Writer, format string, plans []plan.ParentPlan, planErr error) (planSummary, error) {
 	doc := struct {
 		Parents []jsonParentPlan `json:"parents"`
 		Summary planSummary      `json:"summary"`
@@ -301,7 +303,7 @@ func writeDataPlan(w io.Writer, format string, plans []engine.ParentPlan, planEr
 	for _, p := range plans {
 		jp := jsonParentPlan{Rule: p.Rule, Parent: p.Parent, Changes: p.Changes, Waiting: p.Waiting, Deleting: p.Deleting}
 		if jp.Changes == nil {
-			jp.Changes = []engine.Change{}
+			jp.Changes = []plan.Change{}
 		}
 		for _, err := range p.Errors {
 			jp.Errors = append(jp.Errors, err.Error())

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
@@ -136,9 +137,9 @@ func (e *planEnv) planJSON(rulesFile string) (jsonPlan, int) {
 
 type jsonPlan struct {
 	Parents []struct {
-		Parent  engine.ObjectRef `json:"parent"`
-		Changes []engine.Change  `json:"changes"`
-		Errors  []string         `json:"errors"`
+		Parent  plan.ObjectRef `json:"parent"`
+		Changes []plan.Change  `json:"changes"`
+		Errors  []string       `json:"errors"`
 	} `json:"parents"`
 }
 
@@ -149,7 +150,7 @@ func (p jsonPlan) summary(withCreateFields bool) map[string][]string {
 		lines := []string{}
 		for _, ch := range pp.Changes {
 			l := fmt.Sprintf("%s %s %s", ch.Action, ch.Child, ch.Object.Name)
-			if ch.Action != engine.ActionCreate && ch.Action != engine.ActionStatus || withCreateFields {
+			if ch.Action != plan.ActionCreate && ch.Action != plan.ActionStatus || withCreateFields {
 				for _, f := range ch.Fields {
 					l += "; " + f.String()
 				}
@@ -217,7 +218,7 @@ func (e *planEnv) synced(names ...string) func() (bool, string) {
 			ok := false
 			for _, c := range conds {
 				m, _ := c.(map[string]any)
-				ok = ok || m["type"] == engine.ConditionSynced && m["status"] == "True" && m["observedGeneration"] == g.GetGeneration()
+				ok = ok || m["type"] == rules.ConditionSynced && m["status"] == "True" && m["observedGeneration"] == g.GetGeneration()
 			}
 			if !ok {
 				return false, fmt.Sprintf("gadget %s not synced: %v", n, g.Object["status"])

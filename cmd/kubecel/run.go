@@ -15,6 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/crdschema"
+	"github.com/kubecel/kubecel/internal/serve"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -93,18 +95,18 @@ func (o *runOptions) run(ctx context.Context) error {
 	var running atomic.Pointer[engine.Controller]
 	g, ctx := errgroup.WithContext(ctx)
 	if o.metricsAddr != "" {
-		g.Go(func() error { return serveErr("metrics", engine.ServeMetrics(ctx, o.metricsAddr, reg)) })
+		g.Go(func() error { return serveErr("metrics", serve.Metrics(ctx, o.metricsAddr, reg)) })
 	}
 	if o.healthAddr != "" {
 		g.Go(func() error {
-			return serveErr("health", engine.ServeHealth(ctx, o.healthAddr, elected.ready(&running)))
+			return serveErr("health", serve.Health(ctx, o.healthAddr, readiness(elected, &running)))
 		})
 	}
 	if o.pprofAddr != "" {
 		g.Go(func() error { return serveErr("pprof", servePprof(ctx, o.pprofAddr)) })
 	}
 	g.Go(func() error {
-		return elected.run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, src, &running) })
+		return elected.Run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, src, &running) })
 	})
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
@@ -126,7 +128,7 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 		Source:     src,
 		Options: func(ctx context.Context) rules.Options {
 			opts := rules.Options{MaxChildren: int(o.maxChildren)}
-			schemas, err := engine.ClusterSchemas(ctx, cfg)
+			schemas, err := crdschema.FromCluster(ctx, cfg)
 			if err != nil {
 				klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
 				return opts

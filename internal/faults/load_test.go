@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/rules"
 )
 
 // loadRules gives every widget three children in its namespace, owned through owner
@@ -364,12 +364,12 @@ func (l *loadWorld) converged(want []int64) (bool, string) {
 
 	seen := map[string]int{} // UID/child -> objects
 	for _, gvr := range []schema.GroupVersionResource{configMaps, serviceAccounts} {
-		children, err := l.list(ctx, gvr, engine.LabelRule+"="+l.Rule)
+		children, err := l.list(ctx, gvr, rules.LabelRule+"="+l.Rule)
 		if err != nil {
 			return false, err.Error()
 		}
 		for _, c := range children {
-			uid, id := c.GetLabels()[engine.LabelParentUID], c.GetLabels()[engine.LabelChild]
+			uid, id := c.GetLabels()[rules.LabelParentUID], c.GetLabels()[rules.LabelChild]
 			v, ok := value[uid]
 			if !ok {
 				return false, fmt.Sprintf("%s %s left behind by a parent that is gone (uid %s)", gvr.Resource, c.GetName(), uid)

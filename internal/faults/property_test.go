@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/rules"
 )
 
 var seedFlag = flag.Uint64("faults.seed", 0, "seed of TestPropertyOwnership's random steps (0: one from the clock)")
@@ -326,7 +326,7 @@ func (r *ownershipRun) safety(s *snapshot) string {
 				owners[o.UID] = true
 			}
 		}
-		label := types.UID(obj.GetLabels()[engine.LabelParentUID])
+		label := types.UID(obj.GetLabels()[rules.LabelParentUID])
 		switch {
 		case controllers > 1 || len(owners) > 1:
 			return fmt.Sprintf("ConfigMap %s has owner references to several widgets: %s", key, ownerList(obj))
@@ -371,31 +371,31 @@ func (r *ownershipRun) liveness(s *snapshot) string {
 // belongs returns why a ConfigMap that kubecel labelled should not be there, or "".
 func (r *ownershipRun) belongs(s *snapshot, key string, obj *unstructured.Unstructured) string {
 	labels := obj.GetLabels()
-	if labels[engine.LabelManagedBy] != engine.ManagedByValue {
+	if labels[rules.LabelManagedBy] != rules.ManagedByValue {
 		return ""
 	}
-	rule, active := r.rule(strings.TrimPrefix(labels[engine.LabelRule], r.Rule+"-"))
+	rule, active := r.rule(strings.TrimPrefix(labels[rules.LabelRule], r.Rule+"-"))
 	if !active {
 		r.released[obj.GetUID()] = true
 		return ""
 	}
-	p := s.byUID[types.UID(labels[engine.LabelParentUID])]
+	p := s.byUID[types.UID(labels[rules.LabelParentUID])]
 	if p == nil || !rule.selects(p) {
 		if r.released[obj.GetUID()] {
 			return ""
 		}
-		return fmt.Sprintf("ConfigMap %s of rule %s is left behind by widget %s, which is gone or not selected", key, rule.Name, labels[engine.LabelParentUID])
+		return fmt.Sprintf("ConfigMap %s of rule %s is left behind by widget %s, which is gone or not selected", key, rule.Name, labels[rules.LabelParentUID])
 	}
 	// The rule is back and selects the widget: the object is its child again, to be
 	// pruned when no longer produced and deleted with the widget.
 	delete(r.released, obj.GetUID())
 	want := map[string]string{r.NS: "local", r.Other: "remote"}[obj.GetNamespace()]
-	stale := obj.GetName() != specName(p)+"-"+rule.Suffix || labels[engine.LabelChild] != want
+	stale := obj.GetName() != specName(p)+"-"+rule.Suffix || labels[rules.LabelChild] != want
 	// Nothing is pruned for a widget whose applies failed: one whose new child's name is
 	// taken keeps its old children until it is free.
 	if stale && !r.blocked(s, rule, p) {
 		return fmt.Sprintf("ConfigMap %s (child %q of rule %s) is left behind by widget %s, which now computes %s-%s",
-			key, labels[engine.LabelChild], rule.Name, p.GetName(), specName(p), rule.Suffix)
+			key, labels[rules.LabelChild], rule.Name, p.GetName(), specName(p), rule.Suffix)
 	}
 	return ""
 }
@@ -409,7 +409,7 @@ func (r *ownershipRun) blocked(s *snapshot, rule propertyRule, p *unstructured.U
 			continue
 		}
 		labels := obj.GetLabels()
-		if labels[engine.LabelRule] != r.Rule+"-"+rule.Name || labels[engine.LabelParentUID] != string(p.GetUID()) {
+		if labels[rules.LabelRule] != r.Rule+"-"+rule.Name || labels[rules.LabelParentUID] != string(p.GetUID()) {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package compare
 
 import (
 	"testing"
@@ -77,40 +77,11 @@ func TestDiffFields(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, f := range diffFields(tt.before, tt.after, tt.root) {
+			for _, f := range Diff(tt.before, tt.after, tt.root) {
 				got = append(got, f.String())
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("diff (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestNewChangeSkipsInvisibleWrites(t *testing.T) {
-	live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "a", "resourceVersion": "1"}, "data": map[string]any{"a": "1"}}}
-	got := live.DeepCopy()
-	got.SetResourceVersion("2")
-	tests := []struct {
-		name       string
-		action     Action
-		live, got  *unstructured.Unstructured
-		wantChange bool
-	}{
-		{"update that only takes ownership", ActionUpdate, live, got, false},
-		{"create", ActionCreate, nil, got, true},
-		{"prune", ActionPrune, live, nil, true},
-		{"status without a visible change", ActionStatus, live, got, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ch, ok := newChange(tt.action, "c", tt.live, tt.got)
-			if ok != tt.wantChange {
-				t.Errorf("newChange(%s) = %v, want %v (%s)", tt.action, ok, tt.wantChange, ch.Text())
-			}
-			if ch.Object.Name != "a" || ch.Object.Kind != "ConfigMap" {
-				t.Errorf("object = %+v, want ConfigMap a", ch.Object)
 			}
 		})
 	}

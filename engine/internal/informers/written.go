@@ -1,4 +1,4 @@
-package engine
+package informers
 
 import (
 	"strconv"
@@ -8,30 +8,30 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// written remembers the server's response to our latest write of each object until the
+// Written remembers the server's response to our latest write of each object until the
 // informer cache has caught up with it. Without it, a reconcile that runs between our
 // write and its watch event would see the stale cached object (or none), compute a
 // different status or write the same child again. Responses are held in their cached
 // form: while a large cluster converges, the watch events lag and thousands wait here.
-type written struct {
+type Written struct {
 	mu       sync.Mutex
-	objs     map[string]*cachedObject
+	objs     map[string]*Object
 	byParent map[string]map[string]bool // parent UID -> keys of its children in objs
 }
 
-func newWritten() *written {
-	return &written{objs: map[string]*cachedObject{}, byParent: map[string]map[string]bool{}}
+func NewWritten() *Written {
+	return &Written{objs: map[string]*Object{}, byParent: map[string]map[string]bool{}}
 }
 
 // remember keeps got, the server's response to a write, in its cached form. got is
 // trimmed in place first, as the informers trim what they cache, so the caller goes on
 // with what a cache would show.
-func (w *written) remember(key string, got *unstructured.Unstructured) {
+func (w *Written) Remember(key string, got *unstructured.Unstructured) {
 	if got == nil {
 		return
 	}
-	trimObject(got)
-	obj, err := newCachedObject(got)
+	Trim(got)
+	obj, err := NewObject(got)
 	if err != nil {
 		return // not remembered: the next reconcile reads the cache, as without this memory
 	}
@@ -46,11 +46,11 @@ func (w *written) remember(key string, got *unstructured.Unstructured) {
 	}
 }
 
-// newer returns our last write of key, decoded, when it is newer than the cached object,
+// Newer returns our last write of key, decoded, when it is newer than the cached object,
 // and nil when the cache is as new (then the write is forgotten). Resource versions are
 // etcd revisions; when one does not parse as a number the cache wins, as it would
 // without this memory.
-func (w *written) newer(key string, cached versioned) *unstructured.Unstructured {
+func (w *Written) Newer(key string, cached versioned) *unstructured.Unstructured {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	mine, ok := w.objs[key]
@@ -61,7 +61,7 @@ func (w *written) newer(key string, cached versioned) *unstructured.Unstructured
 		w.forgetLocked(key)
 		return nil
 	}
-	u, err := mine.decode()
+	u, err := mine.Decode()
 	if err != nil {
 		w.forgetLocked(key)
 		return nil
@@ -71,7 +71,7 @@ func (w *written) newer(key string, cached versioned) *unstructured.Unstructured
 
 // children returns the remembered writes of a parent's children whose keys are not in
 // seen: objects we created that the cache does not show yet.
-func (w *written) children(parentUID string, seen map[string]bool) []*unstructured.Unstructured {
+func (w *Written) Children(parentUID string, seen map[string]bool) []*unstructured.Unstructured {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []*unstructured.Unstructured
@@ -79,20 +79,20 @@ func (w *written) children(parentUID string, seen map[string]bool) []*unstructur
 		if seen[key] {
 			continue
 		}
-		if u, err := w.objs[key].decode(); err == nil {
+		if u, err := w.objs[key].Decode(); err == nil {
 			out = append(out, u)
 		}
 	}
 	return out
 }
 
-func (w *written) forget(key string) {
+func (w *Written) Forget(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.forgetLocked(key)
 }
 
-func (w *written) forgetLocked(key string) {
+func (w *Written) forgetLocked(key string) {
 	obj, ok := w.objs[key]
 	if !ok {
 		return
@@ -106,7 +106,7 @@ func (w *written) forgetLocked(key string) {
 	}
 }
 
-// versioned is what newer compares. *unstructured.Unstructured and *cachedObject are.
+// versioned is what Newer compares. *unstructured.Unstructured and *Object are.
 type versioned interface {
 	GetUID() types.UID
 	GetResourceVersion() string

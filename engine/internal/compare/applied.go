@@ -1,4 +1,4 @@
-package engine
+package compare
 
 import (
 	"maps"
@@ -12,8 +12,8 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// needsApply decides, from the cached object, whether applying desired (a prepared
-// child, carrying its AnnotationAppliedHash) would change anything: a converged cluster
+// NeedsApply decides, from the cached object, whether applying desired (a prepared
+// child, carrying its rules.AnnotationAppliedHash) would change anything: a converged cluster
 // must see no writes from us.
 //
 // Comparing desired values with live ones is not enough. The server stores many values
@@ -43,26 +43,26 @@ import (
 // sets (the apply would remove it). A difference only in the hash is not one: when the
 // live values already match, nothing is written and the annotation goes on naming the
 // last apply.
-func needsApply(desired, live *unstructured.Unstructured) bool {
+func NeedsApply(desired, live *unstructured.Unstructured) bool {
 	if live == nil {
 		return true
 	}
-	owned, ok := ownedFields(live, FieldManager, "")
+	owned, ok := OwnedFields(live, rules.FieldManager, "")
 	if !ok {
 		return true // not ours yet: apply to take ownership of what we set
 	}
 	if hash := appliedHash(desired); hash != "" && appliedHash(live) == hash && ownsAll(owned, desired.Object) {
 		return false // applied as it is, and none of our fields changed since
 	}
-	if !subset(rules.WithoutAppliedHash(desired.Object), live.Object) {
+	if !Subset(rules.WithoutAppliedHash(desired.Object), live.Object) {
 		return true
 	}
-	return !coversAll(owned, desired.Object)
+	return !CoversAll(owned, desired.Object)
 }
 
-// appliedHash returns obj's AnnotationAppliedHash, "" when it has none.
+// appliedHash returns obj's rules.AnnotationAppliedHash, "" when it has none.
 func appliedHash(obj *unstructured.Unstructured) string {
-	hash, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", AnnotationAppliedHash)
+	hash, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", rules.AnnotationAppliedHash)
 	return hash
 }
 
@@ -174,9 +174,9 @@ func keyMatches(key value.FieldList, item any) bool {
 	return true
 }
 
-// ownedFields returns the field set that manager's apply owns on obj (for the given
+// OwnedFields returns the field set that manager's apply owns on obj (for the given
 // subresource, "" for the main resource).
-func ownedFields(obj *unstructured.Unstructured, manager, subresource string) (*fieldpath.Set, bool) {
+func OwnedFields(obj *unstructured.Unstructured, manager, subresource string) (*fieldpath.Set, bool) {
 	for _, e := range obj.GetManagedFields() {
 		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != subresource || e.FieldsV1 == nil {
 			continue
@@ -190,8 +190,8 @@ func ownedFields(obj *unstructured.Unstructured, manager, subresource string) (*
 	return nil, false
 }
 
-// coversAll reports whether every field in owned is still present in desired.
-func coversAll(owned *fieldpath.Set, desired map[string]any) bool {
+// CoversAll reports whether every field in owned is still present in desired.
+func CoversAll(owned *fieldpath.Set, desired map[string]any) bool {
 	all := true
 	owned.Iterate(func(p fieldpath.Path) {
 		if all && !resolves(desired, p) {
@@ -250,10 +250,10 @@ func findListItem(list any, match func(any) bool) (any, bool) {
 	return nil, false
 }
 
-// subset reports whether every value in want is present and equal in have. Maps may
+// Subset reports whether every value in want is present and equal in have. Maps may
 // have more keys in have (defaults, fields of other managers); lists must have the same
 // length, item by item a subset (the server defaults fields inside list items too).
-func subset(want, have any) bool {
+func Subset(want, have any) bool {
 	switch w := want.(type) {
 	case map[string]any:
 		h, ok := have.(map[string]any)
@@ -268,7 +268,7 @@ func subset(want, have any) bool {
 				}
 				return false
 			}
-			if !subset(wv, hv) {
+			if !Subset(wv, hv) {
 				return false
 			}
 		}
@@ -279,7 +279,7 @@ func subset(want, have any) bool {
 			return len(w) == 0 && have == nil
 		}
 		for i := range w {
-			if !subset(w[i], h[i]) {
+			if !Subset(w[i], h[i]) {
 				return false
 			}
 		}

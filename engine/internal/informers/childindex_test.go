@@ -1,4 +1,4 @@
-package engine
+package informers
 
 import (
 	"testing"
@@ -8,12 +8,12 @@ import (
 )
 
 func TestChildIndex(t *testing.T) {
-	child := func(parentUID string) *cachedObject { return &cachedObject{parentUID: parentUID} }
-	x := newChildIndex()
+	child := func(parentUID string) *Object { return &Object{parentUID: parentUID} }
+	x := NewChildIndex()
 	steps := []struct {
 		name     string
 		key      string
-		old, cur *cachedObject
+		old, cur *Object
 		want     map[string][]string
 	}{
 		{"add", "ns/a", nil, child("p1"), map[string][]string{"p1": {"ns/a"}}},
@@ -26,10 +26,10 @@ func TestChildIndex(t *testing.T) {
 		{"deleted, never indexed", "ns/c", child("p3"), nil, map[string][]string{}},
 	}
 	for _, s := range steps {
-		x.update(s.key, s.old, s.cur)
+		x.Update(s.key, s.old, s.cur)
 		got := map[string][]string{}
 		for uid := range x.byParent {
-			got[uid] = x.keys(uid)
+			got[uid] = x.Keys(uid)
 		}
 		if diff := cmp.Diff(s.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 			t.Fatalf("after %q (-want +got):\n%s", s.name, diff)

@@ -1,4 +1,8 @@
-package engine
+// Package metrics defines the controller's Prometheus metrics: the kubecel_* counters,
+// gauges and histogram of reconciles, applies, prunes, CEL errors and rules, and the
+// workqueue_* metrics of its queue, registered on the registry the caller gives (so a
+// process serves them with its other metrics, and tests read them per controller).
+package metrics
 
 import (
 	"time"
@@ -7,53 +11,55 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// metrics are kubecel's Prometheus metrics (names kubecel_*), plus the workqueue's.
-type metrics struct {
+// Metrics are the controller's kubecel_* metrics; the queue's come from QueueProvider.
+// Counters and the histogram are labelled by rule (and result or reason).
+type Metrics struct {
 	reg          *prometheus.Registry
-	reconciles   *prometheus.CounterVec
-	panics       *prometheus.CounterVec
-	duration     *prometheus.HistogramVec
-	applies      *prometheus.CounterVec
-	prunes       *prometheus.CounterVec
-	celErrors    *prometheus.CounterVec
-	activeRules  prometheus.Gauge
-	pendingRules prometheus.Gauge
-	ruleProblems *prometheus.CounterVec
+	Reconciles   *prometheus.CounterVec
+	Panics       *prometheus.CounterVec
+	Duration     *prometheus.HistogramVec
+	Applies      *prometheus.CounterVec
+	Prunes       *prometheus.CounterVec
+	CELErrors    *prometheus.CounterVec
+	ActiveRules  prometheus.Gauge
+	PendingRules prometheus.Gauge
+	RuleProblems *prometheus.CounterVec
 }
 
-func newMetrics(reg *prometheus.Registry) (*metrics, error) {
-	m := &metrics{
+// New makes the metrics and registers them on reg.
+func New(reg *prometheus.Registry) (*Metrics, error) {
+	m := &Metrics{
 		reg: reg,
-		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_reconcile_total", Help: "Reconciles by rule and result (success, error).",
 		}, []string{"rule", "result"}),
-		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_reconcile_panics_total", Help: "Reconciles that panicked (recovered, counted as errors too), by rule.",
 		}, []string{"rule"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "kubecel_reconcile_duration_seconds", Help: "Time spent in one reconcile, by rule.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}, []string{"rule"}),
-		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Applies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_apply_total", Help: "Server-side applies of children, by rule.",
 		}, []string{"rule"}),
-		prunes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Prunes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_prune_total", Help: "Children deleted because the rule no longer produces them, by rule.",
 		}, []string{"rule"}),
-		celErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+		CELErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_cel_evaluation_errors_total", Help: "Rule evaluations that failed, by rule.",
 		}, []string{"rule"}),
-		activeRules: prometheus.NewGauge(prometheus.GaugeOpts{
+		ActiveRules: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "kubecel_active_rules", Help: "Rules currently running.",
 		}),
-		pendingRules: prometheus.NewGauge(prometheus.GaugeOpts{
+		PendingRules: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "kubecel_pending_rules", Help: "Rules not running: their kinds are not served or permissions are missing.",
 		}),
-		ruleProblems: prometheus.NewCounterVec(prometheus.CounterOpts{
+		RuleProblems: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_rule_start_failures_total", Help: "Times a rule could not start, by rule and reason (KindNotServed, Forbidden, StartFailed).",
 		}, []string{"rule", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.panics, m.duration, m.applies, m.prunes, m.celErrors, m.activeRules, m.pendingRules, m.ruleProblems} {
+	for _, c := range []prometheus.Collector{m.Reconciles, m.Panics, m.Duration, m.Applies, m.Prunes, m.CELErrors, m.ActiveRules, m.PendingRules, m.RuleProblems} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -61,18 +67,19 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) observeReconcile(rule string, err error, d time.Duration) {
+// ObserveReconcile counts one reconcile of rule by result and records its duration.
+func (m *Metrics) ObserveReconcile(rule string, err error, d time.Duration) {
 	result := "success"
 	if err != nil {
 		result = "error"
 	}
-	m.reconciles.WithLabelValues(rule, result).Inc()
-	m.duration.WithLabelValues(rule).Observe(d.Seconds())
+	m.Reconciles.WithLabelValues(rule, result).Inc()
+	m.Duration.WithLabelValues(rule).Observe(d.Seconds())
 }
 
-// queueProvider returns a workqueue metrics provider registering into m's registry,
+// QueueProvider returns a workqueue metrics provider registering into m's registry,
 // with the names client-go's workqueue metrics conventionally use.
-func (m *metrics) queueProvider() workqueue.MetricsProvider { return queueMetrics{reg: m.reg} }
+func (m *Metrics) QueueProvider() workqueue.MetricsProvider { return queueMetrics{reg: m.reg} }
 
 type queueMetrics struct{ reg *prometheus.Registry }
 

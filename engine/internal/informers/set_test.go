@@ -1,10 +1,12 @@
-package engine
+package informers
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
 func TestTrimObject(t *testing.T) {
@@ -20,12 +22,12 @@ func TestTrimObject(t *testing.T) {
 		name: "keeps kubecel's entry and drops the others and last-applied",
 		in: map[string]any{"metadata": map[string]any{
 			"name":          "a",
-			"managedFields": []any{entry("kubectl"), entry(FieldManager), entry("kube-controller-manager")},
+			"managedFields": []any{entry("kubectl"), entry(rules.FieldManager), entry("kube-controller-manager")},
 			"annotations":   map[string]any{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"},
 		}},
 		want: map[string]any{"metadata": map[string]any{
 			"name":          "a",
-			"managedFields": []any{entry(FieldManager)},
+			"managedFields": []any{entry(rules.FieldManager)},
 			"annotations":   map[string]any{"keep": "me"},
 		}},
 	}, {
@@ -40,9 +42,9 @@ func TestTrimObject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := &unstructured.Unstructured{Object: tt.in}
-			trimObject(got)
+			Trim(got)
 			if diff := cmp.Diff(tt.want, got.Object); diff != "" {
-				t.Errorf("trimObject (-want +got):\n%s", diff)
+				t.Errorf("Trim (-want +got):\n%s", diff)
 			}
 		})
 	}

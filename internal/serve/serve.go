@@ -1,4 +1,8 @@
-package engine
+// Package serve runs kubecel's HTTP endpoints beside the controller: /metrics for a
+// Prometheus registry, and /healthz and /readyz for the kubelet's probes. Each server
+// runs until its context ends, then shuts down gracefully (at most five seconds), and
+// logs the address it bound, so a caller that asked for port 0 can find it.
+package serve
 
 import (
 	"context"
@@ -15,9 +19,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// ServeMetrics serves reg on addr at /metrics until ctx ends. Go runtime and process
+// Metrics serves reg on addr at /metrics until ctx ends. Go runtime and process
 // collectors are added to reg.
-func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry) error {
+func Metrics(ctx context.Context, addr string, reg *prometheus.Registry) error {
 	_ = reg.Register(collectors.NewGoCollector())
 	_ = reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
@@ -25,9 +29,9 @@ func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry) er
 	return serve(ctx, "metrics", addr, mux)
 }
 
-// ServeHealth serves /healthz (the process runs) and /readyz (ready() is true) on addr
+// Health serves /healthz (the process runs) and /readyz (ready() is true) on addr
 // until ctx ends. The /readyz body lists the rules waiting for their kinds.
-func ServeHealth(ctx context.Context, addr string, ready func() (bool, []string)) error {
+func Health(ctx context.Context, addr string, ready func() (bool, []string)) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

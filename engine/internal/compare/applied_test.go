@@ -1,4 +1,4 @@
-package engine
+package compare
 
 import (
 	"testing"
@@ -28,8 +28,8 @@ func TestSubset(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := subset(tt.want, tt.have); got != tt.ok {
-				t.Errorf("subset(%v, %v) = %v, want %v", tt.want, tt.have, got, tt.ok)
+			if got := Subset(tt.want, tt.have); got != tt.ok {
+				t.Errorf("Subset(%v, %v) = %v, want %v", tt.want, tt.have, got, tt.ok)
 			}
 		})
 	}
@@ -39,7 +39,7 @@ func TestSubset(t *testing.T) {
 func managed(obj map[string]any, fieldsJSON string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{{
-		Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
+		Manager: rules.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
 		FieldsV1: metav1.NewFieldsV1(fieldsJSON),
 	}})
 	return u
@@ -95,8 +95,8 @@ func TestNeedsApply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := needsApply(tt.desired, tt.live); got != tt.want {
-				t.Errorf("needsApply = %v, want %v", got, tt.want)
+			if got := NeedsApply(tt.desired, tt.live); got != tt.want {
+				t.Errorf("NeedsApply = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -107,7 +107,7 @@ func TestNeedsApply(t *testing.T) {
 func quota(cpu, memory, hash string) map[string]any {
 	md := map[string]any{"name": "q", "namespace": "ns"}
 	if hash != "" {
-		md["annotations"] = map[string]any{AnnotationAppliedHash: hash}
+		md["annotations"] = map[string]any{rules.AnnotationAppliedHash: hash}
 	}
 	hard := map[string]any{}
 	for k, v := range map[string]string{"cpu": cpu, "memory": memory} {
@@ -126,7 +126,7 @@ func hashed(t *testing.T, obj map[string]any) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	u := &unstructured.Unstructured{Object: obj}
-	if err := unstructured.SetNestedField(u.Object, hash, "metadata", "annotations", AnnotationAppliedHash); err != nil {
+	if err := unstructured.SetNestedField(u.Object, hash, "metadata", "annotations", rules.AnnotationAppliedHash); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -174,7 +174,7 @@ func TestOwnsAll(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			owned, ok := ownedFields(managed(map[string]any{}, tt.fields), FieldManager, "")
+			owned, ok := OwnedFields(managed(map[string]any{}, tt.fields), rules.FieldManager, "")
 			if !ok {
 				t.Fatalf("managedFields %s do not parse", tt.fields)
 			}

@@ -1,4 +1,4 @@
-package engine
+package informers
 
 import (
 	"context"
@@ -11,51 +11,53 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
-// watchKey identifies one informer: a GVR, optionally one namespace, and a label selector.
-type watchKey struct {
+// Key identifies one informer: a GVR, optionally one namespace, and a label selector.
+type Key struct {
 	GVR       schema.GroupVersionResource
 	Namespace string
 	Selector  string
 }
 
-// watch is one running informer, shared by reference count.
-type watch struct {
-	key      watchKey
-	informer cache.SharedIndexInformer
+// Watch is one running informer, shared by reference count.
+type Watch struct {
+	key      Key
+	Informer cache.SharedIndexInformer
 	cancel   context.CancelFunc
 	refs     int
 
-	// Child informers only (set by setupChildInformer): the parent index, and whether
-	// the handler that maintains it has seen the initial list.
-	children      *childIndex
-	handlerSynced func() bool
+	// Child informers only (set by the setup function given to Acquire): the parent
+	// index, and whether the handler that maintains it has seen the initial list.
+	Children      *ChildIndex
+	HandlerSynced func() bool
 }
 
-// synced reports whether the informer and, for a child informer, its index have synced.
-func (w *watch) synced() bool {
-	return w.informer.HasSynced() && (w.handlerSynced == nil || w.handlerSynced())
+// Synced reports whether the informer and, for a child informer, its index have synced.
+func (w *Watch) Synced() bool {
+	return w.Informer.HasSynced() && (w.HandlerSynced == nil || w.HandlerSynced())
 }
 
-// watchSet owns the informers. Unlike the dynamic informer factory, which stops all of
+// Set owns the informers. Unlike the dynamic informer factory, which stops all of
 // its informers at once, each watch here stops when its last user releases it.
-type watchSet struct {
+type Set struct {
 	client dynamic.Interface
 	resync time.Duration
 
 	mu      sync.Mutex
-	watches map[watchKey]*watch
+	watches map[Key]*Watch
 }
 
-func newWatchSet(client dynamic.Interface, resync time.Duration) *watchSet {
-	return &watchSet{client: client, resync: resync, watches: map[watchKey]*watch{}}
+func NewSet(client dynamic.Interface, resync time.Duration) *Set {
+	return &Set{client: client, resync: resync, watches: map[Key]*Watch{}}
 }
 
 // acquire returns the running informer for key, starting it when it is new. setup runs
 // once, before the informer starts, to add indexers and handlers that belong to the
 // informer itself rather than to one user.
-func (s *watchSet) acquire(ctx context.Context, key watchKey, setup func(*watch) error) (*watch, error) {
+func (s *Set) Acquire(ctx context.Context, key Key, setup func(*Watch) error) (*Watch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w, ok := s.watches[key]; ok {
@@ -67,7 +69,7 @@ func (s *watchSet) acquire(ctx context.Context, key watchKey, setup func(*watch)
 	if err := inf.SetTransform(toCache); err != nil {
 		return nil, err
 	}
-	w := &watch{key: key, informer: inf, refs: 1}
+	w := &Watch{key: key, Informer: inf, refs: 1}
 	if setup != nil {
 		if err := setup(w); err != nil {
 			return nil, err
@@ -83,7 +85,7 @@ func (s *watchSet) acquire(ctx context.Context, key watchKey, setup func(*watch)
 }
 
 // release drops one reference and stops the informer with the last one.
-func (s *watchSet) release(w *watch) {
+func (s *Set) Release(w *Watch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w.refs--
@@ -101,19 +103,19 @@ func toCache(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	trimObject(u)
-	return newCachedObject(u)
+	Trim(u)
+	return NewObject(u)
 }
 
-// trimObject drops what kubecel never reads before an object enters a cache: the
+// Trim drops what kubecel never reads before an object enters a cache: the
 // managedFields entries of other managers and kubectl's last-applied annotation. Our own
-// entries (FieldManager and each rule's ParentFieldManager) stay: they tell which fields
+// entries (rules.FieldManager and each rule's rules.ParentFieldManager) stay: they tell which fields
 // an apply would remove.
 //
 // It edits the freshly decoded maps in place. Going through GetManagedFields and
 // SetManagedFields instead converts every entry to JSON and back and deep-copies the
 // result: that was the largest single allocation site of a converging controller.
-func trimObject(u *unstructured.Unstructured) {
+func Trim(u *unstructured.Unstructured) {
 	md, ok := u.Object["metadata"].(map[string]any)
 	if !ok {
 		return
@@ -121,7 +123,7 @@ func trimObject(u *unstructured.Unstructured) {
 	if mf, ok := md["managedFields"].([]any); ok {
 		kept := make([]any, 0, 1)
 		for _, e := range mf {
-			if m, ok := e.(map[string]any); ok && ourManager(managerOf(m)) {
+			if m, ok := e.(map[string]any); ok && rules.IsOurManager(managerOf(m)) {
 				kept = append(kept, e)
 			}
 		}

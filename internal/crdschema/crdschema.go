@@ -1,4 +1,7 @@
-package engine
+// Package crdschema reads the schemas of the custom resources a cluster serves, for the
+// type checking of rules (rules.Options.Schemas) by the commands that load rules
+// against a cluster: run, plan and the example tests.
+package crdschema
 
 import (
 	"context"
@@ -10,10 +13,10 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// ClusterSchemas reads the CRDs served by the cluster, so that rules are type-checked
+// FromCluster reads the CRDs served by the cluster, so that rules are type-checked
 // against the parents' and children's OpenAPI schemas. Built-in kinds stay dynamically
 // typed.
-func ClusterSchemas(ctx context.Context, cfg *rest.Config) (rules.SchemaSource, error) {
+func FromCluster(ctx context.Context, cfg *rest.Config) (rules.SchemaSource, error) {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

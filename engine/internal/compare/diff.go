@@ -1,8 +1,6 @@
-package engine
+package compare
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -12,58 +10,19 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 )
 
-// Field change operations.
-const (
-	OpAdd    = "+"
-	OpRemove = "-"
-	OpChange = "~"
-)
-
-// FieldChange is one field that differs between the live object and the object the
-// server returned for the (dry-run) apply.
-type FieldChange struct {
-	// Op is OpAdd, OpRemove or OpChange.
-	Op string `json:"op"`
-	// Path names the field: metadata.labels["app.kubernetes.io/name"],
-	// spec.containers[name=web].image, spec.ports[0].port.
-	Path string `json:"path"`
-	Old  any    `json:"old,omitempty"`
-	New  any    `json:"new,omitempty"`
-}
-
-// String renders the change on one line, values as JSON.
-func (f FieldChange) String() string {
-	switch f.Op {
-	case OpAdd:
-		return fmt.Sprintf("+ %s: %s", f.Path, jsonValue(f.New))
-	case OpRemove:
-		return fmt.Sprintf("- %s: %s", f.Path, jsonValue(f.Old))
-	}
-	return fmt.Sprintf("~ %s: %s -> %s", f.Path, jsonValue(f.Old), jsonValue(f.New))
-}
-
-func jsonValue(v any) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Sprint(v)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// diffFields compares two versions of an object after removing what the server
+// Diff compares two versions of an object after removing what the server
 // maintains by itself (resourceVersion, managedFields, uid, generation, timestamps) and
 // the bookkeeping of appliers (kubectl's last-applied annotation, kubecel's applied hash).
 // Only the subtree under root is compared when root is set (e.g. "status"). Secret
 // data and stringData values are redacted: a reader sees which keys change, not how.
-func diffFields(before, after *unstructured.Unstructured, root string) []FieldChange {
+func Diff(before, after *unstructured.Unstructured, root string) []plan.FieldChange {
 	a, aok := comparable(before, root)
 	b, bok := comparable(after, root)
-	var out []FieldChange
+	var out []plan.FieldChange
 	walkDiff(root, a, b, aok, bok, &out)
 	if isSecret(before) || isSecret(after) {
 		for i, f := range out {
@@ -87,7 +46,7 @@ func comparable(obj *unstructured.Unstructured, root string) (any, bool) {
 		}
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-			delete(ann, AnnotationAppliedHash)
+			delete(ann, rules.AnnotationAppliedHash)
 			if len(ann) == 0 {
 				delete(md, "annotations")
 			}
@@ -133,7 +92,7 @@ func redact(v any) any {
 
 // walkDiff appends the differences between a and b at path; aok and bok tell whether
 // each side has the field at all.
-func walkDiff(path string, a, b any, aok, bok bool, out *[]FieldChange) {
+func walkDiff(path string, a, b any, aok, bok bool, out *[]plan.FieldChange) {
 	am, aMap := a.(map[string]any)
 	bm, bMap := b.(map[string]any)
 	al, aList := a.([]any)
@@ -163,11 +122,11 @@ func walkDiff(path string, a, b any, aok, bok bool, out *[]FieldChange) {
 	case !bok && (aMap || aList):
 		walkDiff(path, a, emptyLike(a), true, true, out)
 	case !aok:
-		*out = append(*out, FieldChange{Op: OpAdd, Path: path, New: b})
+		*out = append(*out, plan.FieldChange{Op: plan.OpAdd, Path: path, New: b})
 	case !bok:
-		*out = append(*out, FieldChange{Op: OpRemove, Path: path, Old: a})
+		*out = append(*out, plan.FieldChange{Op: plan.OpRemove, Path: path, Old: a})
 	case !equalValues(a, b) || aMap != bMap || aList != bList:
-		*out = append(*out, FieldChange{Op: OpChange, Path: path, Old: a, New: b})
+		*out = append(*out, plan.FieldChange{Op: plan.OpChange, Path: path, Old: a, New: b})
 	}
 }
 
@@ -180,7 +139,7 @@ func emptyLike(v any) any {
 
 // walkList matches list items by a key field when every item has a distinct one
 // (containers and ports by name, conditions by type), otherwise by index.
-func walkList(path string, a, b []any, out *[]FieldChange) {
+func walkList(path string, a, b []any, out *[]plan.FieldChange) {
 	for _, key := range []string{"name", "type"} {
 		ai, aok := indexBy(a, key)
 		bi, bok := indexBy(b, key)

@@ -1,4 +1,4 @@
-package engine
+package informers
 
 import (
 	"fmt"
@@ -18,6 +18,8 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
 // testdata/{configmap,deployment,service}.json are kube-apiserver v1.36.3's responses to
@@ -51,8 +53,8 @@ func TestCachedObjectRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := got.(*cachedObject)
-			out, err := c.decode()
+			c := got.(*Object)
+			out, err := c.Decode()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,32 +70,34 @@ func TestCachedObjectRoundTrip(t *testing.T) {
 			gotMeta := metaFields{c.GetName(), c.GetNamespace(), string(c.GetUID()), c.GetResourceVersion(), c.GetDeletionTimestamp() != nil,
 				acc.GetLabels(), acc.GetAnnotations(), c.GroupVersionKind().String()}
 			wantLabels := map[string]string{}
-			for _, k := range []string{LabelRule, LabelChild, LabelParentUID} {
+			for _, k := range []string{rules.LabelRule, rules.LabelChild, rules.LabelParentUID} {
 				wantLabels[k] = want.GetLabels()[k]
 			}
 			wantMeta := metaFields{want.GetName(), want.GetNamespace(), string(want.GetUID()), want.GetResourceVersion(), true,
-				wantLabels, map[string]string{AnnotationParent: want.GetAnnotations()[AnnotationParent]}, want.GroupVersionKind().String()}
+				wantLabels, map[string]string{rules.AnnotationParent: want.GetAnnotations()[rules.AnnotationParent]}, want.GroupVersionKind().String()}
 			if diff := cmp.Diff(wantMeta, gotMeta); diff != "" {
 				t.Errorf("typed metadata (-want +got):\n%s", diff)
 			}
 			if key, err := cache.MetaNamespaceKeyFunc(c); err != nil || key != want.GetNamespace()+"/"+want.GetName() {
 				t.Errorf("informer key = %q, %v", key, err)
 			}
-			if k, ok := parentKey(c); !ok || k.Rule != "bench" || k.Name != "a" {
-				t.Errorf("parentKey = %v, %v; want rule bench, parent a", k, ok)
+			gotLabels := []string{c.Rule(), c.Child(), c.ParentUID(), c.Parent()}
+			wantValues := []string{wantLabels[rules.LabelRule], wantLabels[rules.LabelChild], wantLabels[rules.LabelParentUID], want.GetAnnotations()[rules.AnnotationParent]}
+			if diff := cmp.Diff(wantValues, gotLabels); diff != "" || c.Rule() != "bench" || !strings.HasSuffix(c.Parent(), "/a") {
+				t.Errorf("Rule, Child, ParentUID, Parent (-want +got):\n%s(want rule bench of parent a)", diff)
 			}
 
 			// A decoded object is the caller's: changing it leaves the cache alone.
 			out.SetLabels(map[string]string{"changed": "yes"})
-			again, err := c.decode()
+			again, err := c.Decode()
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(want.GetLabels(), again.GetLabels()); diff != "" {
 				t.Errorf("decode after changing a decoded copy (-want +got):\n%s", diff)
 			}
-			cp := c.DeepCopyObject().(*cachedObject)
-			if diff := cmp.Diff(c, cp, cmp.AllowUnexported(cachedObject{}), cmp.Comparer(func(a, b *s2.Dict) bool { return a == b })); diff != "" {
+			cp := c.DeepCopyObject().(*Object)
+			if diff := cmp.Diff(c, cp, cmp.AllowUnexported(Object{}), cmp.Comparer(func(a, b *s2.Dict) bool { return a == b })); diff != "" {
 				t.Errorf("DeepCopyObject (-orig +copy):\n%s", diff)
 			}
 			if cp.deletionTimestamp == c.deletionTimestamp {
@@ -116,11 +120,11 @@ func TestCachedObjectSizes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			want := kruntime.DeepCopyJSON(tt.obj)
-			c, err := newCachedObject(&unstructured.Unstructured{Object: tt.obj})
+			c, err := NewObject(&unstructured.Unstructured{Object: tt.obj})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := c.decode()
+			got, err := c.Decode()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,15 +133,6 @@ func TestCachedObjectSizes(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustCache(t *testing.T, u *unstructured.Unstructured) *cachedObject {
-	t.Helper()
-	c, err := newCachedObject(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 type metaFields struct {
@@ -180,7 +175,7 @@ func BenchmarkCachedObject(b *testing.B) {
 				u.SetUID(types.UID(fmt.Sprintf("%08x-1b2a-4c55-9d7e-%012x", i*7919, i*104729)))
 				u.SetResourceVersion(strconv.Itoa(100000 + i*3))
 				labels := u.GetLabels()
-				labels[LabelParentUID] = fmt.Sprintf("%08x-7b6c-4d8e-8f0a-%012x", i*31, i*7)
+				labels[rules.LabelParentUID] = fmt.Sprintf("%08x-7b6c-4d8e-8f0a-%012x", i*31, i*7)
 				u.SetLabels(labels)
 				return u
 			}
@@ -202,7 +197,7 @@ func BenchmarkCachedObject(b *testing.B) {
 				u := &unstructured.Unstructured{}
 				_ = u.UnmarshalJSON(raws[i%n])
 				i++
-				trimObject(u)
+				Trim(u)
 				return u
 			})
 			cached := heldPerObject(n, func() any {
@@ -212,13 +207,13 @@ func BenchmarkCachedObject(b *testing.B) {
 				o, _ := toCache(u)
 				return o
 			})
-			c, err := newCachedObject(objs[n/2])
+			c, err := NewObject(objs[n/2])
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := c.decode(); err != nil {
+				if _, err := c.Decode(); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package engine
+package informers
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/klauspost/compress/s2"
 
+	"github.com/kubecel/kubecel/rules"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// cachedObject is an object as kubecel's informer caches hold it: the metadata that event
-// handlers, indexes and pruning read, typed, and the whole object (trimmed by trimObject)
+// Object is an object as kubecel's informer caches hold it: the metadata that event
+// handlers, indexes and pruning read, typed, and the whole object (trimmed by Trim)
 // as compressed JSON text, decoded when a reconcile needs it.
 //
 // Decoded objects (unstructured maps of maps) take five to seven times the size of their
@@ -32,60 +34,77 @@ import (
 // and kubecel's own labels and parent annotation, as plain fields: a metav1.ObjectMeta
 // takes 264 bytes even when empty, and each map a few hundred more. For client-go's
 // indexer (meta.Accessor) GetObjectMeta builds an ObjectMeta with just those; everything
-// else is read from the decoded object. A cachedObject is never modified once made.
-type cachedObject struct {
+// else is read from the decoded object. An Object is never modified once made.
+type Object struct {
 	metav1.TypeMeta
 
 	name, namespace, resourceVersion string
 	uid                              types.UID
 	deletionTimestamp                *metav1.Time
 
-	rule, child, parentUID string // kubecel's labels (see labels.go)
-	parent                 string // the AnnotationParent annotation
+	rule, child, parentUID string // kubecel's labels: rules.LabelRule, LabelChild, LabelParentUID
+	parent                 string // the rules.AnnotationParent annotation
 
 	dict *s2.Dict // what raw is compressed against
 	raw  []byte   // the object's JSON, compressed
 }
 
-// named is what keyOf needs. Both *unstructured.Unstructured and *cachedObject are one.
+// named is what nameOf needs. Both *unstructured.Unstructured and *Object are one.
 type named interface {
 	GetObjectKind() schema.ObjectKind
 	GetNamespace() string
 	GetName() string
 }
 
-// newCachedObject makes the cached form of u (which it does not keep).
-func newCachedObject(u *unstructured.Unstructured) (*cachedObject, error) {
+// nameOf names obj in errors: "Kind.group namespace/name".
+func nameOf(obj named) string {
+	return rules.ObjectName(obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetNamespace(), obj.GetName())
+}
+
+// NewObject makes the cached form of u (which it does not keep).
+func NewObject(u *unstructured.Unstructured) (*Object, error) {
 	text, err := json.Marshal(u.Object)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", keyOf(u), err)
+		return nil, fmt.Errorf("encode %s: %w", nameOf(u), err)
 	}
 	dict := dicts.forKind(u.GetAPIVersion()+"/"+u.GetKind(), text)
 	// Encode returns a slice of a buffer sized for the worst case: keep only the bytes used.
-	o := &cachedObject{dict: dict, raw: bytes.Clone(dict.Encode(nil, text))}
+	o := &Object{dict: dict, raw: bytes.Clone(dict.Encode(nil, text))}
 	o.APIVersion, o.Kind = intern(u.GetAPIVersion()), intern(u.GetKind())
 	o.name, o.namespace, o.uid = u.GetName(), u.GetNamespace(), u.GetUID()
 	o.resourceVersion, o.deletionTimestamp = u.GetResourceVersion(), u.GetDeletionTimestamp()
 	labels := u.GetLabels()
-	o.rule, o.child = intern(labels[LabelRule]), intern(labels[LabelChild])
-	o.parentUID = labels[LabelParentUID]
-	o.parent = u.GetAnnotations()[AnnotationParent]
+	o.rule, o.child = intern(labels[rules.LabelRule]), intern(labels[rules.LabelChild])
+	o.parentUID = labels[rules.LabelParentUID]
+	o.parent = u.GetAnnotations()[rules.AnnotationParent]
 	return o, nil
 }
 
-func (o *cachedObject) GetName() string                    { return o.name }
-func (o *cachedObject) GetNamespace() string               { return o.namespace }
-func (o *cachedObject) GetUID() types.UID                  { return o.uid }
-func (o *cachedObject) GetResourceVersion() string         { return o.resourceVersion }
-func (o *cachedObject) GetDeletionTimestamp() *metav1.Time { return o.deletionTimestamp }
+func (o *Object) GetName() string                    { return o.name }
+func (o *Object) GetNamespace() string               { return o.namespace }
+func (o *Object) GetUID() types.UID                  { return o.uid }
+func (o *Object) GetResourceVersion() string         { return o.resourceVersion }
+func (o *Object) GetDeletionTimestamp() *metav1.Time { return o.deletionTimestamp }
+
+// Rule is the value of the object's rules.LabelRule label ("" without it).
+func (o *Object) Rule() string { return o.rule }
+
+// Child is the value of the object's rules.LabelChild label.
+func (o *Object) Child() string { return o.child }
+
+// ParentUID is the value of the object's rules.LabelParentUID label.
+func (o *Object) ParentUID() string { return o.parentUID }
+
+// Parent is the value of the object's rules.AnnotationParent annotation.
+func (o *Object) Parent() string { return o.parent }
 
 // GetObjectMeta makes the object's metadata for client-go (meta.Accessor, which the
 // informer's key function uses): the typed fields, kubecel's labels and its parent
 // annotation.
-func (o *cachedObject) GetObjectMeta() metav1.Object {
+func (o *Object) GetObjectMeta() metav1.Object {
 	m := &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, UID: o.uid, ResourceVersion: o.resourceVersion,
 		DeletionTimestamp: o.deletionTimestamp.DeepCopy()}
-	for k, v := range map[string]string{LabelRule: o.rule, LabelChild: o.child, LabelParentUID: o.parentUID} {
+	for k, v := range map[string]string{rules.LabelRule: o.rule, rules.LabelChild: o.child, rules.LabelParentUID: o.parentUID} {
 		if v != "" {
 			if m.Labels == nil {
 				m.Labels = map[string]string{}
@@ -94,26 +113,26 @@ func (o *cachedObject) GetObjectMeta() metav1.Object {
 		}
 	}
 	if o.parent != "" {
-		m.Annotations = map[string]string{AnnotationParent: o.parent}
+		m.Annotations = map[string]string{rules.AnnotationParent: o.parent}
 	}
 	return m
 }
 
-// decode returns the object as a new unstructured value the caller may change.
-func (o *cachedObject) decode() (*unstructured.Unstructured, error) {
+// Decode returns the object as a new unstructured value the caller may change.
+func (o *Object) Decode() (*unstructured.Unstructured, error) {
 	text, err := o.dict.Decode(nil, o.raw)
 	if err != nil {
-		return nil, fmt.Errorf("decompress cached %s: %w", keyOf(o), err)
+		return nil, fmt.Errorf("decompress cached %s: %w", nameOf(o), err)
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(text); err != nil {
-		return nil, fmt.Errorf("decode cached %s: %w", keyOf(o), err)
+		return nil, fmt.Errorf("decode cached %s: %w", nameOf(o), err)
 	}
 	return u, nil
 }
 
-// identity is the object reduced to its API version, kind, namespace and name.
-func (o *cachedObject) identity() *unstructured.Unstructured {
+// Identity is the object reduced to its API version, kind, namespace and name.
+func (o *Object) Identity() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(o.APIVersion)
 	u.SetKind(o.Kind)
@@ -123,7 +142,7 @@ func (o *cachedObject) identity() *unstructured.Unstructured {
 }
 
 // DeepCopyObject copies the metadata; the JSON text is shared, as nothing changes it.
-func (o *cachedObject) DeepCopyObject() runtime.Object {
+func (o *Object) DeepCopyObject() runtime.Object {
 	c := *o
 	c.deletionTimestamp = o.deletionTimestamp.DeepCopy()
 	return &c

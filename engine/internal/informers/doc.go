@@ -1,0 +1,17 @@
+// Package informers holds the controller's view of the cluster: one informer per
+// watched GVR, namespace and label selector, each with its own stop and shared by
+// reference count (Set), so that rules can start and stop at runtime without touching
+// one another's watches; the compact form in which their caches hold objects (Object);
+// the index from a parent's UID to its children in a child informer (ChildIndex); and
+// the controller's latest writes, kept until the caches show them (Written).
+//
+// Guarantees:
+//   - An informer runs from the first Acquire of its Key to the last Release, whatever
+//     the context of the call that started it.
+//   - Objects enter the caches trimmed (Trim): without the managedFields entries of
+//     other managers and kubectl's last-applied annotation; kubecel's own managedFields
+//     entries stay. Cached objects are never modified; Decode returns a copy the caller
+//     may change.
+//   - Written returns a remembered write only while it is newer than the cache (same
+//     UID, a later resourceVersion), and forgets it once the cache caught up.
+package informers

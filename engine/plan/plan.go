@@ -1,0 +1,145 @@
+// Package plan describes, as data, the writes a reconcile makes: each Change names its
+// object, the kind of write and the fields it changes. The controller records every
+// reconcile's writes this way; in a dry run it returns them (Controller.Plan returns one
+// ParentPlan per parent) and logs them, and `kubecel plan` prints them as text, JSON or
+// YAML. The types hold no behaviour beyond rendering themselves.
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules"
+)
+
+// ParentPlan is what one reconcile of one parent would change.
+type ParentPlan struct {
+	Rule    string
+	Parent  ObjectRef
+	Changes []Change
+	// Waiting lists the children that are not evaluated yet because a child they read
+	// would not exist or be ready ("config waits for service").
+	Waiting []string
+	// Errors are the failures of the reconcile: evaluation, children the server would
+	// reject, prune and status errors. A parent with errors is still planned as far as
+	// the controller would get.
+	Errors []error
+	// Deleting is true for a parent being deleted; it is not planned.
+	Deleting bool
+}
+
+// Action is the kind of write a Change makes.
+type Action string
+
+// Actions.
+const (
+	ActionCreate    Action = "create"
+	ActionUpdate    Action = "update"
+	ActionPrune     Action = "prune"
+	ActionFinalizer Action = "finalizer"
+	ActionStatus    Action = "status"
+)
+
+// Change is one write a reconcile made or, in a dry run, would make. Every reconcile
+// records its changes the same way; the controller executes them, and a dry run (plan,
+// run --dry-run) sends them with DryRun=All and reports them.
+type Change struct {
+	Action Action `json:"action"`
+	// Child is the child id; empty for the parent's status and finalizer.
+	Child  string    `json:"child,omitempty"`
+	Object ObjectRef `json:"object"`
+	// Fields lists what differs between the live object and the server's response to
+	// the apply (empty for a prune). Secret values are redacted.
+	Fields []FieldChange `json:"fields,omitempty"`
+}
+
+// ObjectRef names an object.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+// String is "Kind.group namespace/name", as in log lines and errors.
+func (r ObjectRef) String() string {
+	gk := schema.FromAPIVersionAndKind(r.APIVersion, r.Kind).GroupKind()
+	return rules.ObjectName(gk, r.Namespace, r.Name)
+}
+
+// Symbol is the change's one-character marker: + create, ~ update, - prune.
+func (ch Change) Symbol() string {
+	switch ch.Action {
+	case ActionCreate:
+		return OpAdd
+	case ActionPrune:
+		return OpRemove
+	}
+	return OpChange
+}
+
+// Title is the change's first line without the marker.
+func (ch Change) Title() string {
+	switch ch.Action {
+	case ActionStatus:
+		return "status of " + ch.Object.String()
+	case ActionFinalizer:
+		return "finalizer of " + ch.Object.String()
+	}
+	return fmt.Sprintf("%s (child %s)", ch.Object, ch.Child)
+}
+
+// Text renders the change the way plan prints it and run --dry-run logs it: a title
+// line, then one indented line per field.
+func (ch Change) Text() string {
+	var b strings.Builder
+	b.WriteString(ch.Symbol() + " " + ch.Title())
+	for _, f := range ch.Fields {
+		b.WriteString("\n    " + f.String())
+	}
+	return b.String()
+}
+
+// Field change operations.
+const (
+	OpAdd    = "+"
+	OpRemove = "-"
+	OpChange = "~"
+)
+
+// FieldChange is one field that differs between the live object and the object the
+// server returned for the (dry-run) apply.
+type FieldChange struct {
+	// Op is OpAdd, OpRemove or OpChange.
+	Op string `json:"op"`
+	// Path names the field: metadata.labels["app.kubernetes.io/name"],
+	// spec.containers[name=web].image, spec.ports[0].port.
+	Path string `json:"path"`
+	Old  any    `json:"old,omitempty"`
+	New  any    `json:"new,omitempty"`
+}
+
+// String renders the change on one line, values as JSON.
+func (f FieldChange) String() string {
+	switch f.Op {
+	case OpAdd:
+		return fmt.Sprintf("+ %s: %s", f.Path, jsonValue(f.New))
+	case OpRemove:
+		return fmt.Sprintf("- %s: %s", f.Path, jsonValue(f.Old))
+	}
+	return fmt.Sprintf("~ %s: %s -> %s", f.Path, jsonValue(f.Old), jsonValue(f.New))
+}
+
+func jsonValue(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
