@@ -88,6 +88,8 @@ type Controller struct {
 	written *written
 	// waiting holds the parents whose child's name another object holds.
 	waiting *waiters
+	// gone holds the parents seen deleted whose children are being deleted.
+	gone *goneParents
 
 	// testHook, set only by tests, is called at the start of every reconcile.
 	testHook func(Key)
@@ -131,6 +133,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		pending: map[string]*pendingRule{},
 		written: newWritten(),
 		waiting: newWaiters(),
+		gone:    newGoneParents(),
 	}
 	c.events, c.recorder = newRecorder(kube, opts.DryRun)
 	return c, nil

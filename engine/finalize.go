@@ -97,11 +97,28 @@ func otherUID(err error) bool {
 	return false
 }
 
-// finalize handles a parent being deleted. Children that garbage collection follows go
-// with it; when the parent carries the rule's finalizer, kubecel deletes every child the
-// rule labelled for this parent, waits until they are gone, then removes the finalizer.
+// finalize handles a parent being deleted. Deleted with the orphan policy, its children
+// stay. Otherwise, when the parent carries the rule's finalizer, kubecel deletes every
+// child the rule labelled for this parent, waits until they are gone, then removes the
+// finalizer; in a foreground deletion it deletes the children that still point at the
+// parent (teardown); in a background one, the parent is gone at once and teardown
+// follows its delete event.
 func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) (result, error) {
-	if !st.holds(parent) {
+	key := keyFor(st, parent)
+	switch {
+	case hasFinalizer(parent, finalizerOrphan):
+		// kubectl delete --cascade=orphan: the children stay. The garbage collector
+		// removes their owner references; the rule's finalizer goes at once.
+		c.gone.markOrphan(key, parent.GetUID())
+		if st.holds(parent) {
+			return result{}, c.applyFinalizer(ctx, st, parent, false)
+		}
+		return result{}, nil
+	case !st.holds(parent) && hasFinalizer(parent, finalizerForeground):
+		// Foreground deletion waits for the children: delete them now rather than
+		// after the garbage collector's turn.
+		return c.teardown(ctx, st, key, parent.GetUID(), false)
+	case !st.holds(parent):
 		return result{}, nil
 	}
 	logger := klog.FromContext(ctx)

@@ -15,8 +15,9 @@ func asObject(obj any) (*cachedObject, bool) {
 	return o, ok
 }
 
-// parentHandler enqueues the parent itself under one rule.
-func (c *Controller) parentHandler(rule string) cache.ResourceEventHandler {
+// parentHandler enqueues the parent itself under one rule, and remembers a deleted
+// parent's UID for its teardown. selected says whether the informer filters by labels.
+func (c *Controller) parentHandler(rule string, selected bool) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if u, ok := asObject(obj); ok {
 			c.queue.Add(Key{Rule: rule, Namespace: u.GetNamespace(), Name: u.GetName()})
@@ -25,7 +26,10 @@ func (c *Controller) parentHandler(rule string) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, newObj any) { enqueue(newObj) },
-		DeleteFunc: enqueue,
+		DeleteFunc: func(obj any) {
+			c.parentDeleted(rule, selected, obj)
+			enqueue(obj)
+		},
 	}
 }
 

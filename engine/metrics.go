@@ -15,6 +15,7 @@ type metrics struct {
 	duration     *prometheus.HistogramVec
 	applies      *prometheus.CounterVec
 	prunes       *prometheus.CounterVec
+	teardowns    *prometheus.CounterVec
 	celErrors    *prometheus.CounterVec
 	activeRules  prometheus.Gauge
 	pendingRules prometheus.Gauge
@@ -40,6 +41,9 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		prunes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_prune_total", Help: "Children deleted because the rule no longer produces them, by rule.",
 		}, []string{"rule"}),
+		teardowns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_parent_deletion_deletes_total", Help: "Children deleted by kubecel because their parent was deleted, by rule.",
+		}, []string{"rule"}),
 		celErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_cel_evaluation_errors_total", Help: "Rule evaluations that failed, by rule.",
 		}, []string{"rule"}),
@@ -53,7 +57,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Name: "kubecel_rule_start_failures_total", Help: "Times a rule could not start, by rule and reason (KindNotServed, Forbidden, StartFailed).",
 		}, []string{"rule", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.panics, m.duration, m.applies, m.prunes, m.celErrors, m.activeRules, m.pendingRules, m.ruleProblems} {
+	for _, c := range []prometheus.Collector{m.reconciles, m.panics, m.duration, m.applies, m.prunes, m.teardowns, m.celErrors, m.activeRules, m.pendingRules, m.ruleProblems} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
