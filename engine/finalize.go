@@ -10,15 +10,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/klog/v2"
 )
 
 // ensureFinalizerFor adds the rule's finalizer to the parent before the first child that
-// garbage collection cannot reach is created, so that such a child is never orphaned.
+// garbage collection does not delete with it is created (a child in another namespace or
+// cluster-scoped, or one kept when the parent is deleted), so that kubecel gets to delete
+// or release it.
 // The write is recorded in out.
 func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, parent, child *unstructured.Unstructured, out *outcome) error {
 	ck := st.children[child.GroupVersionKind().GroupKind()]
-	if !crossesNamespace(st, parent, child, ck.Namespaced) || st.holds(parent) {
+	if st.holds(parent) || st.rule.GarbageCollected(st.parentRef(parent), child.GetLabels()[LabelChild], child.GetNamespace(), ck.Namespaced) {
 		return nil
 	}
 	got, err := c.sendFinalizer(ctx, st, parent, true)
@@ -121,7 +122,6 @@ func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstru
 	case !st.holds(parent):
 		return result{}, nil
 	}
-	logger := klog.FromContext(ctx)
 	remaining := 0
 	var errs []error
 	for _, child := range st.ownedChildren(string(parent.GetUID())) {
@@ -129,12 +129,9 @@ func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstru
 		if child.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := c.deleteChild(ctx, st, child); err != nil {
+		if err := c.letGo(ctx, st, parent, child, true, "the parent is being deleted"); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		logger.Info("Deleted child of deleted parent", "child", child.child, "object", keyOf(child).String())
-		c.event(parent, "Normal", "Deleted", "deleted %s (parent is being deleted)", keyOf(child))
 	}
 	if len(errs) > 0 {
 		return result{}, errors.Join(errs...)

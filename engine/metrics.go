@@ -16,6 +16,7 @@ type metrics struct {
 	applies      *prometheus.CounterVec
 	prunes       *prometheus.CounterVec
 	teardowns    *prometheus.CounterVec
+	releases     *prometheus.CounterVec
 	celErrors    *prometheus.CounterVec
 	activeRules  prometheus.Gauge
 	pendingRules prometheus.Gauge
@@ -44,6 +45,9 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		teardowns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_parent_deletion_deletes_total", Help: "Children deleted by kubecel because their parent was deleted, by rule.",
 		}, []string{"rule"}),
+		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_release_total", Help: "Children released instead of deleted (lifecycle Keep), by rule.",
+		}, []string{"rule"}),
 		celErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_cel_evaluation_errors_total", Help: "Rule evaluations that failed, by rule.",
 		}, []string{"rule"}),
@@ -57,7 +61,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Name: "kubecel_rule_start_failures_total", Help: "Times a rule could not start, by rule and reason (KindNotServed, Forbidden, StartFailed).",
 		}, []string{"rule", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.panics, m.duration, m.applies, m.prunes, m.teardowns, m.celErrors, m.activeRules, m.pendingRules, m.ruleProblems} {
+	for _, c := range []prometheus.Collector{m.reconciles, m.panics, m.duration, m.applies, m.prunes, m.teardowns, m.releases, m.celErrors, m.activeRules, m.pendingRules, m.ruleProblems} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -22,6 +22,7 @@ const (
 	ActionCreate    Action = "create"
 	ActionUpdate    Action = "update"
 	ActionPrune     Action = "prune"
+	ActionRelease   Action = "release"
 	ActionFinalizer Action = "finalizer"
 	ActionStatus    Action = "status"
 )
@@ -61,12 +62,12 @@ func (r ObjectRef) String() string {
 	return keyOf(u).String()
 }
 
-// Symbol is the change's one-character marker: + create, ~ update, - prune.
+// Symbol is the change's one-character marker: + create, ~ update, - prune or release.
 func (ch Change) Symbol() string {
 	switch ch.Action {
 	case ActionCreate:
 		return OpAdd
-	case ActionPrune:
+	case ActionPrune, ActionRelease:
 		return OpRemove
 	}
 	return OpChange
@@ -79,6 +80,8 @@ func (ch Change) Title() string {
 		return "status of " + ch.Object.String()
 	case ActionFinalizer:
 		return "finalizer of " + ch.Object.String()
+	case ActionRelease:
+		return fmt.Sprintf("%s (child %s) released: kept without kubecel's labels and owner reference (lifecycle Keep)", ch.Object, ch.Child)
 	}
 	return fmt.Sprintf("%s (child %s)", ch.Object, ch.Child)
 }
@@ -104,7 +107,7 @@ func newChange(action Action, child string, live, got *unstructured.Unstructured
 	}
 	ch := Change{Action: action, Child: child, Object: refOf(ref)}
 	switch action {
-	case ActionPrune:
+	case ActionPrune, ActionRelease:
 		return ch, true
 	case ActionStatus:
 		ch.Fields = diffFields(live, got, "status")

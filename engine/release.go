@@ -69,19 +69,14 @@ func (c *Controller) release(ctx context.Context, st *ruleState, parent *unstruc
 	if len(children) == 0 && !st.holds(parent) {
 		return nil
 	}
-	logger := klog.FromContext(ctx)
 	var errs []error
 	for _, child := range children {
 		if child.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := c.deleteChild(ctx, st, child); err != nil {
+		if err := c.letGo(ctx, st, parent, child, false, why); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		c.metrics.prunes.WithLabelValues(st.rule.Name).Inc()
-		logger.Info("Pruned child of released parent", "child", child.child, "object", keyOf(child).String(), "why", why, "dryRun", c.opts.DryRun)
-		c.event(parent, "Normal", "Pruned", "pruned %s (%s)", keyOf(child), why)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -161,7 +161,12 @@ func (c *Controller) teardown(ctx context.Context, st *ruleState, key Key, uid t
 	g.SetLimit(teardownParallel)
 	for _, child := range doomed {
 		g.Go(func() error {
-			err := c.deleteExact(gctx, st, child)
+			var err error
+			if st.keeps(child.child, true) {
+				err = c.releaseChild(gctx, st, child)
+			} else {
+				err = c.deleteExact(gctx, st, child)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -199,7 +204,7 @@ func (st *ruleState) stillChildOf(key Key, uid types.UID, child *cachedObject, o
 		return false, nil
 	}
 	ref := rules.ParentRef{Namespace: key.Namespace, Namespaced: st.parent.Namespaced}
-	if ref.CrossesNamespace(child.GetNamespace(), ck.Namespaced) {
+	if !st.rule.GarbageCollected(ref, child.child, child.GetNamespace(), ck.Namespaced) {
 		return !orphan, nil
 	}
 	obj, err := child.decode()
