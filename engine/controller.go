@@ -91,6 +91,8 @@ type Controller struct {
 	written *informers.Written
 	// waiting holds the parents whose child's name another object holds.
 	waiting *waiters
+	// gone holds the parents seen deleted whose children are being deleted.
+	gone *goneParents
 
 	// testHook, set only by tests, is called at the start of every reconcile.
 	testHook func(queueKey)
@@ -134,6 +136,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		pending: map[string]*pendingRule{},
 		written: informers.NewWritten(),
 		waiting: newWaiters(),
+		gone:    newGoneParents(),
 	}
 	c.events, c.recorder = newRecorder(kube, opts.DryRun)
 	return c, nil

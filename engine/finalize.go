@@ -10,18 +10,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 )
 
 // ensureFinalizerFor adds the rule's finalizer to the parent before the first child that
-// garbage collection cannot reach is created, so that such a child is never orphaned.
+// garbage collection does not delete with it is created (a child in another namespace or
+// cluster-scoped, or one kept when the parent is deleted), so that kubecel gets to delete
+// or release it.
 // The write is recorded in out.
 func (c *Controller) ensureFinalizerFor(ctx context.Context, st *ruleState, parent, child *unstructured.Unstructured, out *outcome) error {
 	ck := st.children[child.GroupVersionKind().GroupKind()]
-	if !crossesNamespace(st, parent, child, ck.Namespaced) || st.holds(parent) {
+	if st.holds(parent) || st.rule.GarbageCollected(st.parentRef(parent), child.GetLabels()[rules.LabelChild], child.GetNamespace(), ck.Namespaced) {
 		return nil
 	}
 	got, err := c.sendFinalizer(ctx, st, parent, true)
@@ -100,14 +101,30 @@ func otherUID(err error) bool {
 	return false
 }
 
-// finalize handles a parent being deleted. Children that garbage collection follows go
-// with it; when the parent carries the rule's finalizer, kubecel deletes every child the
-// rule labelled for this parent, waits until they are gone, then removes the finalizer.
+// finalize handles a parent being deleted. Deleted with the orphan policy, its children
+// stay. Otherwise, when the parent carries the rule's finalizer, kubecel deletes every
+// child the rule labelled for this parent, waits until they are gone, then removes the
+// finalizer; in a foreground deletion it deletes the children that still point at the
+// parent (teardown); in a background one, the parent is gone at once and teardown
+// follows its delete event.
 func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) (result, error) {
-	if !st.holds(parent) {
+	key := keyFor(st, parent)
+	switch {
+	case hasFinalizer(parent, finalizerOrphan):
+		// kubectl delete --cascade=orphan: the children stay. The garbage collector
+		// removes their owner references; the rule's finalizer goes at once.
+		c.gone.markOrphan(key, parent.GetUID())
+		if st.holds(parent) {
+			return result{}, c.applyFinalizer(ctx, st, parent, false)
+		}
+		return result{}, nil
+	case !st.holds(parent) && hasFinalizer(parent, finalizerForeground):
+		// Foreground deletion waits for the children: delete them now rather than
+		// after the garbage collector's turn.
+		return c.teardown(ctx, st, key, parent.GetUID(), false)
+	case !st.holds(parent):
 		return result{}, nil
 	}
-	logger := klog.FromContext(ctx)
 	remaining := 0
 	var errs []error
 	for _, child := range st.ownedChildren(string(parent.GetUID())) {
@@ -115,12 +132,9 @@ func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstru
 		if child.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := c.deleteChild(ctx, st, child); err != nil {
+		if err := c.letGo(ctx, st, parent, child, true, "the parent is being deleted"); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		logger.Info("Deleted child of deleted parent", "child", child.Child(), "object", keyOf(child).String())
-		c.event(parent, "Normal", "Deleted", "deleted %s (parent is being deleted)", keyOf(child))
 	}
 	if len(errs) > 0 {
 		return result{}, errors.Join(errs...)

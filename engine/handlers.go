@@ -17,8 +17,9 @@ func asObject(obj any) (*informers.Object, bool) {
 	return o, ok
 }
 
-// parentHandler enqueues the parent itself under one rule.
-func (c *Controller) parentHandler(rule string) cache.ResourceEventHandler {
+// parentHandler enqueues the parent itself under one rule, and remembers a deleted
+// parent's UID for its teardown. selected says whether the informer filters by labels.
+func (c *Controller) parentHandler(rule string, selected bool) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if u, ok := asObject(obj); ok {
 			c.queue.Add(queueKey{Rule: rule, Namespace: u.GetNamespace(), Name: u.GetName()})
@@ -27,7 +28,10 @@ func (c *Controller) parentHandler(rule string) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, newObj any) { enqueue(newObj) },
-		DeleteFunc: enqueue,
+		DeleteFunc: func(obj any) {
+			c.parentDeleted(rule, selected, obj)
+			enqueue(obj)
+		},
 	}
 }
 

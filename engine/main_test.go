@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -118,7 +119,9 @@ func startControllerWith(t *testing.T, rulesTemplate string, ropts rules.Options
 func (f *fixture) run() {
 	f.t.Helper()
 	rs := f.loadRules(f.rulesTemplate)
-	ctrl, err := engine.New(testenv.Config(f.t), f.opts)
+	cfg := rest.CopyConfig(testenv.Config(f.t))
+	cfg.UserAgent = f.userAgent()
+	ctrl, err := engine.New(cfg, f.opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -141,6 +144,10 @@ func (f *fixture) run() {
 	// last lines are logged while the test still runs.
 	f.t.Cleanup(f.stop)
 }
+
+// userAgent is the fixture's controller's, so that the audit log tells its requests
+// from the test's own and from kube-controller-manager's.
+func (f *fixture) userAgent() string { return "kubecel-engine-test/" + f.rule }
 
 // restart stops the running controller and starts a new one, with nothing in memory.
 func (f *fixture) restart() {

@@ -32,7 +32,7 @@ func newChange(action plan.Action, child string, live, got *unstructured.Unstruc
 	}
 	ch := plan.Change{Action: action, Child: child, Object: refOf(ref)}
 	switch action {
-	case plan.ActionPrune:
+	case plan.ActionPrune, plan.ActionRelease:
 		return ch, true
 	case plan.ActionStatus:
 		ch.Fields = compare.Diff(live, got, "status")

@@ -40,16 +40,46 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 		if wanted[k] || keep[id] || child.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := c.deleteChild(ctx, st, child); err != nil {
+		if err := c.letGo(ctx, st, parent, child, false, fmt.Sprintf("child %q no longer produced", id)); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		c.metrics.Prunes.WithLabelValues(st.rule.Name).Inc()
-		out.record(plan.ActionPrune, id, child.Identity(), nil) // a prune's change names the object only
-		klog.FromContext(ctx).Info("Pruned child", "child", id, "object", k.String(), "dryRun", c.opts.DryRun)
-		c.event(parent, "Normal", "Pruned", "pruned %s (child %q no longer produced)", k, id)
+		action := plan.ActionPrune
+		if st.keeps(id, false) {
+			action = plan.ActionRelease
+		}
+		out.record(action, id, child.Identity(), nil) // names the object only
 	}
 	return errs
+}
+
+// letGo deletes a child the rule no longer wants, or releases it when the child's
+// lifecycle keeps it (parentGone: because its parent is being deleted), and says so in
+// the log and an Event on the parent.
+func (c *Controller) letGo(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, child *informers.Object, parentGone bool, why string) error {
+	k := keyOf(child)
+	if st.keeps(child.Child(), parentGone) {
+		if err := c.releaseChild(ctx, st, child); err != nil {
+			return err
+		}
+		c.metrics.Releases.WithLabelValues(st.rule.Name).Inc()
+		klog.FromContext(ctx).Info("Released child", "child", child.Child(), "object", k.String(), "why", why, "dryRun", c.opts.DryRun)
+		c.event(parent, "Normal", "Released", "released %s (%s; lifecycle Keep)", k, why)
+		return nil
+	}
+	if err := c.deleteChild(ctx, st, child); err != nil {
+		return err
+	}
+	if !parentGone {
+		c.metrics.Prunes.WithLabelValues(st.rule.Name).Inc()
+	}
+	klog.FromContext(ctx).Info("Deleted child", "child", child.Child(), "object", k.String(), "why", why, "dryRun", c.opts.DryRun)
+	reason := "Pruned"
+	if parentGone {
+		reason = "Deleted"
+	}
+	c.event(parent, "Normal", reason, "deleted %s (%s)", k, why)
+	return nil
 }
 
 // deleteChild deletes one child, on the condition that it is still the object we saw

@@ -53,11 +53,17 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 		return result{}, err
 	}
 	if !ok {
-		// Deleted (owner references and finalizers take care of the children), or no
-		// longer selected by the rule (released).
+		// Deleted (kubecel deletes its children: teardown.go), or no longer selected
+		// by the rule (released).
 		c.statusless.Delete(key)
 		c.lastFailure.Delete(key)
-		return result{}, c.releaseGone(ctx, st, key)
+		return c.releaseGone(ctx, st, key)
+	}
+	if g, known := c.gone.get(key); known && g.done.IsZero() && g.uid != parent.GetUID() {
+		// A new parent of the same name: the old one's children go first.
+		if res, err := c.teardown(ctx, st, key, g.uid, g.orphan); err != nil || res.requeueAfter > 0 {
+			return res, err
+		}
 	}
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, st, parent)

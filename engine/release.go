@@ -22,25 +22,43 @@ func (st *ruleState) selects(parent *unstructured.Unstructured) bool {
 	return st.rule.Selects(parent.GetNamespace(), st.parent.Namespaced, parent.GetLabels())
 }
 
-// releaseGone handles a key whose parent the rule's caches do not hold. A parent that is
-// gone needs nothing: owner references and the finalizer took care of its children. One
-// that still exists but that the rule no longer selects is released.
-func (c *Controller) releaseGone(ctx context.Context, st *ruleState, key queueKey) error {
-	parent, err := c.client.Resource(st.parent.GVR).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case apierrors.IsForbidden(err):
-		// Outside what the controller may read (a namespace the rule does not name):
-		// nothing the rule made can be there.
-		klog.FromContext(ctx).V(2).Info("Cannot read parent to release it", "err", err.Error())
-		return nil
-	case err != nil:
-		return fmt.Errorf("rule %q: read parent %s: %w", st.rule.Name, key, err)
-	case st.selects(parent):
-		return nil // the cache has not caught up with it yet; its event follows
+// releaseGone handles a key whose parent the rule's caches do not hold. A parent that was
+// deleted has its children deleted (teardown); one that still exists but that the rule no
+// longer selects is released. The API server is asked only when the delete event cannot
+// tell which it is: the informer filters by labels, or the delete was found by a relist.
+func (c *Controller) releaseGone(ctx context.Context, st *ruleState, key queueKey) (result, error) {
+	g, known := c.gone.get(key)
+	if known && !g.done.IsZero() {
+		return result{}, nil // its children were deleted; this is one of their events
 	}
-	return c.release(ctx, st, parent, "no longer selected by the rule")
+	if !known || !g.sure {
+		parent, err := c.client.Resource(st.parent.GVR).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case apierrors.IsForbidden(err):
+			// Outside what the controller may read (a namespace the rule does not name):
+			// nothing the rule made can be there.
+			klog.FromContext(ctx).V(2).Info("Cannot read parent to release it", "err", err.Error())
+			return result{}, nil
+		case err != nil:
+			return result{}, fmt.Errorf("rule %q: read parent %s: %w", st.rule.Name, key, err)
+		case known && parent.GetUID() != g.uid:
+			// Deleted and created again: the old parent's children go; the new one's
+			// events follow.
+		case st.selects(parent):
+			c.gone.drop(key)
+			return result{}, nil // the cache has not caught up with it yet; its event follows
+		default:
+			c.gone.drop(key)
+			return result{}, c.release(ctx, st, parent, "no longer selected by the rule")
+		}
+	}
+	if !known {
+		// Gone before this process saw it go (a restart): the owner references and the
+		// garbage collector take care of its children.
+		return result{}, nil
+	}
+	return c.teardown(ctx, st, key, g.uid, g.orphan)
 }
 
 // release prunes every child the rule made for parent and removes the rule's finalizer.
@@ -51,19 +69,14 @@ func (c *Controller) release(ctx context.Context, st *ruleState, parent *unstruc
 	if len(children) == 0 && !st.holds(parent) {
 		return nil
 	}
-	logger := klog.FromContext(ctx)
 	var errs []error
 	for _, child := range children {
 		if child.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := c.deleteChild(ctx, st, child); err != nil {
+		if err := c.letGo(ctx, st, parent, child, false, why); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		c.metrics.Prunes.WithLabelValues(st.rule.Name).Inc()
-		logger.Info("Pruned child of released parent", "child", child.Child(), "object", keyOf(child).String(), "why", why, "dryRun", c.opts.DryRun)
-		c.event(parent, "Normal", "Pruned", "pruned %s (%s)", keyOf(child), why)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -137,7 +137,7 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 			return err
 		}
 		st.parents[ns] = w
-		reg, err := w.Informer.AddEventHandler(c.parentHandler(r.Name))
+		reg, err := w.Informer.AddEventHandler(c.parentHandler(r.Name, r.Parent.Selector != nil))
 		if err != nil {
 			c.stopRule(st)
 			return err

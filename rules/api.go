@@ -84,6 +84,10 @@ type Child struct {
 	// Adopt lets the controller take over an existing object of the child's name that
 	// has no other controller; without it such an object is a conflict.
 	Adopt bool
+	// KeepOnRemove and KeepOnParentDelete release the child's objects instead of
+	// deleting them when the rule stops producing them, or when the parent is deleted
+	// (lifecycle: onRemove / onParentDelete: Keep; see lifecycle.go).
+	KeepOnRemove, KeepOnParentDelete bool
 
 	// Compiled parts; nil when not set. An expr child may also have a template: its map
 	// literal split along constant keys (see exprtmpl.go), evaluated instead of expr.

@@ -104,8 +104,7 @@ func ObjectName(gk schema.GroupKind, namespace, name string) string {
 // Shape turns a desired child of parent into the object the controller applies:
 // a copy of the manifest with its namespace defaulted to the parent's, kubecel's labels
 // and annotation, and an owner reference (controller: true) where Kubernetes garbage
-// collection can follow it, which is when the child is in the parent's namespace or the
-// parent is cluster-scoped. childNamespaced is the scope of the child's kind. A namespaced
+// collection is to delete it with the parent (GarbageCollected). childNamespaced is the scope of the child's kind. A namespaced
 // parent's child that is cluster-scoped or in another namespace needs crossNamespace: true
 // on the child; otherwise Shape returns a *ChildError, as it does for a child with no name.
 func (r *Rule) Shape(p ParentRef, d Desired, childNamespaced bool) (map[string]any, error) {
@@ -158,7 +157,7 @@ func (r *Rule) Shape(p ParentRef, d Desired, childNamespaced bool) (map[string]a
 	}
 	ann[AnnotationParent] = p.Annotation()
 	md["annotations"] = ann
-	if !crosses {
+	if r.GarbageCollected(p, d.ID, namespace, childNamespaced) {
 		md["ownerReferences"] = []any{map[string]any{
 			"apiVersion": p.APIVersion, "kind": p.Kind, "name": p.Name, "uid": p.UID, "controller": true,
 		}}

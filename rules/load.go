@@ -171,7 +171,8 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 		return nil
 	}
 	w := where{rule: r.name, child: cs.id, path: cs.at}
-	ch := &Child{ID: cs.id, ForEach: cs.forEach != "", CrossNamespace: cs.crossNamespace, Adopt: cs.adopt}
+	ch := &Child{ID: cs.id, ForEach: cs.forEach != "", CrossNamespace: cs.crossNamespace, Adopt: cs.adopt,
+		KeepOnRemove: cs.lifecycle.keepOnRemove, KeepOnParentDelete: cs.lifecycle.keepOnParentDelete}
 	mark := len(c.progs)
 	if cs.when != "" {
 		ch.when = c.compile(c.envs.base, w.key("when"), cs.when, cs.when, 0, wantBool)

@@ -57,6 +57,7 @@ type childSource struct {
 	readyWhen      string
 	crossNamespace bool
 	adopt          bool
+	lifecycle      lifecycleSource
 	// at is the child's position in the file, e.g. rules[2].children[0].
 	at path
 }
@@ -307,7 +308,7 @@ func (d *decoder) child(v any, rw where, at path) *childSource {
 	c := &childSource{at: at}
 	c.id = d.str(m, "id", w, true)
 	w.child = c.id
-	d.unknown(m, w, "id", "template", "expr", "forEach", "when", "readyWhen", "crossNamespace", "adopt")
+	d.unknown(m, w, "id", "template", "expr", "forEach", "when", "readyWhen", "crossNamespace", "adopt", "lifecycle")
 	if t, ok := m["template"]; ok {
 		c.hasTemplate = true
 		if tm, ok := t.(map[string]any); ok {
@@ -322,6 +323,7 @@ func (d *decoder) child(v any, rw where, at path) *childSource {
 	c.readyWhen = d.str(m, "readyWhen", w, false)
 	c.crossNamespace = d.boolean(m, "crossNamespace", w)
 	c.adopt = d.boolean(m, "adopt", w)
+	c.lifecycle = d.lifecycle(m, w)
 	return c
 }
 

@@ -86,12 +86,18 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		return failed
 	}
 	warnings := append(append([]*rules.Error(nil), rs.Warnings...), checkWarnings(rs, crds)...)
+	notes := lifecycleNotes(rs)
 	if o.output.value != "text" {
-		return printData(cmd.OutOrStdout(), o.output.value, diagnostics(file, warnings, "warning"))
+		return printData(cmd.OutOrStdout(), o.output.value,
+			append(diagnostics(file, warnings, "warning"), diagnostics(file, notes, "info")...))
 	}
 	for _, w := range warnings {
 		at, text := located(file, w)
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", at, text)
+	}
+	for _, n := range notes {
+		at, text := located(file, n)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", at, text)
 	}
 	children := 0
 	for _, r := range rs.Rules {
@@ -141,6 +147,20 @@ func checkWarnings(rs *rules.RuleSet, crds *rules.CRDSchemas) []*rules.Error {
 			if why := sensitiveKind(c.GVK); why != "" {
 				out = append(out, &rules.Error{Rule: r.Name, Child: c.ID,
 					Message: fmt.Sprintf("creates %s objects, %s; make sure whoever can write the parent may do that", c.GVK.Kind, why)})
+			}
+		}
+	}
+	return out
+}
+
+// lifecycleNotes names the children whose objects are kept (released) rather than
+// deleted: a policy worth seeing in review.
+func lifecycleNotes(rs *rules.RuleSet) []*rules.Error {
+	var out []*rules.Error
+	for _, r := range rs.Rules {
+		for _, c := range r.Children {
+			if p := c.Policy(); p != "" {
+				out = append(out, &rules.Error{Rule: r.Name, Child: c.ID, Field: "lifecycle", Message: p})
 			}
 		}
 	}

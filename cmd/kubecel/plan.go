@@ -45,6 +45,7 @@ Output, grouped per parent in a stable order:
   + Kind namespace/name (child id)     would be created, with its fields
   ~ Kind namespace/name (child id)     would be updated, with the fields that change
   - Kind namespace/name (child id)     would be pruned
+  - Kind namespace/name (child id) released   would be released (lifecycle Keep)
   ~ status of Kind namespace/name      the parent's status would change
   ! error                              the server rejects a child, an expression fails...
 then a summary line; -o json or yaml prints every planned parent, changed or not, and the
@@ -162,6 +163,7 @@ type planSummary struct {
 	Create    int `json:"create"`
 	Update    int `json:"update"`
 	Prune     int `json:"prune"`
+	Release   int `json:"release,omitempty"`
 	Status    int `json:"status"`
 	Finalizer int `json:"finalizer"`
 	Parents   int `json:"parents"`
@@ -170,7 +172,7 @@ type planSummary struct {
 	failed    int
 }
 
-func (s planSummary) changes() int { return s.Create + s.Update + s.Prune + s.Status + s.Finalizer }
+func (s planSummary) changes() int { return s.Create + s.Update + s.Prune + s.Release + s.Status + s.Finalizer }
 
 func summarize(plans []plan.ParentPlan) planSummary {
 	var s planSummary
@@ -191,6 +193,8 @@ func summarize(plans []plan.ParentPlan) planSummary {
 				s.Update++
 			case plan.ActionPrune:
 				s.Prune++
+			case plan.ActionRelease:
+				s.Release++
 			case plan.ActionStatus:
 				s.Status++
 			case plan.ActionFinalizer:
@@ -271,6 +275,9 @@ func writeTextPlan(w io.Writer, plans []plan.ParentPlan, p palette) planSummary 
 		fmt.Fprintf(w, "No changes: the cluster matches the rules (%s).\n", parents)
 	default:
 		line := fmt.Sprintf("Plan: %d to create, %d to update, %d to prune, %d status %s", s.Create, s.Update, s.Prune, s.Status, plural(s.Status, "change", "changes"))
+		if s.Release > 0 {
+			line += fmt.Sprintf(", %d to release", s.Release)
+		}
 		if s.Finalizer > 0 {
 			line += fmt.Sprintf(", %d %s to add", s.Finalizer, plural(s.Finalizer, "finalizer", "finalizers"))
 		}

@@ -382,6 +382,11 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 		default:
 			comment += " (not observed)"
 		}
+		for _, c := range r.Children {
+			if c.ID == d.ID && c.Policy() != "" {
+				comment += "; " + c.Policy()
+			}
+		}
 		obj, err := r.Shape(ref, d, o.childNamespaced(r, d))
 		if err != nil {
 			failed = append(failed, err)

@@ -40,6 +40,7 @@ const (
 	ActionCreate    Action = "create"
 	ActionUpdate    Action = "update"
 	ActionPrune     Action = "prune"
+	ActionRelease   Action = "release"
 	ActionFinalizer Action = "finalizer"
 	ActionStatus    Action = "status"
 )
@@ -76,7 +77,7 @@ func (ch Change) Symbol() string {
 	switch ch.Action {
 	case ActionCreate:
 		return OpAdd
-	case ActionPrune:
+	case ActionPrune, ActionRelease:
 		return OpRemove
 	}
 	return OpChange
@@ -87,6 +88,8 @@ func (ch Change) Title() string {
 	switch ch.Action {
 	case ActionStatus:
 		return "status of " + ch.Object.String()
+	case ActionRelease:
+		return fmt.Sprintf("%s (child %s) released: kept without kubecel's labels and owner reference (lifecycle Keep)", ch.Object, ch.Child)
 	case ActionFinalizer:
 		return "finalizer of " + ch.Object.String()
 	}

@@ -45,6 +45,11 @@ type AuditEvent struct {
 		APIGroup    string `json:"apiGroup"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
+	// ResponseStatus holds the response's HTTP status code (200 for a delete that
+	// removed the object, 404 or 409 for one refused).
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 }
 
 // AuditEvents reads every write request logged so far (see Options.AuditWrites).

@@ -20,6 +20,8 @@ type Metrics struct {
 	Duration     *prometheus.HistogramVec
 	Applies      *prometheus.CounterVec
 	Prunes       *prometheus.CounterVec
+	Teardowns    *prometheus.CounterVec
+	Releases     *prometheus.CounterVec
 	CELErrors    *prometheus.CounterVec
 	ActiveRules  prometheus.Gauge
 	PendingRules prometheus.Gauge
@@ -46,6 +48,12 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 		Prunes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_prune_total", Help: "Children deleted because the rule no longer produces them, by rule.",
 		}, []string{"rule"}),
+		Teardowns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_parent_deletion_deletes_total", Help: "Children deleted by kubecel because their parent was deleted, by rule.",
+		}, []string{"rule"}),
+		Releases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_release_total", Help: "Children released instead of deleted (lifecycle Keep), by rule.",
+		}, []string{"rule"}),
 		CELErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_cel_evaluation_errors_total", Help: "Rule evaluations that failed, by rule.",
 		}, []string{"rule"}),
@@ -59,7 +67,7 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 			Name: "kubecel_rule_start_failures_total", Help: "Times a rule could not start, by rule and reason (KindNotServed, Forbidden, StartFailed).",
 		}, []string{"rule", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.Reconciles, m.Panics, m.Duration, m.Applies, m.Prunes, m.CELErrors, m.ActiveRules, m.PendingRules, m.RuleProblems} {
+	for _, c := range []prometheus.Collector{m.Reconciles, m.Panics, m.Duration, m.Applies, m.Prunes, m.Teardowns, m.Releases, m.CELErrors, m.ActiveRules, m.PendingRules, m.RuleProblems} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// A child with lifecycle Keep (rules/lifecycle.go) is released instead of deleted: when
+// the rule stops producing it (onRemove), or when its parent is deleted (onParentDelete).
+// Releasing removes the owner reference to the parent and kubecel's labels and
+// annotations, and marks the object with the rule that released it and the parent it
+// came from. Without kubecel's managed-by label it leaves the child informers, so nothing
+// of kubecel reads or writes it again.
+
+// keeps reports whether the rule releases its child id's objects rather than deleting
+// them: when the parent is deleted (parentGone), or when it is no longer produced.
+func (st *ruleState) keeps(id string, parentGone bool) bool {
+	ch := childByID(st, id)
+	if parentGone {
+		return ch.KeepOnParentDelete
+	}
+	return ch.KeepOnRemove
+}
+
+// releaseChild lets go of a child as the cache shows it: the patch carries the cached
+// resourceVersion, so a child that changed since, or was deleted and created again, is a
+// conflict and is left alone. A child that is gone is not an error.
+func (c *Controller) releaseChild(ctx context.Context, st *ruleState, child *informers.Object) error {
+	obj, err := child.Decode()
+	if err != nil {
+		return err
+	}
+	var refs []any
+	for _, r := range obj.GetOwnerReferences() {
+		if r.UID != types.UID(child.ParentUID()) {
+			refs = append(refs, r)
+		}
+	}
+	md := map[string]any{
+		"resourceVersion": child.GetResourceVersion(),
+		"labels": map[string]any{
+			rules.LabelManagedBy: nil, rules.LabelRule: nil, rules.LabelParentUID: nil, rules.LabelChild: nil,
+			rules.LabelReleased: st.rule.Name,
+		},
+		"annotations": map[string]any{
+			rules.AnnotationParent: nil, rules.AnnotationAppliedHash: nil,
+			rules.AnnotationReleasedFrom: child.Parent(),
+		},
+		"ownerReferences": refs, // a merge patch replaces the list
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": md})
+	if err != nil {
+		return err
+	}
+	opts := metav1.PatchOptions{FieldManager: rules.FieldManager}
+	if c.opts.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	ck := st.children[child.GetObjectKind().GroupVersionKind().GroupKind()]
+	_, err = c.client.Resource(ck.GVR).Namespace(child.GetNamespace()).Patch(ctx, child.GetName(), types.MergePatchType, patch, opts)
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return err
+	}
+	return fmt.Errorf("rule %q child %q: release %s: %w", st.rule.Name, child.Child(), keyOf(child), err)
+}

@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// When a parent is deleted, kubecel deletes its children itself, as soon as it sees the
+// parent go (or, for a foreground deletion, start terminating), instead of leaving them
+// to kube-controller-manager's garbage collector, which works at its own client rate.
+// The garbage collector stays the safety net: when kubecel is down, the owner
+// references still take the children away.
+//
+// Only children that are still the parent's are deleted: a child whose cached copy
+// carries an owner reference to the parent's UID, or, for a child that garbage
+// collection cannot follow (in another namespace, or cluster-scoped), the parent's UID
+// label. Each delete carries preconditions on the child's UID and resourceVersion, so a
+// child that the garbage collector has just orphaned (kubectl delete --cascade=orphan
+// removes the owner references first) or that someone deleted and created again is never
+// touched: a conflict means the cache is behind, and the parent's key is looked at
+// again once it has caught up. Deletes run in the worker that handles the parent's key,
+// under the controller's client rate limit, so they share the workers with the
+// reconciles of live parents instead of taking them over.
+
+// Finalizers Kubernetes puts on an object deleted with a propagation policy.
+const (
+	finalizerOrphan     = metav1.FinalizerOrphanDependents
+	finalizerForeground = metav1.FinalizerDeleteDependents
+)
+
+// teardownParallel bounds the deletes sent at once for one parent.
+const teardownParallel = 8
+
+// goneTTL is how long a deleted parent is remembered after its children were deleted,
+// so that their delete events, which requeue its key, need no request to the API server.
+const goneTTL = 2 * time.Minute
+
+// goneParents remembers, per key, the UID of a parent whose delete the rule's informer
+// reported, until its children are deleted (and goneTTL after).
+type goneParents struct {
+	mu sync.Mutex
+	m  map[queueKey]*goneParent
+}
+
+type goneParent struct {
+	uid types.UID
+	// sure is true when the delete came from a watch event on an informer without a
+	// label selector: the parent was deleted, not relabelled out of the selector or
+	// missed during a relist.
+	sure bool
+	// orphan is true when the parent was deleted with the orphan propagation policy.
+	orphan bool
+	// done is when its children were all deleted; zero while some are left.
+	done time.Time
+}
+
+func newGoneParents() *goneParents { return &goneParents{m: map[queueKey]*goneParent{}} }
+
+// add records the delete of a parent, and forgets parents done for longer than goneTTL.
+func (g *goneParents) add(key queueKey, p *goneParent) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k, old := range g.m {
+		if !old.done.IsZero() && time.Since(old.done) > goneTTL {
+			delete(g.m, k)
+		}
+	}
+	if old := g.m[key]; old != nil && old.uid == p.uid {
+		p.orphan = p.orphan || old.orphan
+	}
+	g.m[key] = p
+}
+
+func (g *goneParents) get(key queueKey) (goneParent, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.m[key]
+	if !ok {
+		return goneParent{}, false
+	}
+	return *p, true
+}
+
+// markOrphan records that the parent with this key and UID is deleted with the orphan
+// policy: its children are left where they are.
+func (g *goneParents) markOrphan(key queueKey, uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.m[key] = &goneParent{uid: uid, orphan: true}
+}
+
+// drop forgets the key: its parent was not deleted after all.
+func (g *goneParents) drop(key queueKey) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.m, key)
+}
+
+// finish marks the parent's children as deleted.
+func (g *goneParents) finish(key queueKey, uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p := g.m[key]; p != nil && p.uid == uid {
+		p.done = time.Now()
+	}
+}
+
+// parentDeleted is the parent informer's delete handler's record of the parent.
+// selected is whether the informer filters parents by a label selector: then a delete
+// may be a parent relabelled out of it.
+func (c *Controller) parentDeleted(rule string, selected bool, obj any) {
+	_, unknown := obj.(cache.DeletedFinalStateUnknown)
+	o, ok := asObject(obj)
+	if !ok {
+		return
+	}
+	c.gone.add(queueKey{Rule: rule, Namespace: o.GetNamespace(), Name: o.GetName()},
+		&goneParent{uid: o.GetUID(), sure: !unknown && !selected})
+}
+
+// teardown deletes the children of the parent with key and UID uid (gone, or being
+// deleted in the foreground) that are still that parent's.
+func (c *Controller) teardown(ctx context.Context, st *ruleState, key queueKey, uid types.UID, orphan bool) (result, error) {
+	if orphan {
+		// Deleted with --cascade=orphan: the children stay, without their owner
+		// references (the garbage collector removes them).
+		c.gone.finish(key, uid)
+		return result{}, nil
+	}
+	var doomed []*informers.Object
+	for _, child := range st.ownedChildren(string(uid)) {
+		if child.GetDeletionTimestamp() != nil {
+			continue
+		}
+		mine, err := st.stillChildOf(key, uid, child, orphan)
+		if err != nil {
+			return result{}, err
+		}
+		if mine {
+			doomed = append(doomed, child)
+		}
+	}
+	var mu sync.Mutex
+	var errs []error
+	again := false
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(teardownParallel)
+	for _, child := range doomed {
+		g.Go(func() error {
+			var err error
+			if st.keeps(child.Child(), true) {
+				err = c.releaseChild(gctx, st, child)
+			} else {
+				err = c.deleteExact(gctx, st, child)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case apierrors.IsConflict(err):
+				again = true // changed since the cache saw it: look again once it has caught up
+			case err != nil:
+				errs = append(errs, err)
+			default:
+				c.metrics.Teardowns.WithLabelValues(st.rule.Name).Inc()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return result{}, err
+	}
+	if again {
+		return result{requeueAfter: time.Second}, nil
+	}
+	if len(doomed) > 0 {
+		klog.FromContext(ctx).Info("Deleted children of deleted parent", "parentUID", string(uid), "children", len(doomed), "dryRun", c.opts.DryRun)
+	}
+	c.gone.finish(key, uid)
+	return result{}, nil
+}
+
+// stillChildOf reports whether the cached child still belongs to the parent with key and
+// UID uid: an owner reference to that UID, or, where garbage collection cannot follow
+// the child (Shape gives it no owner reference), the parent's UID label, which the
+// caller has checked, unless the parent was deleted with the orphan policy.
+func (st *ruleState) stillChildOf(key queueKey, uid types.UID, child *informers.Object, orphan bool) (bool, error) {
+	ck := st.children[child.GetObjectKind().GroupVersionKind().GroupKind()]
+	if ck == nil {
+		return false, nil
+	}
+	ref := rules.ParentRef{Namespace: key.Namespace, Namespaced: st.parent.Namespaced}
+	if !st.rule.GarbageCollected(ref, child.Child(), child.GetNamespace(), ck.Namespaced) {
+		return !orphan, nil
+	}
+	obj, err := child.Decode()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(obj.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == uid }), nil
+}
+
+// deleteExact deletes the child as the cache shows it: same UID and resourceVersion.
+// A child that is gone already is not an error; a changed one is a conflict.
+func (c *Controller) deleteExact(ctx context.Context, st *ruleState, child *informers.Object) error {
+	ck := st.children[child.GetObjectKind().GroupVersionKind().GroupKind()]
+	uid, rv := child.GetUID(), child.GetResourceVersion()
+	policy := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}, PropagationPolicy: &policy}
+	if c.opts.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	err := c.client.Resource(ck.GVR).Namespace(child.GetNamespace()).Delete(ctx, child.GetName(), opts)
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return err
+	}
+	return fmt.Errorf("rule %q child %q: delete %s: %w", st.rule.Name, child.Child(), keyOf(child), err)
+}
+
+// hasFinalizer reports whether parent carries finalizer f.
+func hasFinalizer(parent *unstructured.Unstructured, f string) bool {
+	return slices.Contains(parent.GetFinalizers(), f)
+}

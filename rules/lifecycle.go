@@ -1,0 +1,94 @@
+package rules
+
+import "strconv"
+
+// This file reads a child's lifecycle: what happens to its objects when the rule stops
+// producing them and when their parent is deleted.
+//
+//	lifecycle:
+//	  onRemove: Keep        # default Delete
+//	  onParentDelete: Keep  # default Delete
+//
+// Keep releases the object instead of deleting it: the controller removes its owner
+// reference to the parent and kubecel's labels and annotations, and marks it with
+// LabelReleased and AnnotationReleasedFrom. The object then belongs to nobody: nothing
+// of kubecel touches it again, and a parent that later computes the same name finds it
+// taken (ChildExists) unless the child says adopt: true.
+
+// Lifecycle policies.
+const (
+	PolicyDelete = "Delete"
+	PolicyKeep   = "Keep"
+)
+
+// The mark of a released object: the rule that released it, and its parent as
+// AnnotationParent named it.
+const (
+	LabelReleased          = "kubecel.dev/released"
+	AnnotationReleasedFrom = "kubecel.dev/released-from"
+)
+
+// lifecycleSource is a child's lifecycle block as written.
+type lifecycleSource struct {
+	keepOnRemove, keepOnParentDelete bool
+}
+
+// lifecycle reads a child's optional lifecycle block.
+func (d *decoder) lifecycle(m map[string]any, w where) lifecycleSource {
+	v, ok := m["lifecycle"]
+	if !ok || v == nil {
+		return lifecycleSource{}
+	}
+	w = w.key("lifecycle")
+	lm := d.asMap(v, w)
+	if lm == nil {
+		return lifecycleSource{}
+	}
+	d.unknown(lm, w, "onRemove", "onParentDelete")
+	return lifecycleSource{
+		keepOnRemove:       d.policy(lm, "onRemove", w),
+		keepOnParentDelete: d.policy(lm, "onParentDelete", w),
+	}
+}
+
+// policy reads Delete or Keep; it returns whether it is Keep.
+func (d *decoder) policy(m map[string]any, key string, w where) bool {
+	switch s := d.str(m, key, w, false); s {
+	case "", PolicyDelete:
+		return false
+	case PolicyKeep:
+		return true
+	default:
+		d.fail(w.key(key), "must be "+PolicyDelete+" or "+PolicyKeep+", not "+strconv.Quote(s))
+		return false
+	}
+}
+
+// Policy describes the child's lifecycle for people: "" for the default (deleted when no
+// longer produced and with the parent).
+func (c *Child) Policy() string {
+	switch {
+	case c.KeepOnRemove && c.KeepOnParentDelete:
+		return "kept (released) when no longer produced and when the parent is deleted"
+	case c.KeepOnRemove:
+		return "kept (released) when no longer produced; deleted with the parent"
+	case c.KeepOnParentDelete:
+		return "kept (released) when the parent is deleted; deleted when no longer produced"
+	}
+	return ""
+}
+
+// GarbageCollected reports whether Shape gives the rule's child childID, in namespace
+// (empty: cluster-scoped) of parent p, an owner reference, so that Kubernetes garbage
+// collection deletes it with the parent. It does not for a child in another namespace or
+// cluster-scoped under a namespaced parent (owner references cannot cross namespaces),
+// nor for a child kept when the parent is deleted. The controller puts the rule's
+// finalizer on the parent of any child it does not garbage-collect, and deletes or
+// releases those children itself.
+func (r *Rule) GarbageCollected(p ParentRef, childID, namespace string, childNamespaced bool) bool {
+	if p.CrossesNamespace(namespace, childNamespaced) {
+		return false
+	}
+	ch := r.child(childID)
+	return ch == nil || !ch.KeepOnParentDelete
+}
