@@ -172,7 +172,9 @@ type planSummary struct {
 	failed    int
 }
 
-func (s planSummary) changes() int { return s.Create + s.Update + s.Prune + s.Release + s.Status + s.Finalizer }
+func (s planSummary) changes() int {
+	return s.Create + s.Update + s.Prune + s.Release + s.Status + s.Finalizer
+}
 
 func summarize(plans []plan.ParentPlan) planSummary {
 	var s planSummary
