@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/plan"
@@ -85,17 +86,32 @@ func (c *Controller) letGo(ctx context.Context, st *ruleState, parent *unstructu
 // deleteChild deletes one child, on the condition that it is still the object we saw
 // (same UID): an object recreated under the same name by someone else is never touched.
 func (c *Controller) deleteChild(ctx context.Context, st *ruleState, child *informers.Object) error {
+	if err := c.sendDelete(ctx, st, child, false); !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil // replaced by another object (UID precondition): nothing to do
+}
+
+// sendDelete deletes one child with a precondition on its cached UID and, when exact,
+// on its cached resourceVersion too. A child that is gone already is not an error; one
+// that fails a precondition is a conflict, returned as the server's error.
+func (c *Controller) sendDelete(ctx context.Context, st *ruleState, child *informers.Object, exact bool) error {
 	ck := st.children[child.GetObjectKind().GroupVersionKind().GroupKind()]
-	uid := child.GetUID()
+	pre := &metav1.Preconditions{UID: ptr.To(child.GetUID())}
+	if exact {
+		pre.ResourceVersion = ptr.To(child.GetResourceVersion())
+	}
 	policy := metav1.DeletePropagationBackground
-	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &policy}
+	opts := metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: &policy}
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	err := c.client.Resource(ck.GVR).Namespace(child.GetNamespace()).Delete(ctx, child.GetName(), opts)
-	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		// Gone already, or replaced by another object (UID precondition): nothing to do.
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
 		return nil
+	case apierrors.IsConflict(err):
+		return err
 	}
 	return fmt.Errorf("rule %q child %q: delete %s: %w", st.rule.Name, child.Child(), keyOf(child), err)
 }

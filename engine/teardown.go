@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -166,7 +165,7 @@ func (c *Controller) teardown(ctx context.Context, st *ruleState, key queueKey, 
 			if st.keeps(child.Child(), true) {
 				err = c.releaseChild(gctx, st, child)
 			} else {
-				err = c.deleteExact(gctx, st, child)
+				err = c.sendDelete(gctx, st, child, true)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -213,26 +212,6 @@ func (st *ruleState) stillChildOf(key queueKey, uid types.UID, child *informers.
 		return false, err
 	}
 	return slices.ContainsFunc(obj.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == uid }), nil
-}
-
-// deleteExact deletes the child as the cache shows it: same UID and resourceVersion.
-// A child that is gone already is not an error; a changed one is a conflict.
-func (c *Controller) deleteExact(ctx context.Context, st *ruleState, child *informers.Object) error {
-	ck := st.children[child.GetObjectKind().GroupVersionKind().GroupKind()]
-	uid, rv := child.GetUID(), child.GetResourceVersion()
-	policy := metav1.DeletePropagationBackground
-	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}, PropagationPolicy: &policy}
-	if c.opts.DryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	err := c.client.Resource(ck.GVR).Namespace(child.GetNamespace()).Delete(ctx, child.GetName(), opts)
-	switch {
-	case err == nil || apierrors.IsNotFound(err):
-		return nil
-	case apierrors.IsConflict(err):
-		return err
-	}
-	return fmt.Errorf("rule %q child %q: delete %s: %w", st.rule.Name, child.Child(), keyOf(child), err)
 }
 
 // hasFinalizer reports whether parent carries finalizer f.

@@ -13,12 +13,12 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// TestDeleteExact: kubecel deletes a child of a deleted parent only as its cache shows
+// TestSendDeleteExact: kubecel deletes a child of a deleted parent only as its cache shows
 // it. A child that someone deleted and created again under the same name, or that changed
 // since (as when the garbage collector orphans it), is left alone:
 // the delete is a conflict. Each case starts from a cached copy that is behind the
 // server, which is what the preconditions guard against.
-func TestDeleteExact(t *testing.T) {
+func TestSendDeleteExact(t *testing.T) {
 	c, ns := newTestController(t)
 	st := &ruleState{
 		rule: &rules.Rule{Name: "own"},
@@ -76,13 +76,13 @@ func TestDeleteExact(t *testing.T) {
 			if tt.change != nil {
 				tt.change(t, created)
 			}
-			err = c.deleteExact(t.Context(), st, cached)
+			err = c.sendDelete(t.Context(), st, cached, true)
 			if got := apierrors.IsConflict(err); got != tt.wantConflict || (!tt.wantConflict && err != nil) {
-				t.Fatalf("deleteExact: %v; want conflict %v", err, tt.wantConflict)
+				t.Fatalf("sendDelete: %v; want conflict %v", err, tt.wantConflict)
 			}
 			_, err = c.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), created.GetName(), metav1.GetOptions{})
 			if gone := apierrors.IsNotFound(err); gone != tt.wantGone {
-				t.Errorf("after deleteExact: get error %v; want gone %v", err, tt.wantGone)
+				t.Errorf("after sendDelete: get error %v; want gone %v", err, tt.wantGone)
 			}
 		})
 	}
