@@ -267,6 +267,7 @@ func TestLoadErrors(t *testing.T) {
 				{Line: 13, Rule: "web", Child: "cm", Field: "template.data.a", Expr: "${children.sevice.metadata.name}", Column: 11, Message: "unknown child 'sevice' (did you mean 'service'?)"},
 				{Line: 14, Rule: "web", Child: "cm", Field: "template.data.b", Expr: "${children[parent.metadata.name].x}", Column: 11, Message: `children must be indexed with a constant child id, e.g. children["web"]`},
 				{Line: 15, Rule: "web", Child: "cm", Field: "template.data.c", Expr: `${children.exists(k, k == "cm")}`, Column: 3, Message: "read children as children.<id> (or children.?<id>): the child read must be known before evaluation"},
+				{Line: 16, Rule: "web", Child: "cm", Field: "template.data.d", Expr: "${[1].map(children, children + 1)}", Message: "the expression is of type list(int), but ConfigMap .data.d is a string"},
 			},
 		},
 		{
