@@ -25,16 +25,18 @@ type builtinSchemas struct {
 	version    string
 	byKind     map[schema.GroupVersionKind]*apiextensionsv1.JSONSchemaProps
 	byResource map[schema.GroupVersionResource]*apiextensionsv1.JSONSchemaProps
-	resources  map[schema.GroupVersionKind]schema.GroupVersionResource
 }
 
-// embedded decodes the embedded schemas once. A file that does not decode (which a test
-// rules out) leaves every built-in kind unknown, so expressions stay dynamically typed.
-var embedded = sync.OnceValue(func() *builtinSchemas {
+// embedded decodes the embedded schemas on first use.
+var embedded = sync.OnceValue(decodeBuiltins)
+
+// decodeBuiltins decodes the embedded file and resolves the schema of every kind. A file
+// that does not decode (which a test rules out) leaves every built-in kind unknown, so
+// expressions stay dynamically typed.
+func decodeBuiltins() *builtinSchemas {
 	b := &builtinSchemas{
 		byKind:     map[schema.GroupVersionKind]*apiextensionsv1.JSONSchemaProps{},
 		byResource: map[schema.GroupVersionResource]*apiextensionsv1.JSONSchemaProps{},
-		resources:  map[schema.GroupVersionKind]schema.GroupVersionResource{},
 	}
 	f, err := builtin.Decode(builtinData)
 	if err != nil {
@@ -48,10 +50,9 @@ var embedded = sync.OnceValue(func() *builtinSchemas {
 		gvr := schema.GroupVersionResource{Group: k.Group, Version: k.Version, Resource: k.Resource}
 		b.byKind[gvk] = s
 		b.byResource[gvr] = s
-		b.resources[gvk] = gvr
 	}
 	return b
-})
+}
 
 // BuiltinKubernetesVersion is the Kubernetes version whose built-in kinds' schemas are
 // embedded (e.g. v1.36.3), or "" when they cannot be read.
