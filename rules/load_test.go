@@ -154,7 +154,7 @@ func TestLoadErrors(t *testing.T) {
 			want: []errView{
 				{Line: 7, Rule: "web", Child: "1st", Field: "id", Message: "invalid child id: use letters, digits and _ and start with a letter (it is read in CEL as children.<id>)"},
 				{Line: 9, Rule: "web", Child: "in", Field: "id", Message: "invalid child id: it is a CEL reserved word"},
-				{Line: 13, Rule: "web", Child: "cm", Field: "id", Message: "duplicate child id; ids must be unique in a rule"},
+				{Line: 13, Rule: "web", Child: "cm", Field: "id", Message: "duplicate child id; ids must be unique in a rule (the first is on line 11)"},
 				{Line: 13, Rule: "web", Child: "cm", Message: "set either template or expr, not both"},
 			},
 		},
