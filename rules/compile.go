@@ -206,6 +206,8 @@ func (c *compiler) issues(w where, source, src string, off int, iss *cel.Issues,
 			msg = undeclaredMessage(msg, env)
 		case strings.HasPrefix(msg, "undefined field '") && env != nil:
 			msg += c.suggestField(env, parsed, e.ExprID, msg)
+		case strings.Contains(msg, "optional_type("):
+			msg += "; x.?y is an optional: unwrap it with .orValue(default), e.g. .orValue(false) in a condition"
 		}
 		c.fail(w, source, columnOf(source, off, runeOffset(src, e.Location)), msg)
 	}

@@ -43,6 +43,19 @@ func TestHints(t *testing.T) {
 			},
 		},
 		{
+			name: "optional in an operator",
+			file: `- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps}
+  children:
+  - id: cm
+    when: parent.?spec.mode == "on"
+    template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
+`,
+			want: []errView{
+				{Line: 8, Rule: "web", Child: "cm", Field: "when", Expr: `parent.?spec.mode == "on"`, Column: 19, Message: "found no matching overload for '_==_' applied to '(optional_type(dyn), string)'; x.?y is an optional: unwrap it with .orValue(default), e.g. .orValue(false) in a condition"},
+			},
+		},
+		{
 			name: "duplicate child id cites the first",
 			file: `- name: web
   parent: {apiVersion: example.com/v1, resource: webapps}
