@@ -151,3 +151,15 @@ func BenchmarkBuiltinDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoadWithBuiltinKinds loads the rules reference's rule (a Deployment, a Service
+// and ConfigMaps, all checked against the embedded schemas) once they are decoded.
+func BenchmarkLoadWithBuiltinKinds(b *testing.B) {
+	data := ruleFile(webappRule)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(data, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
