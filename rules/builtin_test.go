@@ -3,6 +3,7 @@ package rules
 import (
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -24,6 +25,19 @@ func TestBuiltinVersionIsTheControlPlanes(t *testing.T) {
 	}
 	if got, want := BuiltinKubernetesVersion(), string(m[1]); got != want {
 		t.Errorf("embedded schemas are of Kubernetes %q, the control plane is %s: run `make schemas`", got, want)
+	}
+}
+
+// TestBuiltinVersionIsDocumented keeps the rules reference's type-checking section in
+// step with the embedded schemas.
+func TestBuiltinVersionIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/rules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(doc)), " ")
+	if want := "embeds the schemas of the Kubernetes kinds it is built with (Kubernetes " + BuiltinKubernetesVersion() + ","; !strings.Contains(text, want) {
+		t.Errorf("docs/rules.md does not say %q", want)
 	}
 }
 
