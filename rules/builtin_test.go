@@ -157,8 +157,11 @@ func TestTypeChecked(t *testing.T) {
 	}
 }
 
-// BenchmarkBuiltinDecode is the one-time cost of the first lookup of a built-in kind.
-func BenchmarkBuiltinDecode(b *testing.B) {
+// BenchmarkBuiltinFirstLookup is the one-time cost of the first lookup of a built-in
+// kind: decoding the embedded file and resolving every kind's schema. (Resolving each
+// kind on its own first lookup instead keeps the unresolved definitions in memory: 1.6 MB
+// retained for a Deployment alone, against 1.0 MB for all 40 kinds resolved at once.)
+func BenchmarkBuiltinFirstLookup(b *testing.B) {
 	for b.Loop() {
 		if decodeBuiltins().version == "" {
 			b.Fatal("no version")
