@@ -150,7 +150,8 @@ func (o Options) evalTimeout() time.Duration {
 }
 
 // SchemaSource resolves OpenAPI schemas for type checking. Either method may return nil
-// when the schema is unknown; expressions are then dynamically typed.
+// when the schema is unknown; Load then uses the built-in kinds' (BuiltinSchemas), and
+// without one there either, expressions are dynamically typed.
 type SchemaSource interface {
 	ResourceSchema(gvr schema.GroupVersionResource) *apiextensionsv1.JSONSchemaProps
 	KindSchema(gvk schema.GroupVersionKind) *apiextensionsv1.JSONSchemaProps
