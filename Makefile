@@ -42,6 +42,10 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
+.PHONY: schemas
+schemas: controlplane ## regenerate rules/builtin.json.gz, the built-in kinds' schemas, from the local control plane
+	$(GO) generate ./rules
+
 .PHONY: controlplane
 controlplane: $(CONTROLPLANE) ## build etcd, kube-apiserver, kube-controller-manager into bin/ (cached)
 

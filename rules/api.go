@@ -60,6 +60,11 @@ type Rule struct {
 	coerce     bool
 }
 
+// ParentTypeChecked reports whether `parent` is typed from a schema of the parent
+// resource (Options.Schemas or a built-in kind), so that expressions reading it were
+// type-checked; without one they are dynamically typed.
+func (r *Rule) ParentTypeChecked() bool { return r.parentType != nil }
+
 // Parent describes the resources a rule watches.
 type Parent struct {
 	GVR schema.GroupVersionResource
@@ -97,15 +102,22 @@ type Child struct {
 	batch *batch
 	// apiVersion is GVK's group/version as written in manifests.
 	apiVersion string
+	// typed is true when the template was checked against its kind's schema.
+	typed bool
 	// reads lists every child the expressions read, before ordering.
 	reads []string
 	// depIndex holds the positions in Rule.Children of DependsOn.
 	depIndex []int
 }
 
+// TypeChecked reports whether the child's template was checked against a schema of its
+// kind (Options.Schemas or a built-in kind). An expr child's object is not.
+func (c *Child) TypeChecked() bool { return c.typed }
+
 // Options tunes loading. The zero value is valid.
 type Options struct {
-	// Schemas, when set, lets expressions be type-checked against OpenAPI schemas.
+	// Schemas, when set, lets expressions be type-checked against OpenAPI schemas. Kinds
+	// it has no schema for are looked up in BuiltinSchemas.
 	Schemas SchemaSource
 	// CostLimit overrides the per-expression runtime cost limit (0 = DefaultCostLimit).
 	// Expressions whose estimated worst-case cost exceeds it fail to load.
@@ -116,6 +128,9 @@ type Options struct {
 	// (0 = DefaultMaxChildren).
 	MaxChildren int
 }
+
+// schemas is Options.Schemas, then the embedded built-in kinds.
+func (o Options) schemas() SchemaSource { return withBuiltins{o.Schemas} }
 
 func (o Options) costLimit() uint64 {
 	if o.CostLimit == 0 {
@@ -139,7 +154,8 @@ func (o Options) evalTimeout() time.Duration {
 }
 
 // SchemaSource resolves OpenAPI schemas for type checking. Either method may return nil
-// when the schema is unknown; expressions are then dynamically typed.
+// when the schema is unknown; Load then uses the built-in kinds' (BuiltinSchemas), and
+// without one there either, expressions are dynamically typed.
 type SchemaSource interface {
 	ResourceSchema(gvr schema.GroupVersionResource) *apiextensionsv1.JSONSchemaProps
 	KindSchema(gvk schema.GroupVersionKind) *apiextensionsv1.JSONSchemaProps

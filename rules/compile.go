@@ -167,7 +167,17 @@ func mismatch(t *cel.Type, wanted want) string {
 	if ok {
 		return ""
 	}
-	return fmt.Sprintf("must evaluate to %s, not %s", wanted, typeName(t))
+	msg := fmt.Sprintf("must evaluate to %s, not %s", wanted, typeName(t))
+	if wanted == wantBool && isOptional(t) {
+		// parent.?spec.enabled: a field that may be missing.
+		msg += "; add .orValue(false) to read a missing value as false"
+	}
+	return msg
+}
+
+// isOptional reports whether t is an optional (the type of x.?y and m[?k]).
+func isOptional(t *cel.Type) bool {
+	return t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type"
 }
 
 func isDynamic(t *cel.Type) bool {
@@ -196,6 +206,8 @@ func (c *compiler) issues(w where, source, src string, off int, iss *cel.Issues,
 			msg = undeclaredMessage(msg, env)
 		case strings.HasPrefix(msg, "undefined field '") && env != nil:
 			msg += c.suggestField(env, parsed, e.ExprID, msg)
+		case strings.Contains(msg, "optional_type("):
+			msg += "; x.?y is an optional: unwrap it with .orValue(default), e.g. .orValue(false) in a condition"
 		}
 		c.fail(w, source, columnOf(source, off, runeOffset(src, e.Location)), msg)
 	}

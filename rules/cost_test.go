@@ -13,9 +13,10 @@ import (
 )
 
 // runawayRule nests comprehensions over a list whose size the parent decides: the
-// static estimate cannot bound it, so only the runtime limits can stop it.
+// static estimate cannot bound it, so only the runtime limits can stop it. The parent has
+// no schema, so that its data can hold a list.
 const runawayRule = `- name: runaway
-  parent: {apiVersion: v1, resource: configmaps}
+  parent: {apiVersion: example.com/v1, resource: webapps}
   children:
   - id: cm
     template:
@@ -31,7 +32,7 @@ func runawayParent(n int) map[string]any {
 	for i := range items {
 		items[i] = int64(i)
 	}
-	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p"}, "data": map[string]any{"items": items}}
+	return map[string]any{"apiVersion": "example.com/v1", "kind": "WebApp", "metadata": map[string]any{"name": "p"}, "data": map[string]any{"items": items}}
 }
 
 func TestRunawayExpressionStopsAtTheCostLimit(t *testing.T) {

@@ -6,6 +6,11 @@
 // reports every problem with its rule, child, field path and expression. Evaluate turns
 // a parent object and the observed children into desired children and status.
 //
+// Expressions and templates are type-checked against the OpenAPI schemas of the parents
+// and children: those of Options.Schemas (CRDs), else those of the built-in Kubernetes
+// kinds embedded in builtin.json.gz (see BuiltinSchemas; `go generate` writes it from the
+// local control plane).
+//
 // The package is pure: it never talks to a cluster and never imports client-go, so the
 // language is tested without one.
 package rules

@@ -33,6 +33,8 @@ type Error struct {
 	// path is Field prefixed with the rule's and child's position in the file, used to
 	// find Line.
 	path string
+	// first is the path of what a duplicate repeats; setLines cites its line.
+	first string
 }
 
 // Error renders the problem on one line:

@@ -320,7 +320,7 @@ func TestEvaluate(t *testing.T) {
 		{
 			name: "runtime errors name rule, child, field and expression; other children go on",
 			rule: `- name: broken
-  parent: {apiVersion: v1, resource: configmaps}
+  parent: {apiVersion: example.com/v1, resource: webapps}
   children:
   - id: bad
     template:
@@ -338,7 +338,7 @@ func TestEvaluate(t *testing.T) {
       list: x${parent.data.list}
       fine: ${parent.metadata.name}
 `,
-			parent:   map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p"}, "data": map[string]any{"list": []any{}}},
+			parent:   map[string]any{"apiVersion": "example.com/v1", "kind": "WebApp", "metadata": map[string]any{"name": "p"}, "data": map[string]any{"list": []any{}}},
 			observed: Observed{"good": {configMap("good", nil)}},
 			want: &Result{
 				Children: []Desired{{ID: "good", Index: -1, Object: configMap("good", nil), Observed: true}},

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -17,6 +18,9 @@ func setLines(data []byte, errs ErrorList) {
 	lines := map[path]int{}
 	indexLines(&root, "", lines, 0)
 	for _, e := range errs {
+		if line, ok := lines[path(e.first)]; ok && e.first != "" {
+			e.Message += fmt.Sprintf(" (the first is on line %d)", line)
+		}
 		if e.Line != 0 || e.path == "" {
 			continue
 		}

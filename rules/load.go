@@ -74,8 +74,8 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	checkStatusFields(src, errs)
 
 	var parentSchema *apiextensionsv1.JSONSchemaProps
-	if opts.Schemas != nil && !gvr.Empty() {
-		parentSchema = opts.Schemas.ResourceSchema(gvr)
+	if !gvr.Empty() {
+		parentSchema = opts.schemas().ResourceSchema(gvr)
 	}
 	var parentType *apiservercel.DeclType
 	if parentSchema != nil {
@@ -200,10 +200,8 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 			return nil
 		}
 		ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
-		vs := valueSchema{kind: gvk.Kind}
-		if opts.Schemas != nil {
-			vs.schema = opts.Schemas.KindSchema(gvk)
-		}
+		vs := valueSchema{kind: gvk.Kind, schema: opts.schemas().KindSchema(gvk)}
+		ch.typed = vs.schema != nil
 		ch.template = c.compileValue(env, cs.template, tw, vs)
 	} else {
 		ch.expr = c.compile(env, w.key("expr"), cs.expr, cs.expr, 0, wantMap)

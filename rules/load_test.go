@@ -154,7 +154,7 @@ func TestLoadErrors(t *testing.T) {
 			want: []errView{
 				{Line: 7, Rule: "web", Child: "1st", Field: "id", Message: "invalid child id: use letters, digits and _ and start with a letter (it is read in CEL as children.<id>)"},
 				{Line: 9, Rule: "web", Child: "in", Field: "id", Message: "invalid child id: it is a CEL reserved word"},
-				{Line: 13, Rule: "web", Child: "cm", Field: "id", Message: "duplicate child id; ids must be unique in a rule"},
+				{Line: 13, Rule: "web", Child: "cm", Field: "id", Message: "duplicate child id; ids must be unique in a rule (the first is on line 11)"},
 				{Line: 13, Rule: "web", Child: "cm", Message: "set either template or expr, not both"},
 			},
 		},
@@ -267,6 +267,7 @@ func TestLoadErrors(t *testing.T) {
 				{Line: 13, Rule: "web", Child: "cm", Field: "template.data.a", Expr: "${children.sevice.metadata.name}", Column: 11, Message: "unknown child 'sevice' (did you mean 'service'?)"},
 				{Line: 14, Rule: "web", Child: "cm", Field: "template.data.b", Expr: "${children[parent.metadata.name].x}", Column: 11, Message: `children must be indexed with a constant child id, e.g. children["web"]`},
 				{Line: 15, Rule: "web", Child: "cm", Field: "template.data.c", Expr: `${children.exists(k, k == "cm")}`, Column: 3, Message: "read children as children.<id> (or children.?<id>): the child read must be known before evaluation"},
+				{Line: 16, Rule: "web", Child: "cm", Field: "template.data.d", Expr: "${[1].map(children, children + 1)}", Message: "the expression is of type list(int), but ConfigMap .data.d is a string"},
 			},
 		},
 		{

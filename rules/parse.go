@@ -12,7 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
@@ -71,7 +73,7 @@ type statusSource struct {
 func parseFile(data []byte, errs *ErrorList) []*ruleSource {
 	jsonData, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		*errs = append(*errs, yamlErrors(err)...)
+		*errs = append(*errs, yamlErrors(data, err)...)
 		return nil
 	}
 	var doc any
@@ -261,11 +263,20 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 
 func (d *decoder) parent(v any, w where) parentSource {
 	var p parentSource
-	m := d.object(v, w, "apiVersion", "resource", "namespaces", "selector", "when")
+	// kind is not a field of a parent; it is allowed here to be reported with a hint.
+	m := d.object(v, w, "apiVersion", "resource", "namespaces", "selector", "when", "kind")
 	if m == nil {
 		return p
 	}
 	p.apiVersion = d.str(m, "apiVersion", w, true)
+	if kind, ok := m["kind"]; ok {
+		msg := "unknown field: a parent is named by its resource, the lowercase plural, not its kind"
+		if s, isString := kind.(string); isString && s != "" {
+			guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: s})
+			msg += fmt.Sprintf(": write resource: %s (check the plural with kubectl api-resources)", guess.Resource)
+		}
+		d.fail(w.key("kind"), msg)
+	}
 	p.resource = d.str(m, "resource", w, true)
 	for i, ns := range d.list(m, "namespaces", w) {
 		s, ok := ns.(string)
@@ -360,16 +371,38 @@ func fingerprint(v any) string {
 // yamlLine matches the "line N: problem" parts of YAML parser errors.
 var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
 
-// yamlErrors turns a YAML syntax error into one Error per problem, with its line.
-func yamlErrors(err error) []*Error {
+// yamlErrors turns a YAML syntax error into one Error per problem, with its line. The
+// parser's words for a tab or a misindented line are cryptic; yamlProblem says which.
+func yamlErrors(data []byte, err error) []*Error {
 	var out []*Error
 	for _, m := range yamlLine.FindAllStringSubmatch(err.Error(), -1) {
 		line, _ := strconv.Atoi(m[1])
-		out = append(out, &Error{Line: line, Message: "invalid YAML: " + m[2]})
+		out = append(out, &Error{Line: line, Message: "invalid YAML: " + yamlProblem(data, line, m[2])})
 	}
 	if len(out) == 0 {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 		out = append(out, &Error{Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 	}
 	return out
+}
+
+// yamlProblem rewords the parser's problem on a line when it comes from a tab among
+// the indentation, or from a line indented differently from its siblings.
+func yamlProblem(data []byte, line int, problem string) string {
+	lines := strings.Split(string(data), "\n")
+	for _, n := range []int{line, line - 1} {
+		// The parser may blame the line after the tab.
+		if n >= 1 && n <= len(lines) && strings.Contains(lines[n-1], "\t") {
+			if n == line {
+				return "tab character; YAML indents with spaces"
+			}
+			return fmt.Sprintf("line %d: tab character; YAML indents with spaces", n)
+		}
+	}
+	for _, s := range []string{"mapping values are not allowed", "did not find expected key", "did not find expected '-' indicator", "could not find expected ':'"} {
+		if strings.Contains(problem, s) {
+			return problem + fmt.Sprintf(" (bad indentation near line %d? the keys of one map must line up, indented with spaces)", line)
+		}
+	}
+	return problem
 }

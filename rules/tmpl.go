@@ -88,6 +88,11 @@ func (vs valueSchema) item(i int) valueSchema {
 
 // compileValue compiles a value from the rules file; every string in it may hold ${}.
 func (c *compiler) compileValue(env *cel.Env, v any, w where, vs valueSchema) *node {
+	if _, isString := v.(string); !isString {
+		if msg := literalMismatch(v, vs); msg != "" {
+			fail(c.errs, w, msg)
+		}
+	}
 	switch x := v.(type) {
 	case map[string]any:
 		n := &node{kind: mapNode, keys: make([]string, 0, len(x))}
@@ -148,6 +153,9 @@ func (c *compiler) compileString(env *cel.Env, s string, w where, vs valueSchema
 		text := ""
 		if len(segs) == 1 {
 			text = segs[0].text
+		}
+		if msg := literalMismatch(text, vs); msg != "" {
+			fail(c.errs, w, msg)
 		}
 		return &node{kind: constNode, value: text}
 	case isWholeExpr(s, segs):

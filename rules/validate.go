@@ -110,6 +110,7 @@ func parseGroupVersion(apiVersion string) (schema.GroupVersion, string) {
 // checkChildIDs reports invalid and duplicate child ids and returns the valid ones.
 func checkChildIDs(r *ruleSource, errs *ErrorList) []string {
 	var ids []string
+	first := map[string]path{}
 	for _, c := range r.children {
 		w := where{rule: r.name, child: c.id, field: "id", path: c.at.key("id")}
 		switch {
@@ -121,8 +122,10 @@ func checkChildIDs(r *ruleSource, errs *ErrorList) []string {
 			fail(errs, w, "invalid child id: it is a CEL reserved word")
 		case slices.Contains(ids, c.id):
 			fail(errs, w, "duplicate child id; ids must be unique in a rule")
+			(*errs)[len(*errs)-1].first = string(first[c.id].key("id"))
 		default:
 			ids = append(ids, c.id)
+			first[c.id] = c.at
 		}
 	}
 	if len(r.children) == 0 && r.status == nil {

@@ -44,13 +44,15 @@ func TestParserReadsYAML11Booleans(t *testing.T) {
 }
 
 func TestBooleanWarnings(t *testing.T) {
+	// The child's kind has no schema: where one says the field is a string, the boolean
+	// is a load error instead (see TestLiteralsAgainstSchemas).
 	const rule = `- name: web
   parent: {apiVersion: example.com/v1, resource: webapps}
   children:
   - id: cm
     template:
-      apiVersion: v1
-      kind: ConfigMap
+      apiVersion: example.com/v1
+      kind: Settings
       metadata: {name: "${parent.metadata.name}", labels: {enabled: on, quoted: "on"}}
       data:
         n: "north"

@@ -18,6 +18,7 @@ import (
 type checkOptions struct {
 	rules       string
 	crds        string
+	kubeconfig  string
 	output      outputFlag
 	maxChildren maxChildrenFlag
 }
@@ -25,13 +26,17 @@ type checkOptions struct {
 func newCheckCommand() *cobra.Command {
 	var o checkOptions
 	cmd := &cobra.Command{
-		Use:   "check --rules FILE [--crds DIR] [-o text|json|yaml]",
+		Use:   "check --rules FILE [--crds DIR | --kubeconfig FILE] [-o text|json|yaml]",
 		Short: "Validate and type-check a rules file",
 		Long: `check loads a rules file the way the controller does: strict YAML, names, resources
 and selectors, CEL syntax and types, references between children and their cycles, and
-the estimated cost of every expression. With --crds, expressions are type-checked
-against the schemas of the CRDs in DIR (parent.spec.replicsa is an error; a string
-where a CRD child's schema wants an integer is too).
+the estimated cost of every expression. Parents and children of built-in kinds
+(Deployment, Service, ConfigMap, Namespace, ...) are type-checked against the schemas
+embedded in kubecel; with --crds, custom resources are too, against the schemas of the
+CRDs in DIR, or with --kubeconfig against the CRDs the cluster serves
+(parent.spec.replicsa is an error; port: "80" or a string expression where a child's
+schema wants an integer is too). A notice names every parent and child that was not
+type-checked, and how to get its schema.
 
 It prints a one-line summary and exits 0, or lists every problem with its line, rule,
 child, field and expression and exits 1. It also warns (without failing) about children
@@ -42,14 +47,16 @@ values in templates, where a string was almost surely meant.
 
 --rules - reads the rules from the standard input. -o json (or yaml) prints, instead of
 text, a list of diagnostics for machines (editors, CI annotations): one object per
-error or warning with file, line (0 when unknown), column (the 1-based position in the
-expression, 0 when unknown), rule, child, field, expression, message and severity
-("error" or "warning"). The exit status is the same: 1 when the rules do not load.`,
+error, warning or notice with file, line (0 when unknown), column (the 1-based position
+in the expression, 0 when unknown), rule, child, field, expression, message and severity
+("error", "warning" or "notice"). The exit status is the same: 1 when the rules do not load.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	cmd.Flags().StringVar(&o.rules, "rules", "", "rules file, - for the standard input (required)")
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests to type-check against")
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of a cluster whose CRDs to type-check against (instead of --crds)")
+	cmd.MarkFlagsMutuallyExclusive("crds", "kubeconfig")
 	o.output.addFlag(cmd.Flags(), "text", "json", "yaml")
 	o.maxChildren.addFlag(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
@@ -62,12 +69,18 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		return &exitError{code: 1, err: err}
 	}
 	opts := rules.Options{MaxChildren: int(o.maxChildren)}
-	var crds *rules.CRDSchemas
-	if o.crds != "" {
-		if crds, err = rules.SchemasFromCRDDir(o.crds); err != nil {
+	var from string
+	switch {
+	case o.crds != "":
+		if opts.Schemas, err = rules.SchemasFromCRDDir(o.crds); err != nil {
 			return &exitError{code: 1, err: err}
 		}
-		opts.Schemas = crds
+		from = "--crds"
+	case o.kubeconfig != "":
+		if opts.Schemas, err = clusterSchemas(cmd.Context(), o.kubeconfig); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		from = "the cluster's CRDs"
 	}
 	rs, err := rules.Load(data, opts)
 	if err != nil {
@@ -85,19 +98,21 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		printProblems(cmd.ErrOrStderr(), file, list)
 		return failed
 	}
-	warnings := append(append([]*rules.Error(nil), rs.Warnings...), checkWarnings(rs, crds)...)
-	notes := lifecycleNotes(rs)
+	warnings := append(append([]*rules.Error(nil), rs.Warnings...), checkWarnings(rs)...)
+	notices := typeCheckNotices(rs, opts.Schemas, from)
+	lifecycle := lifecycleNotes(rs)
 	if o.output.value != "text" {
-		return printData(cmd.OutOrStdout(), o.output.value,
-			append(diagnostics(file, warnings, "warning"), diagnostics(file, notes, "info")...))
+		found := append(diagnostics(file, warnings, "warning"), diagnostics(file, notices, noticeSeverity)...)
+		found = append(found, diagnostics(file, lifecycle, noticeSeverity)...)
+		return printData(cmd.OutOrStdout(), o.output.value, found)
 	}
 	for _, w := range warnings {
 		at, text := located(file, w)
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", at, text)
 	}
-	for _, n := range notes {
+	for _, n := range append(notices, lifecycle...) {
 		at, text := located(file, n)
-		fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", at, text)
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: notice: %s\n", at, text)
 	}
 	children := 0
 	for _, r := range rs.Rules {
@@ -108,6 +123,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	if len(warnings) > 0 {
 		summary += fmt.Sprintf(", %d %s", len(warnings), plural(len(warnings), "warning", "warnings"))
 	}
+	summary += typeCheckSummary(notices)
 	fmt.Fprintln(cmd.OutOrStdout(), summary)
 	return nil
 }
@@ -136,13 +152,9 @@ func located(file string, e *rules.Error) (at, text string) {
 }
 
 // checkWarnings lists what loads but deserves a second look.
-func checkWarnings(rs *rules.RuleSet, crds *rules.CRDSchemas) []*rules.Error {
+func checkWarnings(rs *rules.RuleSet) []*rules.Error {
 	var out []*rules.Error
 	for _, r := range rs.Rules {
-		if crds != nil && crds.ResourceSchema(r.Parent.GVR) == nil {
-			out = append(out, &rules.Error{Rule: r.Name,
-				Message: fmt.Sprintf("no schema for %s in --crds, so expressions reading the parent are not type-checked", gvrString(r.Parent.GVR))})
-		}
 		for _, c := range r.Children {
 			if why := sensitiveKind(c.GVK); why != "" {
 				out = append(out, &rules.Error{Rule: r.Name, Child: c.ID,

@@ -24,6 +24,13 @@ func TestCheck(t *testing.T) {
 		{name: "bad-max-children", args: []string{"--rules", dir + "/booleans.yaml", "--max-children", "-1"}, code: 1},
 		{name: "missing-file", args: []string{"--rules", dir + "/missing.yaml"}, code: 1},
 		{name: "bad-crds", args: []string{"--rules", dir + "/sensitive.yaml", "--crds", dir}, code: 1},
+		// Built-in kinds are type-checked without --crds; what is not is said.
+		{name: "builtin-kinds", args: []string{"--rules", dir + "/builtin.yaml", "--crds", crds}, code: 1},
+		{name: "not-type-checked", args: []string{"--rules", dir + "/untyped.yaml", "--crds", crds}},
+		{name: "not-type-checked-without-crds", args: []string{"--rules", dir + "/untyped.yaml"}},
+		{name: "json-not-type-checked", args: []string{"--rules", dir + "/untyped.yaml", "--crds", crds, "-o", "json"}},
+		{name: "tab", args: []string{"--rules", "testdata/tab.yaml"}, code: 1},
+		{name: "crds-and-kubeconfig", args: []string{"--rules", dir + "/untyped.yaml", "--crds", crds, "--kubeconfig", "x"}, code: 1},
 		// -o json: diagnostics for machines, on stdout; the exit status does not change.
 		{name: "json-every-problem", args: []string{"--rules", dir + "/broken.yaml", "--crds", crds, "-o", "json"}, code: 1},
 		{name: "json-warnings", args: []string{"--rules", dir + "/sensitive.yaml", "--crds", crds, "-o", "json"}},

@@ -1,6 +1,6 @@
 // Package crdschema reads the schemas of the custom resources a cluster serves, for the
 // type checking of rules (rules.Options.Schemas) by the commands that load rules
-// against a cluster: run, plan and the example tests.
+// against a cluster: run, plan, check --kubeconfig and the example tests.
 package crdschema
 
 import (
@@ -14,8 +14,9 @@ import (
 )
 
 // FromCluster reads the CRDs served by the cluster, so that rules are type-checked
-// against the parents' and children's OpenAPI schemas. Built-in kinds stay dynamically
-// typed.
+// against the parents' and children's OpenAPI schemas. It knows no built-in kind: those
+// are checked against the schemas embedded in package rules (rules.BuiltinSchemas),
+// which rules.Load consults when this source has none.
 func FromCluster(ctx context.Context, cfg *rest.Config) (rules.SchemaSource, error) {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {

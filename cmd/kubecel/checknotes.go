@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/internal/crdschema"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// noticeSeverity is the severity of what check says without it being a problem: the
+// parents and children that were not type-checked.
+const noticeSeverity = "notice"
+
+// clusterSchemas reads the CRDs of the cluster of a kubeconfig file, for check.
+func clusterSchemas(ctx context.Context, kubeconfig string) (rules.SchemaSource, error) {
+	cfg, err := kubeconfigFile(kubeconfig).restConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := reach(cfg); err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "kubecel-check"
+	schemas, err := crdschema.FromCluster(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("read the CRDs of %s: %w", cfg.Host, err)
+	}
+	return schemas, nil
+}
+
+// typeCheckNotices lists the parents and children whose expressions and values were not
+// checked against a schema, and how to get one. src is what --crds or --kubeconfig gave
+// (nil without either), and from names it in the notices.
+func typeCheckNotices(rs *rules.RuleSet, src rules.SchemaSource, from string) []*rules.Error {
+	var out []*rules.Error
+	for _, r := range rs.Rules {
+		if !r.ParentTypeChecked() {
+			out = append(out, &rules.Error{Rule: r.Name, Field: "parent",
+				Message: noSchema(gvrString(r.Parent.GVR), r.Parent.GVR.GroupVersion(), from, "a misspelt parent field fails only when evaluated")})
+		}
+		for _, c := range r.Children {
+			if c.TypeChecked() {
+				continue
+			}
+			kind := c.GVK.GroupVersion().String() + " " + c.GVK.Kind
+			if (src != nil && src.KindSchema(c.GVK) != nil) || rules.BuiltinSchemas().KindSchema(c.GVK) != nil {
+				out = append(out, &rules.Error{Rule: r.Name, Child: c.ID, Field: "expr",
+					Message: fmt.Sprintf("not type-checked: the object of an expr child is not checked against the schema of %s; write it as a template to have its fields checked", kind)})
+				continue
+			}
+			out = append(out, &rules.Error{Rule: r.Name, Child: c.ID,
+				Message: noSchema(kind, c.GVK.GroupVersion(), from, "a value of the wrong type fails only when applied")})
+		}
+	}
+	return out
+}
+
+// noSchema says that what (a resource or kind of gv) has no schema, where check looked,
+// what that means, and how to get one.
+func noSchema(what string, gv schema.GroupVersion, from, means string) string {
+	if builtinGroup(gv.Group) {
+		return fmt.Sprintf("not type-checked: kubecel embeds no schema for %s (docs/rules.md lists the built-in kinds of Kubernetes %s it has), so %s",
+			what, rules.BuiltinKubernetesVersion(), means)
+	}
+	where := ""
+	if from != "" {
+		where = " in " + from
+	}
+	return fmt.Sprintf("not type-checked: no schema for %s%s, so %s; give its CRD with --crds DIR, or --kubeconfig FILE to read a cluster's CRDs",
+		what, where, means)
+}
+
+// builtinGroup reports whether a group is Kubernetes' own (core, apps, *.k8s.io), which
+// no CRD defines.
+func builtinGroup(group string) bool {
+	return group == "" || !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
+}
+
+// typeCheckSummary counts the notices for check's summary line: ", not type-checked: 1
+// parent, 2 children", or "" when everything was type-checked.
+func typeCheckSummary(notices []*rules.Error) string {
+	parents, children := 0, 0
+	for _, n := range notices {
+		if n.Child == "" {
+			parents++
+		} else {
+			children++
+		}
+	}
+	var parts []string
+	if parents > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", parents, plural(parents, "parent", "parents")))
+	}
+	if children > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", children, plural(children, "child", "children")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", not type-checked: " + strings.Join(parts, ", ")
+}
