@@ -34,13 +34,6 @@ func (st *ruleState) parentRef(parent *unstructured.Unstructured) rules.ParentRe
 	return rules.ParentRefOf(parent.Object, st.parent.GVR.GroupResource(), st.parent.Namespaced)
 }
 
-// crossesNamespace reports whether garbage collection cannot follow an owner reference
-// from obj to parent: a namespaced parent with a cluster-scoped child or a child in
-// another namespace.
-func crossesNamespace(st *ruleState, parent, obj *unstructured.Unstructured, namespaced bool) bool {
-	return st.parentRef(parent).CrossesNamespace(obj.GetNamespace(), namespaced)
-}
-
 func childByID(st *ruleState, id string) *rules.Child {
 	for _, ch := range st.rule.Children {
 		if ch.ID == id {

@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&c.kubecel, "kubecel", "bin/kubecel", "the kubecel binary to run as the controller")
 	flag.StringVar(&c.kubecelArgs, "kubecel-args", "", "extra flags for `kubecel run`, space separated (e.g. \"--workers=16 --qps=500\")")
 	flag.StringVar(&c.kubecelEnv, "kubecel-env", "", "extra environment for the controller, space separated (e.g. \"GOGC=50 GOMEMLIMIT=100MiB\")")
-	flag.BoolVar(&c.skipDelete, "skip-deletion", false, "skip the deletion phase (garbage collection by kube-controller-manager, ~14 objects/s at its default 20 QPS)")
+	flag.BoolVar(&c.skipDelete, "skip-deletion", false, "skip the direct-delete limit and the deletion phase")
 	flag.StringVar(&c.dir, "dir", "bin/bench", "state directory: control-plane logs, controller log, profiles (replaced on each run)")
 	flag.StringVar(&c.doc, "doc", "docs/benchmarks.md", "markdown file to append the result row to (empty: do not append)")
 	flag.StringVar(&c.note, "note", "", "free text for the row's note column")
