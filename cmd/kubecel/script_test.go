@@ -9,7 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +46,8 @@ import (
 //
 //	$NS          a fresh namespace, deleted when the script ends
 //	$KUBECONFIG  the admin kubeconfig of the shared control plane
-//	$HEALTH      a free 127.0.0.1 port for `kubecel run --health-addr`
+//	$HEALTH      a free 127.0.0.1 address for `kubecel run --health-addr`
+//	$METRICS     another, for --metrics-addr
 //
 // and these commands (each polls for up to two minutes where it waits):
 //
@@ -52,7 +56,8 @@ import (
 //	get RESOURCE NAME         print the object (RESOURCE as in kubectl: configmaps, gadgets.plan.kubecel.dev) as YAML; ! get: it does not exist
 //	waitfor RESOURCE NAME [TEXT]  wait until the object exists and its YAML contains TEXT
 //	waitgone RESOURCE NAME    wait until the object does not exist
-//	waithttp URL              wait until GET URL answers 200
+//	waithttp URL [REGEXP]     wait until GET URL answers 200 (with a body that matches REGEXP); prints the body
+//	exitcode N PROG ARGS...   run PROG (as exec does) and check that it exits with code N
 const scriptTimeout = 2 * time.Minute
 
 func TestScripts(t *testing.T) {
@@ -92,11 +97,13 @@ func scriptSetup(cluster bool) func(*testscript.Env) error {
 		}
 		env.Setenv("NS", testenv.Namespace(t))
 		env.Setenv("KUBECONFIG", testenv.ControlPlane(t).Kubeconfig)
-		port, err := freePort()
-		if err != nil {
-			return err
+		for _, name := range []string{"HEALTH", "METRICS"} {
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			env.Setenv(name, fmt.Sprintf("127.0.0.1:%d", port))
 		}
-		env.Setenv("HEALTH", fmt.Sprintf("127.0.0.1:%d", port))
 		return nil
 	}
 }
@@ -118,6 +125,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"waitfor":  cmdWaitFor,
 	"waitgone": cmdWaitGone,
 	"waithttp": cmdWaitHTTP,
+	"exitcode": cmdExitCode,
 }
 
 func cmdSubst(ts *testscript.TestScript, neg bool, args []string) {
@@ -253,19 +261,47 @@ func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdWaitHTTP(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: waithttp URL")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waithttp URL [REGEXP]")
+	}
+	want := regexp.MustCompile("")
+	if len(args) == 2 {
+		var err error
+		want, err = regexp.Compile("(?m)" + args[1])
+		ts.Check(err)
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
+	var body []byte
+	defer func() { _, _ = ts.Stdout().Write(body) }()
 	poll(ts, func() (bool, string) {
 		resp, err := client.Get(args[0])
 		if err != nil {
 			return false, err.Error()
 		}
-		body, _ := io.ReadAll(resp.Body)
+		body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Sprintf("%s: %s %s", args[0], resp.Status, body)
+		ok := resp.StatusCode == http.StatusOK && want.Match(body)
+		return ok, fmt.Sprintf("%s: %s %s", args[0], resp.Status, body)
 	})
+}
+
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N PROG ARGS...")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	var ee *exec.ExitError
+	switch err := ts.Exec(args[1], args[2:]...); {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with code %d, want %d", args[1], got, want)
+	}
 }
 
 // poll calls cond every 100ms until it returns true, and fails the script with its last
