@@ -40,16 +40,17 @@ import (
 //
 //	$REPO      the repository root (examples/, rules/testdata/crds, ...)
 //	$BIN       the directory of the control-plane binaries (for kubecel dev)
+//	$HEALTH    a free 127.0.0.1 address for --health-addr
+//	$METRICS   another, for --metrics-addr
 //
-// The scripts in testdata/script/cluster also get their own namespace and the shared
+// The scripts in testdata/script/cluster also get their own namespace in the shared
 // test control plane:
 //
 //	$NS          a fresh namespace, deleted when the script ends
 //	$KUBECONFIG  the admin kubeconfig of the shared control plane
-//	$HEALTH      a free 127.0.0.1 address for `kubecel run --health-addr`
-//	$METRICS     another, for --metrics-addr
 //
-// and these commands (each polls for up to two minutes where it waits):
+// Every script has these commands; the ones that read objects use the cluster of
+// $KUBECONFIG and the namespace $NS, and each one that waits polls for up to two minutes:
 //
 //	subst IN OUT              write IN to OUT with $VARIABLES expanded
 //	apply FILE                server-side apply every object of FILE (in $NS unless it names a namespace)
@@ -88,6 +89,13 @@ func scriptSetup(cluster bool) func(*testscript.Env) error {
 		}
 		env.Setenv("REPO", repo)
 		env.Setenv("BIN", filepath.Join(repo, "bin"))
+		for _, name := range []string{"HEALTH", "METRICS"} {
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			env.Setenv(name, fmt.Sprintf("127.0.0.1:%d", port))
+		}
 		if !cluster {
 			return nil
 		}
@@ -97,13 +105,6 @@ func scriptSetup(cluster bool) func(*testscript.Env) error {
 		}
 		env.Setenv("NS", testenv.Namespace(t))
 		env.Setenv("KUBECONFIG", testenv.ControlPlane(t).Kubeconfig)
-		for _, name := range []string{"HEALTH", "METRICS"} {
-			port, err := freePort()
-			if err != nil {
-				return err
-			}
-			env.Setenv(name, fmt.Sprintf("127.0.0.1:%d", port))
-		}
 		return nil
 	}
 }
