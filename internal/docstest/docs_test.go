@@ -1,0 +1,384 @@
+package docstest
+
+// TestDocs runs every kubecel command shown in a fenced code block of README.md,
+// docs/*.md and examples/**/README.md, and compares the output where the document shows
+// it. The conventions:
+//
+//   - Shell blocks (```sh, ```console, ```shell, ```bash) are read line by line. A line
+//     that runs kubecel (`kubecel ...`, `bin/kubecel ...`, after an optional `$ `, or
+//     after a `|`) is a command and is run with sh from the root of a copy of the
+//     repository, with the kubecel built from this tree first on $PATH and in bin/, no
+//     $KUBECONFIG and an empty $HOME. Other lines (make, kubectl, comments) are not
+//     kubecel commands and are not run.
+//   - Blocks of any other language (```text, ```yaml, ```diff, no language) are never
+//     run: synopses such as `kubecel render --rules FILE -f PARENTS [-o yaml|json]` and
+//     sample output without a command belong there.
+//   - In a ```sh block a command must exit 0; its output is not compared.
+//   - In a ```console block, the lines after a `$ ` command up to the next `$ ` line (or
+//     the end of the block) are its expected output: stdout and stderr as one stream,
+//     compared line by line. A line that is only `...` (indented or not) stands for any
+//     number of lines, so a document can show an excerpt. The command must exit 0 unless
+//     the next command is `$ echo $?`, whose expected output is the exit code.
+//   - Before comparing, every UUID in both texts becomes <uid> (UIDs change each run);
+//     nothing else is normalised.
+//   - A command that names bin/dev/kubeconfig runs against `kubecel dev --dir bin/dev`
+//     started in the copy (the examples installed and the controller running, as with
+//     `make run`); the test waits until the cluster matches bin/dev/rules.yaml (kubecel
+//     plan of them exits 0) before it runs the first such command.
+//
+// Commands write only inside the copy (a redirect such as `> deploy/rules-rbac.yaml`
+// changes the copy's file), never the repository.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// block is one fenced code block of a document.
+type block struct {
+	file  string // relative to the repository root
+	line  int    // of the opening fence
+	lang  string
+	lines []string
+}
+
+// step is one command of a block and the output the block shows for it.
+type step struct {
+	line     int // in the document
+	command  string
+	want     []string // nil: not compared
+	wantCode int
+}
+
+var kubecelCommand = regexp.MustCompile(`(^|\|\s*)(bin/)?kubecel\s`)
+
+func TestDocs(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := documents(t, root)
+	env := newDocEnv(t, root)
+	ran := 0
+	for _, doc := range docs {
+		for _, b := range blocks(t, root, doc) {
+			steps, err := parseBlock(b)
+			if err != nil {
+				t.Errorf("%s:%d: %v", b.file, b.line, err)
+				continue
+			}
+			for _, s := range steps {
+				t.Run(fmt.Sprintf("%s:%d", b.file, s.line), func(t *testing.T) {
+					env.run(t, s)
+				})
+				ran++
+			}
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no kubecel command found in the documents")
+	}
+	t.Logf("ran %d documented commands", ran)
+}
+
+// documents lists README.md, docs/*.md and examples/**/README.md.
+func documents(t *testing.T, root string) []string {
+	t.Helper()
+	docs := []string{"README.md"}
+	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range more {
+		docs = append(docs, filepath.Join("docs", filepath.Base(m)))
+	}
+	err = filepath.WalkDir(filepath.Join(root, "examples"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "README.md" {
+			rel, _ := filepath.Rel(root, path)
+			docs = append(docs, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+// blocks returns the fenced code blocks of a document.
+func blocks(t *testing.T, root, doc string) []block {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []block
+	var cur *block
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		fence := strings.HasPrefix(strings.TrimSpace(line), "```")
+		switch {
+		case fence && cur == nil:
+			cur = &block{file: doc, line: n, lang: strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "```"))}
+		case fence:
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.lines = append(cur.lines, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if cur != nil {
+		t.Errorf("%s:%d: the code block is not closed", doc, cur.line)
+	}
+	return out
+}
+
+// parseBlock returns the kubecel commands of a shell block and their shown output.
+func parseBlock(b block) ([]step, error) {
+	switch b.lang {
+	case "sh", "shell", "bash":
+		var steps []step
+		for i, l := range b.lines {
+			if kubecelCommand.MatchString(strings.TrimPrefix(strings.TrimSpace(l), "$ ")) {
+				steps = append(steps, step{line: b.line + 1 + i, command: strings.TrimSpace(l)})
+			}
+		}
+		return steps, nil
+	case "console":
+	default:
+		return nil, nil
+	}
+	var steps []step
+	for i, l := range b.lines {
+		cmd, isCmd := strings.CutPrefix(l, "$ ")
+		switch {
+		case isCmd && cmd == "echo $?":
+			if len(steps) == 0 {
+				return nil, errors.New("echo $? with no command before it")
+			}
+			code, err := strconv.Atoi(strings.TrimSpace(strings.Join(b.lines[i+1:i+2], "")))
+			if err != nil {
+				return nil, fmt.Errorf("echo $? must be followed by the exit code: %v", err)
+			}
+			steps[len(steps)-1].wantCode = code
+			steps = append(steps, step{}) // collects the code line, dropped below
+		case isCmd:
+			if !kubecelCommand.MatchString(cmd) {
+				return nil, fmt.Errorf("line %d: a console block shows only kubecel commands (and echo $?), not %q", b.line+1+i, cmd)
+			}
+			steps = append(steps, step{line: b.line + 1 + i, command: cmd, want: []string{}})
+		case len(steps) == 0:
+			return nil, fmt.Errorf("line %d: output before the first $ command", b.line+1+i)
+		default:
+			steps[len(steps)-1].want = append(steps[len(steps)-1].want, l)
+		}
+	}
+	var out []step
+	for _, s := range steps {
+		if s.command != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// docEnv is the copy of the repository the commands run in.
+type docEnv struct {
+	t                      *testing.T // TestDocs itself
+	root, copy, home, path string
+	devOnce                sync.Once
+	devErr                 error
+}
+
+func newDocEnv(t *testing.T, root string) *docEnv {
+	t.Helper()
+	e := &docEnv{t: t, root: root, copy: t.TempDir(), home: t.TempDir()}
+	if err := copyTree(root, e.copy); err != nil {
+		t.Fatal(err)
+	}
+	binDir := filepath.Join(e.copy, "bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(binDir, "kubecel"), "./cmd/kubecel")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	e.path = binDir + string(os.PathListSeparator) + os.Getenv("PATH")
+	return e
+}
+
+// copyTree copies the repository without .git and bin.
+func copyTree(from, to string) error {
+	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		if rel == ".git" || rel == "bin" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil // bin is often a symlink
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), data, 0o644)
+	})
+}
+
+// sh runs a command line in the copy and returns its combined output and exit code.
+func (e *docEnv) sh(ctx context.Context, command string) (string, int, error) {
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd.Dir = e.copy
+	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), ee.ExitCode(), nil
+	}
+	return out.String(), 0, err
+}
+
+func (e *docEnv) run(t *testing.T, s step) {
+	if strings.Contains(s.command, "bin/dev/kubeconfig") {
+		e.devOnce.Do(func() { e.devErr = e.startDev() })
+		if e.devErr != nil {
+			t.Fatalf("kubecel dev: %v", e.devErr)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	got, code, err := e.sh(ctx, s.command)
+	if err != nil {
+		t.Fatalf("%s: %v", s.command, err)
+	}
+	if code != s.wantCode {
+		t.Errorf("%s: exit code %d, want %d; output:\n%s", s.command, code, s.wantCode, got)
+	}
+	if s.want == nil {
+		return
+	}
+	gotLines := strings.Split(strings.TrimSuffix(normalise(got), "\n"), "\n")
+	want := strings.Split(normalise(strings.Join(s.want, "\n")), "\n")
+	if !matchLines(want, gotLines) {
+		t.Errorf("%s: the output differs from the document's (... in the document stands for any lines; -document +output):\n%s",
+			s.command, cmp.Diff(want, gotLines))
+	}
+}
+
+var uuid = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+func normalise(s string) string { return uuid.ReplaceAllString(s, "<uid>") }
+
+// matchLines reports whether got matches want, where a want line that is only ...
+// matches any number of lines.
+func matchLines(want, got []string) bool {
+	if len(want) == 0 {
+		return len(got) == 0
+	}
+	if strings.TrimSpace(want[0]) == "..." {
+		for i := 0; i <= len(got); i++ {
+			if matchLines(want[1:], got[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(got) > 0 && want[0] == got[0] && matchLines(want[1:], got[1:])
+}
+
+// startDev starts `kubecel dev --dir bin/dev` in the copy, stops it when the test ends,
+// and waits until the controller has converged on the examples.
+func (e *docEnv) startDev() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, filepath.Join(e.copy, "bin", "kubecel"), "dev", "--dir", "bin/dev", "--bin-dir", filepath.Join(e.root, "bin"))
+	cmd.Dir = e.copy
+	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home}
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 2 * time.Minute
+	var out lockedBuffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return err
+	}
+	// Stopped when TestDocs ends, not with the subtest that needed it first.
+	e.t.Cleanup(func() {
+		cancel()
+		if err := cmd.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+			e.t.Errorf("kubecel dev: %v\n%s", err, out.String())
+		}
+	})
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		if !strings.Contains(out.String(), "Press Ctrl-C to stop.") {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("not ready within 4 minutes:\n%s", out.String())
+			}
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		got, code, err := e.sh(ctx, "kubecel plan --rules bin/dev/rules.yaml --kubeconfig bin/dev/kubeconfig")
+		if err != nil {
+			return err
+		}
+		if code == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the examples did not converge within 4 minutes: kubecel plan exits %d:\n%s", code, got)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a process writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
