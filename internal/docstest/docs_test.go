@@ -45,8 +45,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // block is one fenced code block of a document.
@@ -175,7 +173,10 @@ func parseBlock(b block) ([]step, error) {
 			if len(steps) == 0 {
 				return nil, errors.New("echo $? with no command before it")
 			}
-			code, err := strconv.Atoi(strings.TrimSpace(strings.Join(b.lines[i+1:i+2], "")))
+			if i+1 == len(b.lines) {
+				return nil, errors.New("echo $? must be followed by the exit code")
+			}
+			code, err := strconv.Atoi(strings.TrimSpace(b.lines[i+1]))
 			if err != nil {
 				return nil, fmt.Errorf("echo $? must be followed by the exit code: %v", err)
 			}
@@ -292,9 +293,17 @@ func (e *docEnv) run(t *testing.T, s step) {
 	}
 	gotLines := strings.Split(strings.TrimSuffix(normalise(got), "\n"), "\n")
 	want := strings.Split(normalise(strings.Join(s.want, "\n")), "\n")
-	if !matchLines(want, gotLines) {
-		t.Errorf("%s: the output differs from the document's (... in the document stands for any lines; -document +output):\n%s",
-			s.command, cmp.Diff(want, gotLines))
+	if ok, wi, gi := matchLines(want, gotLines); !ok {
+		at := "the output ends"
+		if gi < len(gotLines) {
+			at = fmt.Sprintf("output line %d is %q", gi+1, gotLines[gi])
+		}
+		shown := "the document shows no more lines"
+		if wi < len(want) {
+			shown = fmt.Sprintf("line %d shows %q", s.line+1+wi, want[wi])
+		}
+		t.Errorf("%s: the output differs from the document's: %s, %s (... in the document stands for any lines). The output:\n%s",
+			s.command, shown, at, got)
 	}
 }
 
@@ -303,20 +312,39 @@ var uuid = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 func normalise(s string) string { return uuid.ReplaceAllString(s, "<uid>") }
 
 // matchLines reports whether got matches want, where a want line that is only ...
-// matches any number of lines.
-func matchLines(want, got []string) bool {
-	if len(want) == 0 {
-		return len(got) == 0
-	}
-	if strings.TrimSpace(want[0]) == "..." {
-		for i := 0; i <= len(got); i++ {
-			if matchLines(want[1:], got[i:]) {
+// matches any number of lines. When it does not, wi and gi are the lines of want and got
+// where the match that went furthest in want failed.
+func matchLines(want, got []string) (ok bool, wi, gi int) {
+	var m matcher
+	return m.match(want, got, 0, 0), m.wi, m.gi
+}
+
+// matcher keeps the first failure at the furthest line of want.
+type matcher struct {
+	wi, gi int
+	failed bool
+}
+
+func (m *matcher) match(want, got []string, wi, gi int) bool {
+	switch {
+	case wi == len(want):
+		if gi == len(got) {
+			return true
+		}
+	case strings.TrimSpace(want[wi]) == "...":
+		for i := gi; i <= len(got); i++ {
+			if m.match(want, got, wi+1, i) {
 				return true
 			}
 		}
 		return false
+	case gi < len(got) && want[wi] == got[gi]:
+		return m.match(want, got, wi+1, gi+1)
 	}
-	return len(got) > 0 && want[0] == got[0] && matchLines(want[1:], got[1:])
+	if !m.failed || wi > m.wi {
+		m.wi, m.gi, m.failed = wi, gi, true
+	}
+	return false
 }
 
 // startDev starts `kubecel dev --dir bin/dev` in the copy, stops it when the test ends,
