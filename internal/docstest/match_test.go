@@ -10,8 +10,8 @@ import (
 func TestMatchLines(t *testing.T) {
 	tests := []struct {
 		name, want, got string
-		ok             bool
-		wi, gi         int // where the furthest match failed
+		ok              bool
+		wi, gi          int // where the furthest match failed
 	}{
 		{name: "equal", want: "a\nb", got: "a\nb", ok: true},
 		{name: "a line differs", want: "a\nb\nc", got: "a\nx\nc", wi: 1, gi: 1},
