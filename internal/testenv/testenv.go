@@ -35,6 +35,12 @@ var shared *controlplane.ControlPlane
 // Main starts the shared control plane, runs the package's tests and stops it. It calls
 // os.Exit with the tests' result.
 func Main(m *testing.M, opts controlplane.Options) {
+	os.Exit(Run(m, opts))
+}
+
+// Run is Main without the os.Exit: it returns the tests' exit code, for a TestMain that
+// wraps m in something else that exits (testscript.Main runs the package's commands).
+func Run(m interface{ Run() int }, opts controlplane.Options) int {
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	start := time.Now()
@@ -42,7 +48,7 @@ func Main(m *testing.M, opts controlplane.Options) {
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: start control plane: %v\n", err)
-		os.Exit(1)
+		return 1
 	}
 	if testing.Verbose() {
 		fmt.Fprintf(os.Stderr, "testenv: control plane ready in %s (%s)\n", time.Since(start).Round(time.Millisecond), cp.Dir)
@@ -55,7 +61,7 @@ func Main(m *testing.M, opts controlplane.Options) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // ControlPlane returns the shared control plane.

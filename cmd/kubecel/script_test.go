@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubecel/kubecel/internal/testenv"
+)
+
+// The scripts in testdata/script run kubecel as users type it: `exec kubecel ...` starts
+// this test binary under the name kubecel, and testscript.Main (in TestMain) runs main
+// in it. Each script gets these variables:
+//
+//	$REPO      the repository root (examples/, rules/testdata/crds, ...)
+//	$BIN       the directory of the control-plane binaries (for kubecel dev)
+//	$HEALTH    a free 127.0.0.1 address for --health-addr
+//	$METRICS   another, for --metrics-addr
+//
+// The scripts in testdata/script/cluster also get their own namespace in the shared
+// test control plane:
+//
+//	$NS          a fresh namespace, deleted when the script ends
+//	$KUBECONFIG  the admin kubeconfig of the shared control plane
+//
+// Every script has these commands; the ones that read objects use the cluster of
+// $KUBECONFIG and the namespace $NS, and each one that waits polls for up to two minutes:
+//
+//	subst IN OUT              write IN to OUT with $VARIABLES expanded
+//	apply FILE                server-side apply every object of FILE (in $NS unless it names a namespace)
+//	get RESOURCE NAME         print the object (RESOURCE as in kubectl: configmaps, gadgets.plan.kubecel.dev) as YAML; ! get: it does not exist
+//	waitfor RESOURCE NAME [TEXT]  wait until the object exists and its YAML contains TEXT
+//	waitgone RESOURCE NAME    wait until the object does not exist
+//	waithttp URL [REGEXP]     wait until GET URL answers 200 (with a body that matches REGEXP); prints the body
+//	exitcode N PROG ARGS...   run PROG (as exec does) and check that it exits with code N
+const scriptTimeout = 2 * time.Minute
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		Setup:               scriptSetup(false),
+		Cmds:                scriptCmds,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+	})
+}
+
+func TestScriptsCluster(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script/cluster",
+		Setup:               scriptSetup(true),
+		Cmds:                scriptCmds,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+	})
+}
+
+func scriptSetup(cluster bool) func(*testscript.Env) error {
+	return func(env *testscript.Env) error {
+		repo, err := filepath.Abs("../..")
+		if err != nil {
+			return err
+		}
+		env.Setenv("REPO", repo)
+		env.Setenv("BIN", filepath.Join(repo, "bin"))
+		for _, name := range []string{"HEALTH", "METRICS"} {
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			env.Setenv(name, fmt.Sprintf("127.0.0.1:%d", port))
+		}
+		if !cluster {
+			return nil
+		}
+		t, ok := env.T().(testing.TB)
+		if !ok {
+			return errors.New("testscript's T is not a testing.TB")
+		}
+		env.Setenv("NS", testenv.Namespace(t))
+		env.Setenv("KUBECONFIG", testenv.ControlPlane(t).Kubeconfig)
+		return nil
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"subst":    cmdSubst,
+	"apply":    cmdApply,
+	"get":      cmdGet,
+	"waitfor":  cmdWaitFor,
+	"waitgone": cmdWaitGone,
+	"waithttp": cmdWaitHTTP,
+	"exitcode": cmdExitCode,
+}
+
+func cmdSubst(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: subst IN OUT")
+	}
+	out := os.Expand(ts.ReadFile(args[0]), ts.Getenv)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(out), 0o644))
+}
+
+// scriptClient is a dynamic client for the script's control plane and a mapper of
+// resource names.
+type scriptClient struct {
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+	ns     string
+}
+
+func newScriptClient(ts *testscript.TestScript) *scriptClient {
+	kubeconfig := ts.Getenv("KUBECONFIG")
+	if kubeconfig == "" {
+		ts.Fatalf("no $KUBECONFIG: only the scripts in testdata/script/cluster have a control plane")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	ts.Check(err)
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	ts.Check(err)
+	return &scriptClient{
+		dyn:    dynamic.NewForConfigOrDie(cfg),
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		ns:     ts.Getenv("NS"),
+	}
+}
+
+// resource maps a kubectl-style resource name (configmaps, deployments.apps) to the
+// client of its objects in the script's namespace (or of cluster-scoped objects).
+func (c *scriptClient) resource(ts *testscript.TestScript, name string) dynamic.ResourceInterface {
+	gvr, err := c.mapper.ResourceFor(schema.ParseGroupResource(name).WithVersion(""))
+	ts.Check(err)
+	kind, err := c.mapper.KindFor(gvr)
+	ts.Check(err)
+	m, err := c.mapper.RESTMapping(kind.GroupKind(), kind.Version)
+	ts.Check(err)
+	if m.Scope.Name() == meta.RESTScopeNameRoot {
+		return c.dyn.Resource(m.Resource)
+	}
+	return c.dyn.Resource(m.Resource).Namespace(c.ns)
+}
+
+func cmdApply(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: apply FILE")
+	}
+	c := newScriptClient(ts)
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(ts.ReadFile(args[0])), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			return
+		} else if err != nil {
+			ts.Fatalf("%s: %v", args[0], err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		ts.Check(err)
+		ri := dynamic.ResourceInterface(c.dyn.Resource(m.Resource))
+		if m.Scope.Name() != meta.RESTScopeNameRoot {
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace(c.ns)
+			}
+			ri = c.dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+		}
+		_, err = ri.Apply(context.Background(), obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "testscript", Force: true})
+		ts.Check(err)
+	}
+}
+
+func cmdGet(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: get RESOURCE NAME")
+	}
+	obj, err := newScriptClient(ts).resource(ts, args[0]).Get(context.Background(), args[1], metav1.GetOptions{})
+	if neg {
+		if err == nil {
+			ts.Fatalf("%s %s exists", args[0], args[1])
+		}
+		if !apierrors.IsNotFound(err) {
+			ts.Fatalf("get %s %s: %v", args[0], args[1], err)
+		}
+		return
+	}
+	ts.Check(err)
+	data, err := yaml.Marshal(obj.Object)
+	ts.Check(err)
+	_, err = ts.Stdout().Write(data)
+	ts.Check(err)
+}
+
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: waitfor RESOURCE NAME [TEXT]")
+	}
+	ri := newScriptClient(ts).resource(ts, args[0])
+	poll(ts, func() (bool, string) {
+		obj, err := ri.Get(context.Background(), args[1], metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		data, err := yaml.Marshal(obj.Object)
+		ts.Check(err)
+		if len(args) == 3 && !bytes.Contains(data, []byte(args[2])) {
+			return false, fmt.Sprintf("%s %s does not contain %q:\n%s", args[0], args[1], args[2], data)
+		}
+		return true, ""
+	})
+}
+
+func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitgone RESOURCE NAME")
+	}
+	ri := newScriptClient(ts).resource(ts, args[0])
+	poll(ts, func() (bool, string) {
+		_, err := ri.Get(context.Background(), args[1], metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("%s %s still exists (%v)", args[0], args[1], err)
+	})
+}
+
+func cmdWaitHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waithttp URL [REGEXP]")
+	}
+	want := regexp.MustCompile("")
+	if len(args) == 2 {
+		var err error
+		want, err = regexp.Compile("(?m)" + args[1])
+		ts.Check(err)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	var body []byte
+	defer func() { _, _ = ts.Stdout().Write(body) }()
+	poll(ts, func() (bool, string) {
+		resp, err := client.Get(args[0])
+		if err != nil {
+			return false, err.Error()
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ok := resp.StatusCode == http.StatusOK && want.Match(body)
+		return ok, fmt.Sprintf("%s: %s %s", args[0], resp.Status, body)
+	})
+}
+
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N PROG ARGS...")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	var ee *exec.ExitError
+	switch err := ts.Exec(args[1], args[2:]...); {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with code %d, want %d", args[1], got, want)
+	}
+}
+
+// poll calls cond every 100ms until it returns true, and fails the script with its last
+// message after scriptTimeout.
+func poll(ts *testscript.TestScript, cond func() (bool, string)) {
+	deadline := time.Now().Add(scriptTimeout)
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("not within %s: %s", scriptTimeout, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,267 @@
+package docstest
+
+// TestDocs runs every kubecel command shown in a fenced code block of README.md,
+// docs/*.md and examples/**/README.md, and compares the output where the document shows
+// it. The conventions:
+//
+//   - Shell blocks (```sh, ```console, ```shell, ```bash) are read line by line. A line
+//     that runs kubecel (`kubecel ...`, `bin/kubecel ...`, after an optional `$ `, or
+//     after a `|`) is a command and is run with sh from the root of a copy of the
+//     repository, with the kubecel built from this tree first on $PATH and in bin/, no
+//     $KUBECONFIG and an empty $HOME. Other lines (make, kubectl, comments) are not
+//     kubecel commands and are not run.
+//   - Blocks of any other language (```text, ```yaml, ```diff, no language) are never
+//     run: synopses such as `kubecel render --rules FILE -f PARENTS [-o yaml|json]` and
+//     sample output without a command belong there.
+//   - In a ```sh block a command must exit 0; its output is not compared.
+//   - In a ```console block, the lines after a `$ ` command up to the next `$ ` line (or
+//     the end of the block) are its expected output: stdout and stderr as one stream,
+//     compared line by line. A line that is only `...` (indented or not) stands for any
+//     number of lines, so a document can show an excerpt. The command must exit 0 unless
+//     the next command is `$ echo $?`, whose expected output is the exit code.
+//   - Before comparing, every UUID in both texts becomes <uid> (UIDs change each run);
+//     nothing else is normalised.
+//   - A command that names bin/dev/kubeconfig runs against `kubecel dev --dir bin/dev`
+//     started in the copy (the examples installed and the controller running, as with
+//     `make run`); the test waits until the cluster matches bin/dev/rules.yaml (kubecel
+//     plan of them exits 0) before it runs the first such command.
+//
+// Commands write only inside the copy (a redirect such as `> deploy/rules-rbac.yaml`
+// changes the copy's file), never the repository.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestDocs(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := documents(t, root)
+	env := newDocEnv(t, root)
+	ran := 0
+	for _, doc := range docs {
+		for _, b := range blocks(t, root, doc) {
+			steps, err := parseBlock(b)
+			if err != nil {
+				t.Errorf("%s:%d: %v", b.file, b.line, err)
+				continue
+			}
+			for _, s := range steps {
+				t.Run(fmt.Sprintf("%s:%d", b.file, s.line), func(t *testing.T) {
+					env.run(t, s)
+				})
+				ran++
+			}
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no kubecel command found in the documents")
+	}
+	t.Logf("ran %d documented commands", ran)
+}
+
+// documents lists README.md, docs/*.md and examples/**/README.md.
+func documents(t *testing.T, root string) []string {
+	t.Helper()
+	docs := []string{"README.md"}
+	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range more {
+		docs = append(docs, filepath.Join("docs", filepath.Base(m)))
+	}
+	err = filepath.WalkDir(filepath.Join(root, "examples"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "README.md" {
+			rel, _ := filepath.Rel(root, path)
+			docs = append(docs, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+// docEnv is the copy of the repository the commands run in.
+type docEnv struct {
+	t                      *testing.T // TestDocs itself
+	root, copy, home, path string
+	devOnce                sync.Once
+	devErr                 error
+}
+
+func newDocEnv(t *testing.T, root string) *docEnv {
+	t.Helper()
+	e := &docEnv{t: t, root: root, copy: t.TempDir(), home: t.TempDir()}
+	if err := copyTree(root, e.copy); err != nil {
+		t.Fatal(err)
+	}
+	binDir := filepath.Join(e.copy, "bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(binDir, "kubecel"), "./cmd/kubecel")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	e.path = binDir + string(os.PathListSeparator) + os.Getenv("PATH")
+	return e
+}
+
+// copyTree copies the repository without .git and bin.
+func copyTree(from, to string) error {
+	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		if rel == ".git" || rel == "bin" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil // bin is often a symlink
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), data, 0o644)
+	})
+}
+
+// sh runs a command line in the copy and returns its combined output and exit code.
+func (e *docEnv) sh(ctx context.Context, command string) (string, int, error) {
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd.Dir = e.copy
+	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), ee.ExitCode(), nil
+	}
+	return out.String(), 0, err
+}
+
+func (e *docEnv) run(t *testing.T, s step) {
+	if strings.Contains(s.command, "bin/dev/kubeconfig") {
+		e.devOnce.Do(func() { e.devErr = e.startDev() })
+		if e.devErr != nil {
+			t.Fatalf("kubecel dev: %v", e.devErr)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	got, code, err := e.sh(ctx, s.command)
+	if err != nil {
+		t.Fatalf("%s: %v", s.command, err)
+	}
+	if code != s.wantCode {
+		t.Errorf("%s: exit code %d, want %d; output:\n%s", s.command, code, s.wantCode, got)
+	}
+	if s.want == nil {
+		return
+	}
+	gotLines := strings.Split(strings.TrimSuffix(normalise(got), "\n"), "\n")
+	want := strings.Split(normalise(strings.Join(s.want, "\n")), "\n")
+	if ok, wi, gi := matchLines(want, gotLines); !ok {
+		at := "the output ends"
+		if gi < len(gotLines) {
+			at = fmt.Sprintf("output line %d is %q", gi+1, gotLines[gi])
+		}
+		shown := "the document shows no more lines"
+		if wi < len(want) {
+			shown = fmt.Sprintf("line %d shows %q", s.line+1+wi, want[wi])
+		}
+		t.Errorf("%s: the output differs from the document's: %s, %s (... in the document stands for any lines). The output:\n%s",
+			s.command, shown, at, got)
+	}
+}
+
+// startDev starts `kubecel dev --dir bin/dev` in the copy, stops it when the test ends,
+// and waits until the controller has converged on the examples.
+func (e *docEnv) startDev() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, filepath.Join(e.copy, "bin", "kubecel"), "dev", "--dir", "bin/dev", "--bin-dir", filepath.Join(e.root, "bin"))
+	cmd.Dir = e.copy
+	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home}
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 2 * time.Minute
+	var out lockedBuffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return err
+	}
+	// Stopped when TestDocs ends, not with the subtest that needed it first.
+	e.t.Cleanup(func() {
+		cancel()
+		if err := cmd.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+			e.t.Errorf("kubecel dev: %v\n%s", err, out.String())
+		}
+	})
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		if !strings.Contains(out.String(), "Press Ctrl-C to stop.") {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("not ready within 4 minutes:\n%s", out.String())
+			}
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		got, code, err := e.sh(ctx, "kubecel plan --rules bin/dev/rules.yaml --kubeconfig bin/dev/kubeconfig")
+		if err != nil {
+			return err
+		}
+		if code == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the examples did not converge within 4 minutes: kubecel plan exits %d:\n%s", code, got)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a process writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
