@@ -26,9 +26,10 @@ var (
 // reservedStatusFields are written by the controller itself.
 var reservedStatusFields = []string{"conditions", "observedGeneration"}
 
-// checkRuleNames reports invalid and duplicate rule names.
-func checkRuleNames(rules []*ruleSource, errs *ErrorList) {
-	first := map[string]path{}
+// checkRuleNames reports invalid rule names, and names used twice in the rule set: at
+// the second use, naming the place of the first.
+func checkRuleNames(rules []*ruleSource, pieces []piece, errs *ErrorList) {
+	first := map[string]*ruleSource{}
 	for _, r := range rules {
 		w := where{rule: r.name, field: "name", path: r.at.key("name")}
 		if r.name == "" {
@@ -37,11 +38,12 @@ func checkRuleNames(rules []*ruleSource, errs *ErrorList) {
 		for _, msg := range validation.IsDNS1123Label(r.name) {
 			fail(errs, w, "invalid rule name: "+msg)
 		}
-		if at, dup := first[r.name]; dup {
-			fail(errs, w, fmt.Sprintf("duplicate rule name (also at %s); rule names must be unique", at))
+		if other, dup := first[r.name]; dup {
+			p := pieces[other.piece]
+			fail(errs, w, fmt.Sprintf("duplicate rule name (also at %s); rule names must be unique across all rules files and ConfigMaps: rename one", place(p, lineOf(p, other.at.key("name")))))
 			continue
 		}
-		first[r.name] = r.at
+		first[r.name] = r
 	}
 }
 
