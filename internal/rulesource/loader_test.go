@@ -1,0 +1,221 @@
+package rulesource
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// ruleDoc is a rules document with one rule per name; a name ending in "!" gets a CEL
+// syntax error.
+func ruleDoc(names ...string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n")
+	for _, n := range names {
+		expr := "${parent.metadata.name}"
+		if broken, ok := strings.CutSuffix(n, "!"); ok {
+			n, expr = broken, "${parent.metadata.name +}"
+		}
+		fmt.Fprintf(&b, `  - name: %s
+    parent: {apiVersion: v1, resource: namespaces}
+    children:
+      - id: cm
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "%s", namespace: default}
+`, n, expr)
+	}
+	return b.String()
+}
+
+// applied records the rule sets a Loader applies.
+type applied struct {
+	mu   sync.Mutex
+	sets []*rules.RuleSet
+}
+
+func (a *applied) apply(_ context.Context, rs *rules.RuleSet) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sets = append(a.sets, rs)
+}
+
+// names returns the rules of the last applied set as "rule@source".
+func (a *applied) names() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.sets) == 0 {
+		return nil
+	}
+	var out []string
+	for _, r := range a.sets[len(a.sets)-1].Rules {
+		out = append(out, r.Name+"@"+filepath.Base(r.Source))
+	}
+	return out
+}
+
+func (a *applied) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.sets)
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())))
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func write(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDirectoryKeepsLastGoodPerFile drives the reloads by hand (reload is what Watch
+// calls on each change), so the test needs no clock.
+func TestDirectoryKeepsLastGoodPerFile(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml"), filepath.Join(dir, "c.yaml")
+	write(t, a, ruleDoc("a"))
+	write(t, b, ruleDoc("b"))
+	write(t, c, ruleDoc("c1")+"---\n"+ruleDoc("c2"))
+	write(t, filepath.Join(dir, "notes.txt"), "not rules")
+	write(t, filepath.Join(dir, ".hidden.yaml"), "not: rules")
+	reg := prometheus.NewRegistry()
+	var got applied
+	l, err := New(Options{Sources: []Source{File(dir)}, Apply: got.apply, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string, want ...string) {
+		t.Helper()
+		if diff := cmp.Diff(want, got.names()); diff != "" {
+			t.Errorf("%s: running rules (-want +got):\n%s", step, diff)
+		}
+	}
+	reload := func() error {
+		t.Helper()
+		return l.reload(ctx, false)
+	}
+	check("start: three files, one of two YAML documents", "a@a.yaml", "b@b.yaml", "c1@c.yaml", "c2@c.yaml")
+
+	// b breaks; a and c change too and still reload.
+	write(t, b, ruleDoc("b", "b-new!"))
+	write(t, a, ruleDoc("a", "a2"))
+	write(t, c, ruleDoc("c1"))
+	err = reload()
+	if err == nil || !strings.Contains(err.Error(), b+":") || !strings.Contains(err.Error(), "parent.metadata.name +") {
+		t.Errorf("reload error %v: want b.yaml's broken expression with its place", err)
+	}
+	check("b broken", "a@a.yaml", "a2@a.yaml", "b@b.yaml", "c1@c.yaml")
+	if n := testenv.Counter(t, reg, "kubecel_rules_reload_total", "result", "error"); n != 1 {
+		t.Errorf("reload errors %v, want 1", n)
+	}
+
+	// Nothing changed: nothing is applied or reported again; another change to c
+	// reloads, still with b's last good version, and b is not reported again.
+	before := got.count()
+	if err := reload(); err != nil || got.count() != before {
+		t.Errorf("a reload without changes returned %v and applied %d sets", err, got.count()-before)
+	}
+	write(t, c, ruleDoc("c3"))
+	_ = reload()
+	check("c changes while b is broken", "a@a.yaml", "a2@a.yaml", "b@b.yaml", "c3@c.yaml")
+	if n := testenv.Counter(t, reg, "kubecel_rules_reload_total", "result", "error"); n != 1 {
+		t.Errorf("reload errors %v, want still 1: a broken version is reported once", n)
+	}
+
+	// b is fixed.
+	write(t, b, ruleDoc("b", "b-new"))
+	if err := reload(); err != nil {
+		t.Fatal(err)
+	}
+	check("b fixed", "a@a.yaml", "a2@a.yaml", "b@b.yaml", "b-new@b.yaml", "c3@c.yaml")
+
+	// a takes c's rule name: the set fails as a whole, the error lands on c (the
+	// second use) but the part that changed, a, keeps its last good version.
+	write(t, a, ruleDoc("a", "c3"))
+	err = reload()
+	if err == nil || !strings.Contains(err.Error(), a+" does not load together with the other rules") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("%s:4: rule \"c3\": name: duplicate rule name (also at %s:12)", c, a)) {
+		t.Errorf("reload error %v: want the duplicate, naming both places, reported on a.yaml", err)
+	}
+	check("a duplicates c", "a@a.yaml", "a2@a.yaml", "b@b.yaml", "b-new@b.yaml", "c3@c.yaml")
+
+	// A new file joins in name order; a removed file takes its rules away.
+	write(t, a, ruleDoc("a"))
+	write(t, filepath.Join(dir, "ab.yaml"), ruleDoc("ab"))
+	if err := os.Remove(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := reload(); err != nil {
+		t.Fatal(err)
+	}
+	check("file added and removed", "a@a.yaml", "ab@ab.yaml", "b@b.yaml", "b-new@b.yaml")
+}
+
+func TestStart(t *testing.T) {
+	dir := t.TempDir()
+	good, broken := filepath.Join(dir, "good.yaml"), filepath.Join(dir, "broken.yaml")
+	write(t, good, ruleDoc("good"))
+	write(t, broken, ruleDoc("ok")+"---\n"+ruleDoc("bad!"))
+	tests := []struct {
+		name    string
+		sources []Source
+		want    []string
+		wantErr string
+	}{
+		{name: "files and the standard input, in order", sources: []Source{Static("<stdin>", []byte(ruleDoc("in"))), File(good)},
+			want: []string{"in@<stdin>", "good@good.yaml"}},
+		{name: "a broken file fails the start with its place", sources: []Source{File(good), File(broken)},
+			wantErr: broken + `:23: rule "bad" child "cm": template.metadata.name: ${parent.metadata.name +}: `},
+		{name: "a missing file fails the start", sources: []Source{File(filepath.Join(dir, "missing.yaml"))},
+			wantErr: "missing.yaml: read rules file: open "},
+		{name: "the same rule twice", sources: []Source{File(good), Static("<stdin>", []byte(ruleDoc("good")))},
+			wantErr: `<stdin>:4: rule "good": name: duplicate rule name (also at ` + good + ":4)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got applied
+			l, err := New(Options{Sources: tt.sources, Apply: got.apply})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = l.Start(testContext(t))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("start error %v, want one containing %q", err, tt.wantErr)
+				}
+				if got.count() != 0 {
+					t.Errorf("a failed start applied %v", got.names())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got.names()); diff != "" {
+				t.Errorf("running rules (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
