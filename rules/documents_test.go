@@ -123,17 +123,22 @@ func TestLoadDocumentsErrors(t *testing.T) {
 			want: []placedError{{Source: "rules.yaml", Line: 15, Message: "invalid YAML: did not find expected node content"}},
 		},
 		{
-			name: "the same rule name in two files names both places",
+			name: "the same rule name in two files: an error at each place, naming the other",
 			docs: []Document{
 				{Source: "dir/a.yaml", Data: []byte(docRule("web", "a"))},
 				{Source: "dir/b.yaml", Data: []byte("# team b\n" + docRule("web", "b"))},
 			},
-			want: []placedError{{Source: "dir/b.yaml", Line: 5, Rule: "web", Field: "name",
-				Message: "duplicate rule name (also at dir/a.yaml:4); rule names must be unique across all rules files and ConfigMaps: rename one"}},
-			text: `dir/b.yaml:5: rule "web": name: duplicate rule name (also at dir/a.yaml:4); rule names must be unique across all rules files and ConfigMaps: rename one`,
+			want: []placedError{
+				{Source: "dir/a.yaml", Line: 4, Rule: "web", Field: "name",
+					Message: "duplicate rule name (also at dir/b.yaml:5); rule names must be unique across all rules files and ConfigMaps: rename one"},
+				{Source: "dir/b.yaml", Line: 5, Rule: "web", Field: "name",
+					Message: "duplicate rule name (also at dir/a.yaml:4); rule names must be unique across all rules files and ConfigMaps: rename one"},
+			},
+			text: `dir/a.yaml:4: rule "web": name: duplicate rule name (also at dir/b.yaml:5); rule names must be unique across all rules files and ConfigMaps: rename one
+dir/b.yaml:5: rule "web": name: duplicate rule name (also at dir/a.yaml:4); rule names must be unique across all rules files and ConfigMaps: rename one`,
 		},
 		{
-			name: "the same rule name in two documents of one file",
+			name: "the same rule name in two documents of one file: one error, at the second",
 			docs: []Document{{Source: "all.yaml", Data: []byte(docRule("web", "a") + "---\n" + docRule("web", "b"))}},
 			want: []placedError{{Source: "all.yaml", Line: 16, Rule: "web", Field: "name",
 				Message: "duplicate rule name (also at all.yaml:4); rule names must be unique across all rules files and ConfigMaps: rename one"}},

@@ -62,7 +62,17 @@ func (a *applied) names() []string {
 	}
 	var out []string
 	for _, r := range a.sets[len(a.sets)-1].Rules {
-		out = append(out, r.Name+"@"+filepath.Base(r.Source))
+		out = append(out, r.Name+"@"+r.Source)
+	}
+	return out
+}
+
+// inDir turns each "rule@file" into "rule@dir/file".
+func inDir(dir string, names ...string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		rule, file, _ := strings.Cut(n, "@")
+		out[i] = rule + "@" + filepath.Join(dir, file)
 	}
 	return out
 }
@@ -108,7 +118,7 @@ func TestDirectoryKeepsLastGoodPerFile(t *testing.T) {
 	}
 	check := func(step string, want ...string) {
 		t.Helper()
-		if diff := cmp.Diff(want, got.names()); diff != "" {
+		if diff := cmp.Diff(inDir(dir, want...), got.names()); diff != "" {
 			t.Errorf("%s: running rules (-want +got):\n%s", step, diff)
 		}
 	}
@@ -151,13 +161,13 @@ func TestDirectoryKeepsLastGoodPerFile(t *testing.T) {
 	}
 	check("b fixed", "a@a.yaml", "a2@a.yaml", "b@b.yaml", "b-new@b.yaml", "c3@c.yaml")
 
-	// a takes c's rule name: the set fails as a whole, the error lands on c (the
-	// second use) but the part that changed, a, keeps its last good version.
+	// a takes c's rule name: the part that changed, a, keeps its last good version,
+	// and the error names both places.
 	write(t, a, ruleDoc("a", "c3"))
 	err = reload()
-	if err == nil || !strings.Contains(err.Error(), a+" does not load together with the other rules") ||
-		!strings.Contains(err.Error(), fmt.Sprintf("%s:4: rule \"c3\": name: duplicate rule name (also at %s:12)", c, a)) {
-		t.Errorf("reload error %v: want the duplicate, naming both places, reported on a.yaml", err)
+	if want := fmt.Sprintf("%s:12: rule \"c3\": name: duplicate rule name (also at %s:4)", a, c); err == nil || err.Error() != want+
+		"; rule names must be unique across all rules files and ConfigMaps: rename one" {
+		t.Errorf("reload error %v: want only the duplicate, reported on a.yaml:\n%s", err, want)
 	}
 	check("a duplicates c", "a@a.yaml", "a2@a.yaml", "b@b.yaml", "b-new@b.yaml", "c3@c.yaml")
 
@@ -185,7 +195,7 @@ func TestStart(t *testing.T) {
 		wantErr string
 	}{
 		{name: "files and the standard input, in order", sources: []Source{Static("<stdin>", []byte(ruleDoc("in"))), File(good)},
-			want: []string{"in@<stdin>", "good@good.yaml"}},
+			want: []string{"in@<stdin>", "good@" + good}},
 		{name: "a broken file fails the start with its place", sources: []Source{File(good), File(broken)},
 			wantErr: broken + `:23: rule "bad" child "cm": template.metadata.name: ${parent.metadata.name +}: `},
 		{name: "a missing file fails the start", sources: []Source{File(filepath.Join(dir, "missing.yaml"))},
