@@ -199,7 +199,7 @@ func TestStart(t *testing.T) {
 		{name: "a broken file fails the start with its place", sources: []Source{File(good), File(broken)},
 			wantErr: broken + `:23: rule "bad" child "cm": template.metadata.name: ${parent.metadata.name +}: `},
 		{name: "a missing file fails the start", sources: []Source{File(filepath.Join(dir, "missing.yaml"))},
-			wantErr: "missing.yaml: read rules file: open "},
+			wantErr: "open " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"},
 		{name: "the same rule twice", sources: []Source{File(good), Static("<stdin>", []byte(ruleDoc("good")))},
 			wantErr: `<stdin>:4: rule "good": name: duplicate rule name (also at ` + good + ":4)"},
 	}

@@ -34,7 +34,7 @@ func (l *Loader) reload(ctx context.Context, first bool) error {
 	failed := map[string]error{}
 	for _, p := range current {
 		if p.err != nil {
-			failed[p.key] = fmt.Errorf("%s: %w", p.name, p.err)
+			failed[p.key] = p.err
 		}
 	}
 	var rs *rules.RuleSet

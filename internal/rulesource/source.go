@@ -34,7 +34,7 @@ type part struct {
 	// name is the part in messages: a path, "configmap NAMESPACE/NAME".
 	name string
 	docs []rules.Document
-	// err is why the part could not be read.
+	// err is why the part could not be read; it names the part.
 	err error
 	// object is where Events about the part go (a ConfigMap); nil for files.
 	object runtime.Object
@@ -98,7 +98,7 @@ func (f fileSource) parts() []part {
 func readFile(path string) part {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return part{name: path, err: fmt.Errorf("read rules file: %w", err)}
+		return part{name: path, err: err} // an *fs.PathError, which names the file
 	}
 	return part{name: path, docs: []rules.Document{{Source: path, Data: data}}}
 }
@@ -117,4 +117,22 @@ func (s *staticSource) String() string                                     { ret
 func (s *staticSource) start(context.Context, time.Duration, func()) error { return nil }
 func (s *staticSource) parts() []part {
 	return []part{{name: s.name, docs: []rules.Document{{Source: s.name, Data: s.data}}}}
+}
+
+// Read reads the documents of sources once, without watching them (for commands that
+// load rules once, such as check): the first part that cannot be read is the error.
+func Read(sources ...Source) ([]rules.Document, error) {
+	var docs []rules.Document
+	for _, s := range sources {
+		if cm, ok := s.(*configMapSource); ok && cm.store == nil {
+			return nil, fmt.Errorf("read %s: a ConfigMap source is read by a Loader", s)
+		}
+		for _, p := range s.parts() {
+			if p.err != nil {
+				return nil, p.err
+			}
+			docs = append(docs, p.docs...)
+		}
+	}
+	return docs, nil
 }
