@@ -19,8 +19,8 @@ import (
 )
 
 // ConfigMap is the ConfigMap namespace/name, whose keys ending in .yaml (sorted) hold
-// rules. It is watched by an informer restricted to that name, which needs get, list
-// and watch on that one ConfigMap (resourceNames allows list and watch with the field
+// rules. It is watched by an informer restricted to that name, which needs list and
+// watch on that one ConfigMap (resourceNames allows them for requests with the field
 // selector metadata.name).
 func ConfigMap(kube kubernetes.Interface, namespace, name string) Source {
 	return &configMapSource{kube: kube, namespace: namespace, name: name,

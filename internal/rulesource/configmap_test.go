@@ -162,13 +162,13 @@ func TestConfigMapSelectorGathersConfigMaps(t *testing.T) {
 }
 
 // TestConfigMapNeedsOnlyItsName runs the named ConfigMap source as a user that may only
-// get, list and watch that one ConfigMap, as deploy/rbac.yaml grants.
+// list and watch that one ConfigMap (and record Events), as deploy/rbac.yaml grants.
 func TestConfigMapNeedsOnlyItsName(t *testing.T) {
 	ns := testenv.Namespace(t)
 	admin := testenv.Kube(t)
 	putConfigMap(t, admin, ns, "kubecel-rules", nil, map[string]string{"rules.yaml": ruleDoc("a")})
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "rules"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"kubecel-rules"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"kubecel-rules"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}}
 	if _, err := admin.RbacV1().Roles(ns).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
