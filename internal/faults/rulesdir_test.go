@@ -85,10 +85,10 @@ func TestRulesDirectoryKeepsLastGoodFile(t *testing.T) {
 	eventually(t, settle, children("p-a2", "p-b", "p-c2"))
 	eventually(t, settle, func() (bool, string) {
 		logs := ctrl.logs.String()
-		return strings.Contains(logs, "Rules source failed to load") && strings.Contains(logs, filepath.Join(dir, "b.yaml")+":15: rule"),
+		return strings.Contains(logs, "Rules reload failed") && strings.Contains(logs, filepath.Join(dir, "b.yaml")+":15: rule"),
 			"no log line for b.yaml's failure, with its place"
 	})
-	if n := strings.Count(ctrl.logs.String(), "Rules source failed to load"); n != 1 {
+	if n := strings.Count(ctrl.logs.String(), "Rules reload failed"); n != 1 {
 		t.Errorf("the broken version was logged %d times, want once", n)
 	}
 	if _, err := cms.Get(t.Context(), "p-b", metav1.GetOptions{}); apierrors.IsNotFound(err) {

@@ -68,11 +68,21 @@ func (s *configMapSource) start(ctx context.Context, _ time.Duration, changed fu
 	}
 	s.store = inf.GetStore()
 	go inf.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("watch %s: the cache did not sync: %w", s, context.Cause(ctx))
+	// A list that is refused (RBAC) is retried for ever by the informer; the start
+	// gives up after syncTimeout with a hint rather than hang.
+	wait, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(wait.Done(), inf.HasSynced) {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("watch %s: not listed within %s: check that the controller may list and watch it (see the log for the API server's answer)", s, syncTimeout)
 	}
 	return nil
 }
+
+// syncTimeout bounds the first list of a ConfigMap source (a variable for tests).
+var syncTimeout = time.Minute
 
 func (s *configMapSource) parts() []part {
 	var cms []*corev1.ConfigMap

@@ -180,6 +180,22 @@ func TestConfigMapNeedsOnlyItsName(t *testing.T) {
 	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A user without the Role cannot start: the error says what to check.
+	stranger := testenv.Config(t)
+	stranger.Impersonate = rest.ImpersonationConfig{UserName: "stranger"}
+	strangerKube := kubernetes.NewForConfigOrDie(stranger)
+	saved := syncTimeout
+	syncTimeout = 3 * time.Second
+	l, err := New(Options{Sources: []Source{ConfigMap(strangerKube, ns, "kubecel-rules")}, Apply: new(applied).apply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Start(testContext(t))
+	syncTimeout = saved
+	if want := "watch configmap " + ns + "/kubecel-rules: not listed within 3s: check that the controller may list and watch it"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("start without permission: %v, want %q", err, want)
+	}
+
 	cfg := testenv.Config(t)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "rules-reader"}
 	reader := kubernetes.NewForConfigOrDie(cfg)

@@ -175,11 +175,14 @@ func (l *Loader) settle(ctx context.Context, current []keyed, failed map[string]
 // on it.
 func (l *Loader) report(ctx context.Context, p keyed, err error) {
 	l.reloads.WithLabelValues("error").Inc()
+	logger := klog.FromContext(ctx)
 	keeps := "it keeps its last good version"
-	if st := l.states[p.key]; st == nil || st.goodVersion == "" {
+	if st := l.states[p.key]; st != nil && st.goodVersion != "" {
+		logger.Error(err, "Rules reload failed; the source keeps its last good version", "source", p.name)
+	} else {
 		keeps = "it has no good version yet, so it contributes no rules"
+		logger.Error(err, "Rules reload failed; the source has no good version yet and contributes no rules", "source", p.name)
 	}
-	klog.FromContext(ctx).Error(err, "Rules source failed to load; "+keeps, "source", p.name)
 	if l.recorder != nil && p.object != nil {
 		l.recorder.Event(p.object, corev1.EventTypeWarning, ReasonRulesLoadFailed, truncate(err.Error()+" ("+keeps+")", 1024))
 	}
