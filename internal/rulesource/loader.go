@@ -53,12 +53,17 @@ type Loader struct {
 	info    *prometheus.GaugeVec
 	kick    chan struct{}
 
-	mu       sync.Mutex
-	recorder record.EventRecorder
+	// reloading serialises reloads and guards states and applied.
+	reloading sync.Mutex
 	// states of the parts, by key (source index and part name).
 	states map[string]*partState
 	// applied is the hash of the rule set last given to Apply.
 	applied string
+
+	// mu guards recorder and objects, which Warn reads: Apply may call Warn (through
+	// the controller) while a reload runs.
+	mu       sync.Mutex
+	recorder record.EventRecorder
 	// objects maps each running rule to the ConfigMap it came from, for Warn.
 	objects map[string]runtime.Object
 }

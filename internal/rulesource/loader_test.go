@@ -229,3 +229,23 @@ func TestStart(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyMayWarn: the controller's Apply reports rules that cannot run through Warn,
+// synchronously; that must not wait for the reload that called Apply.
+func TestApplyMayWarn(t *testing.T) {
+	var l *Loader
+	warned := false
+	l, err := New(Options{Sources: []Source{Static("<stdin>", []byte(ruleDoc("a")))}, Apply: func(context.Context, *rules.RuleSet) {
+		l.Warn("a", "RuleTest", "rule a cannot run")
+		warned = true
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !warned {
+		t.Error("Apply was not called")
+	}
+}

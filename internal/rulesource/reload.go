@@ -21,8 +21,8 @@ import (
 // last good version and reported once per version. On the first load it returns the
 // error when a part that is not optional fails; later it returns what it reported.
 func (l *Loader) reload(ctx context.Context, first bool) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.reloading.Lock()
+	defer l.reloading.Unlock()
 	current := l.gather()
 	if !first && l.unchanged(current) {
 		return nil
@@ -183,18 +183,11 @@ func (l *Loader) report(ctx context.Context, p keyed, err error) {
 		keeps = "it has no good version yet, so it contributes no rules"
 		logger.Error(err, "Rules reload failed; the source has no good version yet and contributes no rules", "source", p.name)
 	}
-	if l.recorder != nil && p.object != nil {
-		l.recorder.Event(p.object, corev1.EventTypeWarning, ReasonRulesLoadFailed, truncate(err.Error()+" ("+keeps+")", 1024))
-	}
+	l.event(p.object, ReasonRulesLoadFailed, err.Error()+" ("+keeps+")")
 }
 
 // apply hands a new rule set to Apply and updates the metrics.
 func (l *Loader) apply(ctx context.Context, rs *rules.RuleSet, current []keyed, failed map[string]error) {
-	l.opts.Apply(ctx, rs)
-	l.applied = rs.Hash
-	l.reloads.WithLabelValues("success").Inc()
-	l.info.Reset()
-	l.info.WithLabelValues(rs.Hash).Set(1)
 	objects := map[string]runtime.Object{}
 	for _, p := range current {
 		if p.object == nil {
@@ -208,7 +201,14 @@ func (l *Loader) apply(ctx context.Context, rs *rules.RuleSet, current []keyed, 
 			}
 		}
 	}
+	l.mu.Lock()
 	l.objects = objects
+	l.mu.Unlock()
+	l.opts.Apply(ctx, rs)
+	l.applied = rs.Hash
+	l.reloads.WithLabelValues("success").Inc()
+	l.info.Reset()
+	l.info.WithLabelValues(rs.Hash).Set(1)
 	logger := klog.FromContext(ctx)
 	logger.Info("Loaded rules", "parts", len(current), "failing", len(failed), "rules", len(rs.Rules), "hash", rs.Hash)
 	for _, w := range rs.Warnings {
@@ -220,9 +220,18 @@ func (l *Loader) apply(ctx context.Context, rs *rules.RuleSet, current []keyed, 
 // when the rule cannot run); nothing when the rule came from a file or Events are off.
 func (l *Loader) Warn(rule, reason, message string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if obj := l.objects[rule]; obj != nil && l.recorder != nil {
-		l.recorder.Event(obj, corev1.EventTypeWarning, reason, truncate(message, 1024))
+	obj := l.objects[rule]
+	l.mu.Unlock()
+	l.event(obj, reason, message)
+}
+
+// event records a Warning Event on obj, when there is one and Events are on.
+func (l *Loader) event(obj runtime.Object, reason, message string) {
+	l.mu.Lock()
+	recorder := l.recorder
+	l.mu.Unlock()
+	if recorder != nil && obj != nil {
+		recorder.Event(obj, corev1.EventTypeWarning, reason, truncate(message, 1024))
 	}
 }
 
