@@ -99,3 +99,65 @@ func TestRulesDirectoryKeepsLastGoodFile(t *testing.T) {
 	write("b.yaml", dirRule(ns, "dir-b", "b2"))
 	eventually(t, settle, children("p-a2", "p-b2", "p-c2"))
 }
+
+// TestRulesFromEverySource runs `kubecel run` with a rules file, a named ConfigMap and a
+// label selector at once: every source contributes its rules, a ConfigMap edit reloads,
+// and a rule that cannot run is reported on the ConfigMap that holds it.
+func TestRulesFromEverySource(t *testing.T) {
+	ns := namespace(t, "rulesources")
+	file := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(file, []byte(dirRule(ns, "src-file", "f")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cms := kube(t).CoreV1().ConfigMaps(ns)
+	put := func(name string, labels map[string]string, data map[string]string) {
+		t.Helper()
+		cm, err := cms.Get(t.Context(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Data: data}
+			_, err = cms.Create(t.Context(), cm, metav1.CreateOptions{})
+		} else if err == nil {
+			cm.Data = data
+			_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	team := map[string]string{"kubecel.dev/rules": "team"}
+	put("named", nil, map[string]string{"rules.yaml": dirRule(ns, "src-named", "n")})
+	unserved := strings.Replace(dirRule(ns, "src-unserved", "u"), "apiVersion: v1\n      resource: configmaps", "apiVersion: nowhere.kubecel.dev/v1\n      resource: gadgets", 1)
+	put("team-1", team, map[string]string{"a.yaml": dirRule(ns, "src-team", "t"), "b.yaml": unserved})
+	startKubecelWith(t, cp.Kubeconfig, "--rules", file, "--rules-configmap", ns+"/named", "--rules-configmap-selector", ns+"/kubecel.dev/rules=team")
+
+	parent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"role": "parent"}}}
+	if _, err := cms.Create(t.Context(), parent, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	children := func(want ...string) func() (bool, string) {
+		return func() (bool, string) {
+			list, err := cms.List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			var got []string
+			for _, cm := range list.Items {
+				if strings.HasPrefix(cm.Name, "p-") {
+					got = append(got, cm.Name)
+				}
+			}
+			return strings.Join(got, " ") == strings.Join(want, " "), fmt.Sprintf("children %v, want %v", got, want)
+		}
+	}
+	eventually(t, settle, children("p-f", "p-n", "p-t"))
+	eventually(t, settle, func() (bool, string) {
+		list, err := kube(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=team-1,reason=RuleKindNotServed"})
+		if err != nil || len(list.Items) == 0 {
+			return false, fmt.Sprintf("no RuleKindNotServed Event on team-1 (err %v)", err)
+		}
+		return strings.Contains(list.Items[0].Message, `rule "src-unserved" does not run`), "event message " + list.Items[0].Message
+	})
+
+	put("named", nil, map[string]string{"rules.yaml": dirRule(ns, "src-named", "n2")})
+	eventually(t, settle, children("p-f", "p-n2", "p-t"))
+}
