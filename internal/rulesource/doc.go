@@ -22,9 +22,9 @@
 //     labels, so a change reloads at once. Files are re-read every Interval; the
 //     standard input is read once.
 //   - Start is strict. The first load fails when a named source (a file, a directory's
-//     file, the named ConfigMap) does not load, so a mistake shows at once; a broken
-//     ConfigMap of a selector is reported and left out, so one team's mistake does not
-//     stop the controller for the others.
+//     file, the named ConfigMap) does not load, so a mistake shows at once; a ConfigMap
+//     of a selector that does not load, or clashes with a named source, is reported and
+//     left out, so one team's mistake does not stop the controller for the others.
 //
 // The Loader hands each rule set that loads to its Apply func and keeps the metrics
 // kubecel_rules_reload_total{result} and kubecel_rules_info{hash} on the registry it is

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -247,5 +248,38 @@ func TestApplyMayWarn(t *testing.T) {
 	}
 	if !warned {
 		t.Error("Apply was not called")
+	}
+}
+
+// fakeSource is a fixed list of parts, for the cases no file can make (an optional part).
+type fakeSource []part
+
+func (f fakeSource) String() string                                     { return "fake" }
+func (f fakeSource) start(context.Context, time.Duration, func()) error { return nil }
+func (f fakeSource) parts() []part                                      { return f }
+
+// TestStartLeavesOutOptionalParts: at the start, a selector's ConfigMap that does not
+// load, or that takes a named source's rule name, is left out (and reported); the named
+// sources start.
+func TestStartLeavesOutOptionalParts(t *testing.T) {
+	optional := func(name, data string) part {
+		return part{name: name, docs: []rules.Document{{Source: name, Data: []byte(data)}}, optional: true}
+	}
+	named := Static("named.yaml", []byte(ruleDoc("a")))
+	teams := fakeSource{optional("team-1", ruleDoc("a")), optional("team-2", ruleDoc("b!")), optional("team-3", ruleDoc("c"))}
+	reg := prometheus.NewRegistry()
+	var got applied
+	l, err := New(Options{Sources: []Source{named, teams}, Apply: got.apply, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a@named.yaml", "c@team-3"}, got.names()); diff != "" {
+		t.Errorf("running rules (-want +got):\n%s", diff)
+	}
+	if n := testenv.Counter(t, reg, "kubecel_rules_reload_total", "result", "error"); n != 2 {
+		t.Errorf("reload errors %v, want 2 (team-1 and team-2)", n)
 	}
 }

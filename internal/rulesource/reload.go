@@ -19,7 +19,7 @@ import (
 // reload loads the current parts as one rule set and applies it. A part that fails
 // (cannot be read, does not load, or makes the set fail with the others) is left at its
 // last good version and reported once per version. On the first load it returns the
-// error when a part that is not optional fails; later it returns what it reported.
+// error only when a part that is not optional fails; later it returns what it reported.
 func (l *Loader) reload(ctx context.Context, first bool) error {
 	l.reloading.Lock()
 	defer l.reloading.Unlock()
@@ -49,7 +49,7 @@ func (l *Loader) reload(ctx context.Context, first bool) error {
 		if firstErr == nil {
 			firstErr = err
 		}
-		guilty := l.guilty(current, failed, err)
+		guilty := l.guilty(current, failed, err, first)
 		if len(guilty) == 0 {
 			break // even the last good versions do not load together
 		}
@@ -77,6 +77,9 @@ func (l *Loader) reload(ctx context.Context, first bool) error {
 	if rs.Hash != l.applied {
 		l.apply(ctx, rs, current, failed)
 	}
+	if first {
+		return nil // the optional parts that failed are reported, and left out
+	}
 	var errs []error
 	for _, p := range current {
 		errs = append(errs, failed[p.key])
@@ -99,9 +102,10 @@ func (l *Loader) candidate(current []keyed, failed map[string]error) []rules.Doc
 }
 
 // guilty picks the parts to fall back for a load error: the changed parts the errors
-// are in, else (a problem between parts, such as a rule name used twice) every changed
-// part that still counts at its current version.
-func (l *Loader) guilty(current []keyed, failed map[string]error, err error) []keyed {
+// are in, else (a problem between parts) every changed part that still counts at its
+// current version. On the first load, optional parts are picked before the others, so
+// that a selector's ConfigMap that clashes with a named source does not stop the start.
+func (l *Loader) guilty(current []keyed, failed map[string]error, err error, first bool) []keyed {
 	var list rules.ErrorList
 	errors.As(err, &list)
 	named := map[string]bool{}
@@ -124,10 +128,24 @@ func (l *Loader) guilty(current []keyed, failed map[string]error, err error) []k
 			}
 		}
 	}
-	if len(in) > 0 {
-		return in
+	for _, set := range [][]keyed{in, changed} {
+		if len(set) == 0 {
+			continue
+		}
+		if first {
+			var optional []keyed
+			for _, p := range set {
+				if p.optional {
+					optional = append(optional, p)
+				}
+			}
+			if len(optional) > 0 {
+				return optional
+			}
+		}
+		return set
 	}
-	return changed
+	return nil
 }
 
 // partError is the part of a load error that is about p, or all of it when none is.
