@@ -320,7 +320,9 @@ func TestPermissions(t *testing.T) {
 		{access{"", "limitranges", "create", "team-a", ""}, true},
 		{access{"", "limitranges", "delete", "team-a", "kubecel-defaults"}, true},
 		// The Role in kubecel-system: its own ConfigMap only, and the Lease.
-		{access{"", "configmaps", "get", namespace, "kubecel-rules"}, true},
+		{access{"", "configmaps", "list", namespace, "kubecel-rules"}, true},
+		{access{"", "configmaps", "watch", namespace, "kubecel-rules"}, true},
+		{access{"", "configmaps", "list", namespace, ""}, false},
 		{access{"", "configmaps", "get", namespace, "other"}, false},
 		{access{"", "configmaps", "update", namespace, "kubecel-rules"}, false},
 		{access{"coordination.k8s.io", "leases", "create", namespace, ""}, true},

@@ -177,13 +177,13 @@ func (f *fixture) renderRules(rulesTemplate string) []byte {
 }
 
 // rulesFile writes a rendered rules template to a file in the test's directory.
-func (f *fixture) rulesFile(rulesTemplate string) engine.FileSource {
+func (f *fixture) rulesFile(rulesTemplate string) string {
 	f.t.Helper()
 	path := filepath.Join(f.t.TempDir(), "rules.yaml")
 	if err := os.WriteFile(path, f.renderRules(rulesTemplate), 0o600); err != nil {
 		f.t.Fatal(err)
 	}
-	return engine.FileSource(path)
+	return path
 }
 
 // NS and Rule are used by the rules templates.

@@ -22,28 +22,27 @@ import (
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
 
-// runWithLoader runs a controller whose rules come from src, reloaded every 200ms.
-func runWithLoader(t *testing.T, src engine.RulesSource, reg *prometheus.Registry, opts engine.Options) *engine.Controller {
+// runWithLoader runs a controller whose rules come from src, files re-read every 200ms.
+func runWithLoader(t *testing.T, src rulesource.Source, reg *prometheus.Registry, opts engine.Options) *engine.Controller {
 	t.Helper()
 	opts.Registry = reg
 	opts.PendingRetry = 500 * time.Millisecond
-	var ctrl *engine.Controller
 	ctrl, err := engine.New(testenv.Config(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))
-	loader := &engine.Loader{Controller: ctrl, Source: src, Interval: 200 * time.Millisecond,
-		OnError: func(_ context.Context, err error) {
-			if cm, ok := src.(*engine.ConfigMapSource); ok {
-				ctrl.Warn(cm.Last(), "RulesLoadFailed", err.Error())
-			}
-		}}
-	if err := loader.Load(ctx); err != nil {
+	loader, err := rulesource.New(rulesource.Options{Sources: []rulesource.Source{src}, Apply: ctrl.SetRules,
+		Registry: reg, Events: testenv.Kube(t), Interval: 200 * time.Millisecond})
+	if err == nil {
+		err = loader.Start(ctx)
+	}
+	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
@@ -84,12 +83,12 @@ func TestRulesConfigMapHotReload(t *testing.T) {
 	render := func(s string) string { return strings.NewReplacer("RULE", rule, "NS", ns).Replace(s) }
 	kube := testenv.Kube(t)
 	cms := kube.CoreV1().ConfigMaps(ns)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kubecel-rules"}, Data: map[string]string{engine.RulesKey: render(configMapRulesV1)}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kubecel-rules"}, Data: map[string]string{"rules.yaml": render(configMapRulesV1)}}
 	if _, err := cms.Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	runWithLoader(t, &engine.ConfigMapSource{Client: kube, Namespace: ns, Name: "kubecel-rules"}, reg, engine.Options{})
+	runWithLoader(t, rulesource.ConfigMap(kube, ns, "kubecel-rules"), reg, engine.Options{})
 	f := &fixture{t: t, ns: ns, rule: rule}
 	f.create(widgets, widget(ns, "w", map[string]any{}))
 	f.waitFor(configMaps, ns, "w-first", nil)
@@ -100,7 +99,7 @@ func TestRulesConfigMapHotReload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cm.Data[engine.RulesKey] = data
+		cm.Data["rules.yaml"] = data
 		if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +169,7 @@ rules:
 
 func TestRuleWaitsForItsCRD(t *testing.T) {
 	f := &fixture{t: t, ns: testenv.Namespace(t), rule: fmt.Sprintf("late%d", time.Now().UnixNano()%100000)}
-	ctrl := runWithLoader(t, f.rulesFile(lateRules), prometheus.NewRegistry(), engine.Options{})
+	ctrl := runWithLoader(t, rulesource.File(f.rulesFile(lateRules)), prometheus.NewRegistry(), engine.Options{})
 	f.ctrl = ctrl
 	pending := func() []string { _, p := ctrl.Ready(); return p }
 	f.eventually(func() (bool, string) {
@@ -208,8 +207,8 @@ func TestRuleWaitsForItsCRD(t *testing.T) {
 func TestRemovedRuleReleasesItsParents(t *testing.T) {
 	target := testenv.Namespace(t)
 	f := &fixture{t: t, ns: testenv.Namespace(t), rule: fmt.Sprintf("rm%d", time.Now().UnixNano()%100000)}
-	src := f.rulesFile(strings.ReplaceAll(crossNamespaceRules, "{{.Cross}}", "true"))
-	runWithLoader(t, src, prometheus.NewRegistry(), engine.Options{})
+	path := f.rulesFile(strings.ReplaceAll(crossNamespaceRules, "{{.Cross}}", "true"))
+	runWithLoader(t, rulesource.File(path), prometheus.NewRegistry(), engine.Options{})
 	f.create(widgets, widget(f.ns, "x", map[string]any{"target": target}))
 	f.waitFor(configMaps, target, f.ns+"-x", nil)
 	f.waitFor(widgets, f.ns, "x", func(o *unstructured.Unstructured) (bool, string) {
@@ -218,7 +217,7 @@ func TestRemovedRuleReleasesItsParents(t *testing.T) {
 
 	// The rule is deliberately removed: its parent loses the finalizer (so it can be
 	// deleted), its children stay.
-	if err := os.WriteFile(string(src), []byte("apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules: []\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f.waitFor(widgets, f.ns, "x", func(o *unstructured.Unstructured) (bool, string) {

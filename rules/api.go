@@ -15,9 +15,10 @@ import (
 // RuleSet is a loaded, validated and compiled rules file. It is immutable and safe to
 // share between goroutines.
 type RuleSet struct {
-	// Rules in file order.
+	// Rules in the order of their documents, and in file order within each.
 	Rules []*Rule
-	// Hash identifies the source bytes (hex sha256), for metrics and logs.
+	// Hash identifies the source bytes (hex sha256), for metrics and logs: the sha256 of
+	// the file when there is one document, else of every document's Source and bytes.
 	Hash string
 	// Warnings are problems that do not stop the rules from loading but probably are
 	// mistakes (such as a YAML 1.1 boolean where a string was meant), in file order,
@@ -27,7 +28,10 @@ type RuleSet struct {
 
 // Rule is one compiled rule. It is immutable and safe for concurrent use.
 type Rule struct {
-	Name   string
+	Name string
+	// Source is the Document.Source of the document the rule was loaded from; empty for
+	// Load.
+	Source string
 	Parent Parent
 	// Children in dependency order (a child comes after every child it reads).
 	Children []*Child

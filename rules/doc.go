@@ -3,8 +3,11 @@
 // A rules file names parent resources and, for each, CEL expressions that compute the
 // parent's desired children and status. Load checks everything it can at load time
 // (strict YAML, names, CEL syntax and types, dependency cycles, estimated cost) and
-// reports every problem with its rule, child, field path and expression. Evaluate turns
-// a parent object and the observed children into desired children and status.
+// reports every problem with its rule, child, field path and expression; LoadDocuments
+// does the same for several named documents (files, ConfigMap keys, each possibly of
+// several YAML documents) that form one rule set, each problem naming its document and
+// line. Evaluate turns a parent object and the observed children into desired children
+// and status.
 //
 // Expressions and templates are type-checked against the OpenAPI schemas of the parents
 // and children: those of Options.Schemas (CRDs), else those of the built-in Kubernetes

@@ -20,7 +20,11 @@ type Error struct {
 	Field string
 	// Expr is the source text of the field when it holds CEL or a template string.
 	Expr string
-	// Line is the line of the field in the rules file; 0 when unknown.
+	// Source names the document the problem is in, as given in Document.Source (a file,
+	// a ConfigMap key); empty for the single unnamed document of Load.
+	Source string
+	// Line is the line of the field in its document (counted from the document's
+	// first line, across the --- separators of a multi-document file); 0 when unknown.
 	Line int
 	// Column is the 1-based position of the problem inside Expr (counted in characters
 	// from its start, newlines included); 0 when unknown.
@@ -42,7 +46,12 @@ type Error struct {
 //	rule "webapp" child "service": template.spec.ports[0].port: ${parent.spec.prot}: undefined field 'prot' (did you mean 'port'?)
 func (e *Error) Error() string {
 	var parts []string
-	if e.Line > 0 {
+	switch {
+	case e.Source != "" && e.Line > 0:
+		parts = append(parts, fmt.Sprintf("%s:%d", e.Source, e.Line))
+	case e.Source != "":
+		parts = append(parts, e.Source)
+	case e.Line > 0:
 		parts = append(parts, fmt.Sprintf("line %d", e.Line))
 	}
 	var place []string

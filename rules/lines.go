@@ -1,36 +1,63 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 )
 
-// setLines fills in each error's Line from its path, using the line numbers of the
-// YAML node tree. A path that names a missing field gets the line of its closest
-// ancestor. It runs only when loading failed.
-func setLines(data []byte, errs ErrorList) {
-	var root yamlv3.Node
-	if err := yamlv3.Unmarshal(data, &root); err != nil {
-		return
-	}
+// locate gives each error the Source of its document and its line there, using the
+// line numbers of the YAML node trees (a path that names a missing field gets the line
+// of its closest ancestor), and sorts the errors by document and line, problems without
+// a line first. It runs only when loading failed.
+func locate(pieces []piece, errs ErrorList) {
 	lines := map[path]int{}
-	indexLines(&root, "", lines, 0)
-	for _, e := range errs {
-		if line, ok := lines[path(e.first)]; ok && e.first != "" {
-			e.Message += fmt.Sprintf(" (the first is on line %d)", line)
+	for _, p := range pieces {
+		var root yamlv3.Node
+		if err := yamlv3.Unmarshal(p.data, &root); err == nil {
+			indexLines(&root, p.root, lines, 0)
 		}
-		if e.Line != 0 || e.path == "" {
+	}
+	at := make(map[*Error]int, len(errs))
+	for _, e := range errs {
+		i := pieceOf(path(e.path))
+		if i < 0 || i >= len(pieces) {
+			if line, ok := lines[path(e.first)]; ok && e.first != "" {
+				e.Message += fmt.Sprintf(" (the first is on line %d)", line+pieces[i].offset)
+			}
 			continue
 		}
-		for p := path(e.path); p != ""; p = p.parent() {
-			if line, ok := lines[p]; ok {
-				e.Line = line
-				break
+		at[e] = i
+		if e.Line == 0 {
+			for p := path(e.path); p != ""; p = p.parent() {
+				if line, ok := lines[p]; ok {
+					e.Line = line
+					break
+				}
 			}
 		}
+		if e.Line > 0 {
+			e.Line += pieces[i].offset
+		}
+		e.Source = pieces[i].source
 	}
+	slices.SortStableFunc(errs, func(a, b *Error) int {
+		return cmp.Or(at[a]-at[b], a.Line-b.Line)
+	})
+}
+
+// lineOf returns the line of a path in its piece, 0 when unknown.
+func lineOf(p piece, at path) int {
+	var root yamlv3.Node
+	if err := yamlv3.Unmarshal(p.data, &root); err != nil {
+		return 0
+	}
+	lines := map[path]int{}
+	indexLines(&root, p.root, lines, 0)
+	return lines[at]
 }
 
 // maxLineDepth stops indexing absurdly deep documents.

@@ -16,32 +16,57 @@ import (
 	apiservercel "k8s.io/apiserver/pkg/cel"
 )
 
-// Load parses, validates and compiles a rules file. On failure the error is an
-// ErrorList with every problem found, each naming the rule, child, field path and
-// expression.
+// Load parses, validates and compiles a rules file, which may hold several YAML
+// documents. On failure the error is an ErrorList with every problem found, each naming
+// the rule, child, field path and expression.
 func Load(data []byte, opts Options) (*RuleSet, error) {
+	return LoadDocuments([]Document{{Data: data}}, opts)
+}
+
+// LoadDocuments loads several documents as one rule set: their rules, in the order of
+// the documents, must have distinct names. Empty YAML documents are skipped. On failure
+// the error is an ErrorList ordered by document and line, each problem carrying the
+// Source of its document and its line there.
+func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 	var errs ErrorList
-	sources := parseFile(data, &errs)
-	checkRuleNames(sources, &errs)
+	pieces := splitDocuments(docs)
+	var sources []*ruleSource
+	for i, p := range pieces {
+		mark := len(errs)
+		for _, r := range parseFile(p.data, p.root, &errs) {
+			r.piece = i
+			sources = append(sources, r)
+		}
+		for _, e := range errs[mark:] {
+			if e.path == "" {
+				e.path = string(p.root) // a problem of the document as a whole
+			}
+		}
+	}
+	checkRuleNames(sources, pieces, &errs)
 	checkStatusOwners(sources, newScopes(opts), &errs)
-	sum := sha256.Sum256(data)
-	rs := &RuleSet{Hash: hex.EncodeToString(sum[:])}
+	rs := &RuleSet{Hash: documentsHash(docs)}
 	for _, src := range sources {
 		if r := compileRule(src, opts, &errs); r != nil {
+			r.Source = pieces[src.piece].source
 			rs.Rules = append(rs.Rules, r)
 		}
 	}
 	if len(errs) > 0 {
-		setLines(data, errs)
-		// In file order; problems without a line (the file as a whole) first.
-		slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
+		locate(pieces, errs)
 		return nil, errs
 	}
 	setConditionTypes(rs.Rules, newScopes(opts))
 	for _, r := range rs.Rules {
 		sealFingerprint(r)
 	}
-	rs.Warnings = booleanWarnings(data)
+	for _, p := range pieces {
+		for _, w := range booleanWarnings(p.data) {
+			w.Source = p.source
+			w.Line += p.offset
+			rs.Warnings = append(rs.Warnings, w)
+		}
+	}
 	return rs, nil
 }
 

@@ -128,7 +128,7 @@ func TestLoadErrors(t *testing.T) {
 				{Line: 8, Rule: "Web", Field: "parent.namespaces[2]", Message: `invalid namespace "B": *`},
 				{Line: 9, Rule: "Web", Field: "parent.selector", Message: `invalid label selector: "Foo" is not a valid label selector operator`},
 				{Line: 12, Rule: "Web", Field: "name", Message: "invalid rule name: a lowercase RFC 1123 label must consist of*"},
-				{Line: 12, Rule: "Web", Field: "name", Message: "duplicate rule name (also at rules[0]); rule names must be unique"},
+				{Line: 12, Rule: "Web", Field: "name", Message: "duplicate rule name (also at line 4); rule names must be unique across all rules files and ConfigMaps: rename one"},
 				{Line: 13, Rule: "Web", Field: "parent.apiVersion", Message: `invalid apiVersion "example.com": use group/version, or v1 for the core group`},
 				{Line: 13, Rule: "Web", Field: "parent.resource", Message: "subresources are not supported; name the resource itself"},
 				{Line: 14, Rule: "Web", Field: "status.fields.conditions", Message: "reserved: the controller writes conditions and observedGeneration"},

@@ -35,8 +35,11 @@ type ruleSource struct {
 	status   *statusSource
 	// maxChildren is 0 when the rule sets none.
 	maxChildren int
-	// at is the rule's position in the file, e.g. rules[2].
+	// at is the rule's position in the file, e.g. rules[2], after the root of its
+	// YAML document.
 	at path
+	// piece is the index of the rule's YAML document among those of the rule set.
+	piece int
 	// fingerprint hashes the rule's source.
 	fingerprint string
 }
@@ -68,9 +71,10 @@ type statusSource struct {
 	fields map[string]any
 }
 
-// parseFile decodes a rules file. Problems are added to errs; the returned rules hold
-// everything that could be read.
-func parseFile(data []byte, errs *ErrorList) []*ruleSource {
+// parseFile decodes one YAML document of a rules file. Every path it records starts with
+// root, which tells the documents of a rule set apart. Problems are added to errs; the
+// returned rules hold everything that could be read.
+func parseFile(data []byte, root path, errs *ErrorList) []*ruleSource {
 	jsonData, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		*errs = append(*errs, yamlErrors(data, err)...)
@@ -86,19 +90,20 @@ func parseFile(data []byte, errs *ErrorList) []*ruleSource {
 		return nil
 	}
 	d := &decoder{errs: errs}
-	top := d.object(doc, where{}, "apiVersion", "kind", "rules")
+	at := where{path: root}
+	top := d.object(doc, at, "apiVersion", "kind", "rules")
 	if top == nil {
 		return nil
 	}
-	if v := d.str(top, "apiVersion", where{}, true); v != "" && v != fileAPIVersion {
-		d.fail(where{field: "apiVersion", path: "apiVersion"}, fmt.Sprintf("unsupported apiVersion %q; use %s", v, fileAPIVersion))
+	if v := d.str(top, "apiVersion", at, true); v != "" && v != fileAPIVersion {
+		d.fail(at.key("apiVersion"), fmt.Sprintf("unsupported apiVersion %q; use %s", v, fileAPIVersion))
 	}
-	if v := d.str(top, "kind", where{}, true); v != "" && v != fileKind {
-		d.fail(where{field: "kind", path: "kind"}, fmt.Sprintf("unsupported kind %q; use %s", v, fileKind))
+	if v := d.str(top, "kind", at, true); v != "" && v != fileKind {
+		d.fail(at.key("kind"), fmt.Sprintf("unsupported kind %q; use %s", v, fileKind))
 	}
 	var out []*ruleSource
-	for i, item := range d.list(top, "rules", where{}) {
-		if r := d.rule(item, path("rules").index(i)); r != nil {
+	for i, item := range d.list(top, "rules", at) {
+		if r := d.rule(item, root.key("rules").index(i)); r != nil {
 			out = append(out, r)
 		}
 	}

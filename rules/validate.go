@@ -26,9 +26,11 @@ var (
 // reservedStatusFields are written by the controller itself.
 var reservedStatusFields = []string{"conditions", "observedGeneration"}
 
-// checkRuleNames reports invalid and duplicate rule names.
-func checkRuleNames(rules []*ruleSource, errs *ErrorList) {
-	first := map[string]path{}
+// checkRuleNames reports invalid rule names, and names used twice in the rule set: at
+// the second use, naming the first; and, when the first is in another document, there
+// too, naming the second, so that each document's problems name it.
+func checkRuleNames(rules []*ruleSource, pieces []piece, errs *ErrorList) {
+	first := map[string]*ruleSource{}
 	for _, r := range rules {
 		w := where{rule: r.name, field: "name", path: r.at.key("name")}
 		if r.name == "" {
@@ -37,12 +39,23 @@ func checkRuleNames(rules []*ruleSource, errs *ErrorList) {
 		for _, msg := range validation.IsDNS1123Label(r.name) {
 			fail(errs, w, "invalid rule name: "+msg)
 		}
-		if at, dup := first[r.name]; dup {
-			fail(errs, w, fmt.Sprintf("duplicate rule name (also at %s); rule names must be unique", at))
+		other, dup := first[r.name]
+		if !dup {
+			first[r.name] = r
 			continue
 		}
-		first[r.name] = r.at
+		duplicate(errs, r, other, pieces)
+		if pieces[r.piece].source != pieces[other.piece].source {
+			duplicate(errs, other, r, pieces)
+		}
 	}
+}
+
+// duplicate reports at r that other has the same name.
+func duplicate(errs *ErrorList, r, other *ruleSource, pieces []piece) {
+	p := pieces[other.piece]
+	fail(errs, where{rule: r.name, field: "name", path: r.at.key("name")},
+		fmt.Sprintf("duplicate rule name (also at %s); rule names must be unique across all rules files and ConfigMaps: rename one", place(p, lineOf(p, other.at.key("name")))))
 }
 
 // checkParent validates a rule's parent and returns its GVR and selector.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,7 @@ import (
 )
 
 type checkOptions struct {
-	rules       string
+	rules       []string
 	crds        string
 	kubeconfig  string
 	output      outputFlag
@@ -26,8 +27,8 @@ type checkOptions struct {
 func newCheckCommand() *cobra.Command {
 	var o checkOptions
 	cmd := &cobra.Command{
-		Use:   "check --rules FILE [--crds DIR | --kubeconfig FILE] [-o text|json|yaml]",
-		Short: "Validate and type-check a rules file",
+		Use:   "check --rules FILE|DIR... [--crds DIR | --kubeconfig FILE] [-o text|json|yaml]",
+		Short: "Validate and type-check rules files",
 		Long: `check loads a rules file the way the controller does: strict YAML, names, resources
 and selectors, CEL syntax and types, references between children and their cycles, and
 the estimated cost of every expression. Parents and children of built-in kinds
@@ -45,7 +46,10 @@ which give whoever writes a parent power over the cluster through the controller
 about unquoted y, yes, on, n, no and off (YAML 1.1 booleans) as map keys anywhere and as
 values in templates, where a string was almost surely meant.
 
---rules - reads the rules from the standard input. -o json (or yaml) prints, instead of
+--rules may be given several times and may name a directory (its *.yaml files, sorted);
+every YAML document of every file loads into one rule set, as the controller loads them,
+so a rule name used twice is an error naming both places. --rules - reads the rules
+from the standard input. -o json (or yaml) prints, instead of
 text, a list of diagnostics for machines (editors, CI annotations): one object per
 error, warning or notice with file, line (0 when unknown), column (the 1-based position
 in the expression, 0 when unknown), rule, child, field, expression, message and severity
@@ -53,7 +57,7 @@ in the expression, 0 when unknown), rule, child, field, expression, message and 
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	cmd.Flags().StringVar(&o.rules, "rules", "", "rules file, - for the standard input (required)")
+	addRulesFlag(cmd.Flags(), &o.rules)
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests to type-check against")
 	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of a cluster whose CRDs to type-check against (instead of --crds)")
 	cmd.MarkFlagsMutuallyExclusive("crds", "kubeconfig")
@@ -64,10 +68,11 @@ in the expression, 0 when unknown), rule, child, field, expression, message and 
 }
 
 func (o *checkOptions) run(cmd *cobra.Command) error {
-	data, file, err := readInput(cmd.InOrStdin(), o.rules)
+	docs, err := readRules(cmd.InOrStdin(), o.rules)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
+	file := rulesName(o.rules)
 	opts := rules.Options{MaxChildren: int(o.maxChildren)}
 	var from string
 	switch {
@@ -82,7 +87,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		}
 		from = "the cluster's CRDs"
 	}
-	rs, err := rules.Load(data, opts)
+	rs, err := rules.LoadDocuments(docs, opts)
 	if err != nil {
 		var list rules.ErrorList
 		if !errors.As(err, &list) {
@@ -99,8 +104,11 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		return failed
 	}
 	warnings := append(append([]*rules.Error(nil), rs.Warnings...), checkWarnings(rs)...)
+	placeWarnings(rs, warnings)
 	notices := typeCheckNotices(rs, opts.Schemas, from)
 	lifecycle := lifecycleNotes(rs)
+	placeWarnings(rs, notices)
+	placeWarnings(rs, lifecycle)
 	if o.output.value != "text" {
 		found := append(diagnostics(file, warnings, "warning"), diagnostics(file, notices, noticeSeverity)...)
 		found = append(found, diagnostics(file, lifecycle, noticeSeverity)...)
@@ -140,11 +148,25 @@ func printProblems(w io.Writer, file string, list rules.ErrorList) {
 	}
 }
 
-// located splits a problem into its place in the file (file:line, or file when the line
-// is unknown) and the rest of its text.
+// placeWarnings gives the warnings about a rule as a whole the source of the rule.
+func placeWarnings(rs *rules.RuleSet, warnings []*rules.Error) {
+	for _, w := range warnings {
+		for _, r := range rs.Rules {
+			if w.Source == "" && w.Rule == r.Name {
+				w.Source = r.Source
+			}
+		}
+	}
+}
+
+// located splits a problem into its place (file:line, or the file when the line is
+// unknown) and the rest of its text. The file is the problem's own Source, else file.
 func located(file string, e *rules.Error) (at, text string) {
 	rest := *e
-	rest.Line = 0
+	rest.Line, rest.Source = 0, ""
+	if e.Source != "" {
+		file = e.Source
+	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d", file, e.Line), rest.Error()
 	}
@@ -197,7 +219,7 @@ type diagnostic struct {
 func diagnostics(file string, problems []*rules.Error, severity string) []diagnostic {
 	out := make([]diagnostic, 0, len(problems))
 	for _, e := range problems {
-		out = append(out, diagnostic{File: file, Line: e.Line, Column: e.Column, Rule: e.Rule, Child: e.Child,
+		out = append(out, diagnostic{File: cmp.Or(e.Source, file), Line: e.Line, Column: e.Column, Rule: e.Rule, Child: e.Child,
 			Field: e.Field, Expression: e.Expr, Message: e.Message, Severity: severity})
 	}
 	return out

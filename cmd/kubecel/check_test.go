@@ -40,6 +40,12 @@ func TestCheck(t *testing.T) {
 		// --rules - reads the standard input.
 		{name: "stdin", args: []string{"--rules", "-", "--crds", crds}, stdin: dir + "/booleans.yaml"},
 		{name: "stdin-json-every-problem", args: []string{"--rules", "-", "--crds", crds, "-o", "json"}, stdin: dir + "/broken.yaml", code: 1},
+		// --rules is repeatable and takes directories: all documents load as one rule set.
+		{name: "directory", args: []string{"--rules", dir + "/many", "--crds", crds}},
+		{name: "stdin-and-directory", args: []string{"--rules", "-", "--rules", dir + "/many"}, stdin: dir + "/booleans.yaml"},
+		{name: "duplicate-across-files", args: []string{"--rules", dir + "/many", "--rules", dir + "/duplicate.yaml", "--crds", crds}, code: 1},
+		{name: "json-duplicate-across-files", args: []string{"--rules", dir + "/many", "--rules", dir + "/duplicate.yaml", "--crds", crds, "-o", "json"}, code: 1},
+		{name: "stdin-twice", args: []string{"--rules", "-", "--rules", "-"}, stdin: dir + "/booleans.yaml", code: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

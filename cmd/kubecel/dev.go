@@ -177,7 +177,7 @@ type devController struct {
 func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp *controlplane.ControlPlane, rulesFile string) (*devController, error) {
 	c := &devController{
 		opts: runOptions{
-			rulesFile:   rulesFile,
+			rulesFiles:  []string{rulesFile},
 			cluster:     kubeconfigFile(cp.Kubeconfig),
 			workers:     4,
 			qps:         200,

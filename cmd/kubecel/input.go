@@ -31,14 +31,11 @@ func inputName(path string) string {
 	return path
 }
 
-// oneStdin refuses a command line that would read the standard input twice: the rules
-// file and the files of -f.
-func oneStdin(rulesFile string, files []string) error {
+// oneStdin refuses a command line that would read the standard input twice: among the
+// rules files (--rules) and the files of -f.
+func oneStdin(rulesFiles, files []string) error {
 	n := 0
-	if rulesFile == "-" {
-		n++
-	}
-	for _, f := range files {
+	for _, f := range append(append([]string(nil), rulesFiles...), files...) {
 		if f == "-" {
 			n++
 		}

@@ -21,7 +21,7 @@ import (
 )
 
 type planOptions struct {
-	rules       string
+	rules       []string
 	cluster     *clusterFlags
 	rule        string
 	namespace   string
@@ -33,7 +33,7 @@ type planOptions struct {
 func newPlanCommand() *cobra.Command {
 	o := planOptions{cluster: newClusterFlags()}
 	cmd := &cobra.Command{
-		Use:   "plan --rules FILE [--kubeconfig FILE] [--rule NAME] [-n NAMESPACE] [-o text|json|yaml]",
+		Use:   "plan --rules FILE|DIR... [--kubeconfig FILE] [--rule NAME] [-n NAMESPACE] [-o text|json|yaml]",
 		Short: "Show what the rules would change in the cluster, without changing it",
 		Long: `plan reads the cluster, evaluates the rules (which may differ from the running ones)
 for every matching parent and runs the controller's own reconcile once per parent, with
@@ -55,7 +55,8 @@ used only on a terminal (and never with NO_COLOR set). Progress goes to stderr.
 
 The cluster is the one kubectl would use (--kubeconfig, $KUBECONFIG, ~/.kube/config or
 in-cluster, and kubectl's connection flags); -n does not default to the kubeconfig's
-namespace. --rules - reads the rules from the standard input.
+namespace. --rules may be given several times and may name a directory (its *.yaml
+files), all loading as one rule set; --rules - reads the rules from the standard input.
 
 Exit status: 0 nothing would change, 2 something would change, 1 an error (the rules do
 not load, the cluster cannot be read, or any parent could not be fully planned: the plan
@@ -65,7 +66,7 @@ terraform plan -detailed-exitcode.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.rules, "rules", "", "rules file, - for the standard input (required)")
+	addRulesFlag(f, &o.rules)
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.StringVar(&o.rule, "rule", "", "plan only this rule")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "plan only the parents in this namespace")
@@ -121,7 +122,7 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 	// produce) and one dry-run apply per changed object: client-go's default of 5
 	// requests per second would make a plan of a real cluster crawl.
 	cfg.QPS, cfg.Burst = 100, 200
-	data, file, err := readInput(stdin, o.rules)
+	docs, err := readRules(stdin, o.rules)
 	if err != nil {
 		return nil, err
 	}
@@ -131,12 +132,12 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 	} else {
 		klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
 	}
-	rs, err := rules.Load(data, opts)
+	rs, err := rules.LoadDocuments(docs, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%s:\n%w", file, err)
+		return nil, err // each problem names its file and line
 	}
 	if o.rule != "" && !slices.ContainsFunc(rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
-		return nil, fmt.Errorf("%s has no rule %q", file, o.rule)
+		return nil, fmt.Errorf("%s has no rule %q", rulesName(o.rules), o.rule)
 	}
 	ctrl, err := engine.New(cfg, engine.Options{DryRun: true, Workers: 1})
 	if err != nil {

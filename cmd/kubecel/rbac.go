@@ -16,17 +16,17 @@ import (
 )
 
 type rbacOptions struct {
-	rulesFile string
-	cluster   *clusterFlags
-	name      string
-	crdDir    string
-	output    outputFlag
+	rulesFiles []string
+	cluster    *clusterFlags
+	name       string
+	crdDir     string
+	output     outputFlag
 }
 
 func newRBACCommand() *cobra.Command {
 	o := rbacOptions{name: "kubecel-rules", cluster: newClusterFlags()}
 	cmd := &cobra.Command{
-		Use:   "rbac --rules FILE [-o yaml|json]",
+		Use:   "rbac --rules FILE|DIR... [-o yaml|json]",
 		Short: "Print the least-privilege ClusterRole that the rules need",
 		Long: `rbac prints, as YAML (or JSON with -o json), the ClusterRole that the rules need and nothing more:
 get, list, watch and patch on each parent resource (patch adds and removes the
@@ -44,7 +44,8 @@ otherwise guessed from the kind's name, with a note on stderr. Kinds are guessed
 when there is no kubeconfig at all: a cluster that is configured but cannot be read
 (unreachable, refused credentials) is an error, wherever its kubeconfig comes from.
 
---rules - reads the rules from the standard input.`,
+--rules may be given several times and may name a directory (its *.yaml files), all
+loading as one rule set; --rules - reads the rules from the standard input.`,
 		Example: `  kubecel rbac --rules rules.yaml > rules-rbac.yaml
   kubectl apply -f rules-rbac.yaml`,
 		Args: cobra.NoArgs,
@@ -52,7 +53,7 @@ when there is no kubeconfig at all: a cluster that is configured but cannot be r
 			return o.run(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&o.rulesFile, "rules", "", "rules file, - for the standard input (required)")
+	addRulesFlag(cmd.Flags(), &o.rulesFiles)
 	o.cluster.addFlags(cmd.Flags(), "kubeconfig of the cluster whose discovery maps kinds to resources (default $KUBECONFIG, ~/.kube/config or in-cluster; without one, resource names are guessed)")
 	cmd.Flags().StringVar(&o.name, "name", o.name, "name of the ClusterRole")
 	cmd.Flags().StringVar(&o.crdDir, "crds", "", "directory of CustomResourceDefinition manifests that map the kinds they define to their resources")
@@ -62,13 +63,13 @@ when there is no kubeconfig at all: a cluster that is configured but cannot be r
 }
 
 func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
-	data, file, err := readInput(stdin, o.rulesFile)
+	docs, err := readRules(stdin, o.rulesFiles)
 	if err != nil {
 		return err
 	}
-	rs, err := rules.Load(data, rules.Options{})
+	rs, err := rules.LoadDocuments(docs, rules.Options{})
 	if err != nil {
-		return fmt.Errorf("load %s:\n%w", file, err)
+		return fmt.Errorf("load rules:\n%w", err)
 	}
 	m := &kindMapping{}
 	if o.crdDir != "" {

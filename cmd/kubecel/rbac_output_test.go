@@ -39,7 +39,7 @@ func TestRBACOutput(t *testing.T) {
 		{name: "json", args: []string{"--rules", file, "-o", "json"}, decode: json.Unmarshal},
 		{name: "yaml from stdin", stdin: rulesYAML, args: []string{"--rules", "-"}, decode: func(b []byte, v any) error { return yaml.UnmarshalStrict(b, v) }},
 		{name: "json from stdin", stdin: rulesYAML, args: []string{"--rules", "-", "-o", "json"}, decode: json.Unmarshal},
-		{name: "stdin names itself", stdin: "rules: [", args: []string{"--rules", "-"}, wantErr: "load <stdin>:"},
+		{name: "stdin names itself", stdin: "rules: [", args: []string{"--rules", "-"}, wantErr: "load rules:\n<stdin>:1: invalid YAML"},
 		{name: "unknown format", args: []string{"--rules", file, "-o", "text"}, wantErr: `unknown output format "text": use yaml or json`},
 	}
 	for _, tt := range tests {

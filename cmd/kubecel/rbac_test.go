@@ -299,7 +299,7 @@ func TestRBACCommandErrors(t *testing.T) {
 	}{
 		{"rules flag missing", nil, `required flag(s) "rules" not set`},
 		{"rules file missing", []string{"--rules", filepath.Join(dir, "none.yaml")}, "none.yaml: no such file or directory"},
-		{"rules do not load", []string{"--rules", bad}, "load " + bad + ":\n" + `line 10: rule "webapp" child "service": bogus: unknown field`},
+		{"rules do not load", []string{"--rules", bad}, "load rules:\n" + bad + `:10: rule "webapp" child "service": bogus: unknown field`},
 		{"explicit kubeconfig missing", []string{"--rules", good, "--kubeconfig", filepath.Join(dir, "kubeconfig")},
 			"read the cluster's resources: read kubeconfig: stat " + filepath.Join(dir, "kubeconfig") + ": no such file or directory"},
 		{"crds directory without CRDs", []string{"--rules", good, "--crds", notCRDs}, "no CustomResourceDefinition"},

@@ -20,7 +20,7 @@ import (
 )
 
 type renderOptions struct {
-	rules       string
+	rules       []string
 	files       []string
 	output      string
 	crds        string
@@ -55,12 +55,13 @@ names its rule and child, then for each rule with a status block a document with
 parent's status. -o json prints the same documents as a v1 List. Secret data is
 redacted. Exit status 1 when the rules do not load or an expression fails.
 
-A file given as - is the standard input: --rules - reads the rules from it, -f - the
-parents or observed objects (one of them only).`,
+--rules may be given several times and may name a directory (its *.yaml files, sorted):
+all load as one rule set. A file given as - is the standard input: --rules - reads the
+rules from it, -f - the parents or observed objects (one of them only).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	cmd.Flags().StringVar(&o.rules, "rules", "", "rules file, - for the standard input (required)")
+	addRulesFlag(cmd.Flags(), &o.rules)
 	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "the parent objects, then files of observed children (repeatable; - for the standard input)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests, for kind-to-resource mapping and type checking")
@@ -138,10 +139,10 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
-// loadRules reads and loads a rules file (- for stdin), with the schemas of a CRD
-// directory if given.
-func loadRules(stdin io.Reader, file, crdDir string, opts rules.Options) (*rules.RuleSet, *rules.CRDSchemas, error) {
-	data, file, err := readInput(stdin, file)
+// loadRules reads and loads the --rules files and directories (- for stdin) as one rule
+// set, with the schemas of a CRD directory if given.
+func loadRules(stdin io.Reader, paths []string, crdDir string, opts rules.Options) (*rules.RuleSet, *rules.CRDSchemas, error) {
+	docs, err := readRules(stdin, paths)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,9 +153,9 @@ func loadRules(stdin io.Reader, file, crdDir string, opts rules.Options) (*rules
 		}
 		opts.Schemas = crds
 	}
-	rs, err := rules.Load(data, opts)
+	rs, err := rules.LoadDocuments(docs, opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s:\n%w", file, err)
+		return nil, nil, err // each problem names its file and line
 	}
 	return rs, crds, nil
 }

@@ -2,61 +2,121 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/rulesource"
+	"github.com/kubecel/kubecel/rules"
 )
 
-// rulesSource picks the rules file or the rules ConfigMap (NAMESPACE/NAME).
-func (o *runOptions) rulesSource(cfg *rest.Config) (engine.RulesSource, error) {
-	switch {
-	case o.rulesFile != "" && o.rulesConfigMap != "":
-		return nil, fmt.Errorf("--rules and --rules-configmap are exclusive")
-	case o.rulesFile == "-":
-		data, _, err := readInput(o.stdin, "-")
+// rulesFlagUsage is the help of --rules on the commands that load the rules once.
+const rulesFlagUsage = "rules file, or directory (its *.yaml files, sorted), or - for the standard input; repeatable, all load as one rule set (required)"
+
+// addRulesFlag adds the repeatable --rules to a command that loads the rules once.
+func addRulesFlag(f *pflag.FlagSet, paths *[]string) {
+	f.StringArrayVar(paths, "rules", nil, rulesFlagUsage)
+}
+
+// fileSources turns --rules into sources: - is the standard input, read once here (at
+// most one - in all); anything else a file or a directory.
+func fileSources(stdin io.Reader, paths []string) ([]rulesource.Source, error) {
+	if err := oneStdin(paths, nil); err != nil {
+		return nil, err
+	}
+	var out []rulesource.Source
+	for _, p := range paths {
+		if p != "-" {
+			out = append(out, rulesource.File(p))
+			continue
+		}
+		data, name, err := readInput(stdin, p)
 		if err != nil {
 			return nil, err
 		}
-		return stdinSource(data), nil
-	case o.rulesFile != "":
-		return engine.FileSource(o.rulesFile), nil
-	case o.rulesConfigMap != "":
+		out = append(out, rulesource.Static(name, data))
+	}
+	return out, nil
+}
+
+// readRules reads the documents of --rules once, for the commands that do not watch.
+func readRules(stdin io.Reader, paths []string) ([]rules.Document, error) {
+	sources, err := fileSources(stdin, paths)
+	if err != nil {
+		return nil, err
+	}
+	return rulesource.Read(sources...)
+}
+
+// rulesName names the --rules of a command in messages: the paths (<stdin> for -),
+// comma-separated.
+func rulesName(paths []string) string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = inputName(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ruleSources picks the rule sources of run, in the order their rules join: the
+// --rules files and directories, then --rules-configmap, then
+// --rules-configmap-selector. cfg is used only for the ConfigMap forms.
+func (o *runOptions) ruleSources(cfg *rest.Config) ([]rulesource.Source, error) {
+	if len(o.rulesFiles) == 0 && o.rulesConfigMap == "" && o.rulesSelector == "" {
+		return nil, errors.New("rules are required: give --rules FILE|DIR, --rules-configmap NAMESPACE/NAME or --rules-configmap-selector NAMESPACE/SELECTOR")
+	}
+	sources, err := fileSources(o.stdin, o.rulesFiles)
+	if err != nil {
+		return nil, err
+	}
+	var kube kubernetes.Interface
+	client := func() (kubernetes.Interface, error) {
+		if kube == nil {
+			var err error
+			if kube, err = kubernetes.NewForConfig(cfg); err != nil {
+				return nil, err
+			}
+		}
+		return kube, nil
+	}
+	if o.rulesConfigMap != "" {
 		ns, name, ok := strings.Cut(o.rulesConfigMap, "/")
-		if !ok || ns == "" || name == "" {
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 			return nil, fmt.Errorf("--rules-configmap %q: want NAMESPACE/NAME", o.rulesConfigMap)
 		}
-		kube, err := kubernetes.NewForConfig(cfg)
+		kube, err := client()
 		if err != nil {
 			return nil, err
 		}
-		return &engine.ConfigMapSource{Client: kube, Namespace: ns, Name: name}, nil
+		sources = append(sources, rulesource.ConfigMap(kube, ns, name))
 	}
-	return nil, fmt.Errorf("one of --rules FILE or --rules-configmap NAMESPACE/NAME is required")
-}
-
-// stdinSource is rules read once from the standard input (--rules -). They never
-// change, so the loader's periodic checks find nothing to reload.
-type stdinSource []byte
-
-func (s stdinSource) Read(context.Context) ([]byte, error) { return s, nil }
-func (s stdinSource) String() string                       { return stdinName }
-
-// warnOnSource records a Warning Event on the rules ConfigMap, when that is the source.
-func warnOnSource(ctrl *engine.Controller, src engine.RulesSource, reason, message string) {
-	if cm, ok := src.(*engine.ConfigMapSource); ok && cm.Last() != nil {
-		ctrl.Warn(cm.Last(), reason, message)
-	}
-}
-
-// ruleNotifier reports rules that cannot run on the rules ConfigMap.
-func ruleNotifier(ctrl **engine.Controller, src engine.RulesSource) func(context.Context, string, string, string) {
-	return func(_ context.Context, rule, reason, message string) {
-		if *ctrl != nil {
-			warnOnSource(*ctrl, src, "Rule"+reason, fmt.Sprintf("rule %q does not run: %s", rule, message))
+	if o.rulesSelector != "" {
+		ns, text, ok := strings.Cut(o.rulesSelector, "/")
+		if !ok || ns == "" || text == "" {
+			return nil, fmt.Errorf("--rules-configmap-selector %q: want NAMESPACE/SELECTOR, such as kubecel-system/kubecel.dev/rules=true", o.rulesSelector)
 		}
+		sel, err := labels.Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("--rules-configmap-selector %q: %w", o.rulesSelector, err)
+		}
+		kube, err := client()
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, rulesource.ConfigMapSelector(kube, ns, sel))
+	}
+	return sources, nil
+}
+
+// ruleNotifier reports rules that cannot run on the ConfigMap that holds them.
+func ruleNotifier(loader *rulesource.Loader) func(context.Context, string, string, string) {
+	return func(_ context.Context, rule, reason, message string) {
+		loader.Warn(rule, "Rule"+reason, fmt.Sprintf("rule %q does not run: %s", rule, message))
 	}
 }

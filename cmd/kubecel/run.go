@@ -11,18 +11,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/crdschema"
+	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/internal/serve"
 	"github.com/kubecel/kubecel/rules"
 )
 
 type runOptions struct {
-	rulesFile      string
+	rulesFiles     []string
 	rulesConfigMap string
+	rulesSelector  string
 	stdin          io.Reader // for --rules -
 	cluster        *clusterFlags
 	dryRun         bool
@@ -42,9 +45,12 @@ func newRunCommand() *cobra.Command {
 		Use:   "run",
 		Short: "Run the controller",
 		Long: `run watches the parents named by the rules and keeps their children and status as
-the rules compute them. The rules file is re-read when it changes; a version that fails to
-load is reported and the last good rules keep running; --rules - reads the rules once
-from the standard input, without reload. With --leader-elect, only the
+the rules compute them. The rules come from --rules files and directories (their *.yaml
+files), --rules-configmap and --rules-configmap-selector, which may be combined and all
+join one rule set. Each is re-read when it changes; a file or ConfigMap whose new version
+fails to load is reported (with a Warning Event on a ConfigMap) and keeps its last good
+version while the others reload; --rules - reads the rules once from the standard input,
+without reload. With --leader-elect, only the
 replica that holds the Lease runs the controller; one that loses the Lease stops and exits
 non-zero.`,
 		Args: cobra.NoArgs,
@@ -54,8 +60,9 @@ non-zero.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.rulesFile, "rules", "", "rules file (re-read when it changes), or - to read the rules once from the standard input")
-	f.StringVar(&o.rulesConfigMap, "rules-configmap", "", "NAMESPACE/NAME of a ConfigMap whose key rules.yaml holds the rules (re-read when it changes)")
+	f.StringArrayVar(&o.rulesFiles, "rules", nil, "rules file, or directory (its *.yaml files, sorted), re-read when it changes; - reads the rules once from the standard input; repeatable")
+	f.StringVar(&o.rulesConfigMap, "rules-configmap", "", "NAMESPACE/NAME of a ConfigMap whose keys ending in .yaml hold rules (watched)")
+	f.StringVar(&o.rulesSelector, "rules-configmap-selector", "", "NAMESPACE/SELECTOR: every ConfigMap of NAMESPACE whose labels match SELECTOR holds rules in its keys ending in .yaml (watched)")
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "never write: log each change the controller would make")
 	f.IntVar(&o.workers, "workers", 16, "parallel reconciles")
@@ -88,7 +95,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	src, err := o.rulesSource(cfg)
+	sources, err := o.ruleSources(cfg)
 	if err != nil {
 		return err
 	}
@@ -106,7 +113,7 @@ func (o *runOptions) run(ctx context.Context) error {
 		g.Go(func() error { return serveErr("pprof", servePprof(ctx, o.pprofAddr)) })
 	}
 	g.Go(func() error {
-		return elected.Run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, src, &running) })
+		return elected.Run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, sources, &running) })
 	})
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
@@ -116,17 +123,38 @@ func (o *runOptions) run(ctx context.Context) error {
 }
 
 // control runs the controller until ctx ends; with leader election, while leading.
-func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometheus.Registry, src engine.RulesSource, running *atomic.Pointer[engine.Controller]) error {
+func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometheus.Registry, sources []rulesource.Source, running *atomic.Pointer[engine.Controller]) error {
 	var ctrl *engine.Controller
-	ctrl, err := engine.New(cfg, engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Notify: ruleNotifier(&ctrl, src)})
+	loader, err := o.newLoader(cfg, reg, sources, func(ctx context.Context, rs *rules.RuleSet) { ctrl.SetRules(ctx, rs) })
+	if err != nil {
+		return err
+	}
+	ctrl, err = engine.New(cfg, engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Notify: ruleNotifier(loader)})
 	if err != nil {
 		return err
 	}
 	running.Store(ctrl)
-	loader := &engine.Loader{
-		Controller: ctrl,
-		Source:     src,
-		Options: func(ctx context.Context) rules.Options {
+	g, ctx := errgroup.WithContext(ctx)
+	if err := loader.Start(ctx); err != nil {
+		return err
+	}
+	g.Go(func() error { loader.Watch(ctx); return nil })
+	g.Go(func() error { return ctrl.Run(ctx) })
+	g.Go(func() error {
+		releaseWhenIdle(ctx, ctrl.Idle, time.Second, 5*time.Second, freeOSMemory(ctx))
+		return nil
+	})
+	return g.Wait()
+}
+
+// newLoader loads the rules of sources with the cluster's CRD schemas and hands each
+// rule set that loads to apply. A dry run records no Events.
+func (o *runOptions) newLoader(cfg *rest.Config, reg *prometheus.Registry, sources []rulesource.Source, apply func(context.Context, *rules.RuleSet)) (*rulesource.Loader, error) {
+	opts := rulesource.Options{
+		Sources:  sources,
+		Apply:    apply,
+		Registry: reg,
+		LoadOptions: func(ctx context.Context) rules.Options {
 			opts := rules.Options{MaxChildren: int(o.maxChildren)}
 			schemas, err := crdschema.FromCluster(ctx, cfg)
 			if err != nil {
@@ -136,19 +164,15 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 			opts.Schemas = schemas
 			return opts
 		},
-		OnError: func(_ context.Context, err error) { warnOnSource(ctrl, src, "RulesLoadFailed", err.Error()) },
 	}
-	if err := loader.Load(ctx); err != nil {
-		return err
+	if !o.dryRun {
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts.Events = kube
 	}
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { loader.Watch(ctx); return nil })
-	g.Go(func() error { return ctrl.Run(ctx) })
-	g.Go(func() error {
-		releaseWhenIdle(ctx, ctrl.Idle, time.Second, 5*time.Second, freeOSMemory(ctx))
-		return nil
-	})
-	return g.Wait()
+	return rulesource.New(opts)
 }
 
 func serveErr(what string, err error) error {

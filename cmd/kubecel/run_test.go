@@ -3,28 +3,36 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
 )
 
-func TestRunRulesSource(t *testing.T) {
+func TestRunRuleSources(t *testing.T) {
 	const rulesYAML = "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules: []\n"
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"} // never contacted: sources start in the Loader
 	tests := []struct {
-		name     string
-		opts     runOptions
-		wantName string
-		wantData string
-		wantErr  string
+		name      string
+		opts      runOptions
+		wantNames []string
+		wantErr   string
 	}{
-		{name: "file", opts: runOptions{rulesFile: "testdata/render/rules.yaml"}, wantName: "testdata/render/rules.yaml"},
-		{name: "stdin, read once", opts: runOptions{rulesFile: "-", stdin: strings.NewReader(rulesYAML)}, wantName: "<stdin>", wantData: rulesYAML},
-		{name: "both sources", opts: runOptions{rulesFile: "-", rulesConfigMap: "ns/name"}, wantErr: "--rules and --rules-configmap are exclusive"},
-		{name: "none", wantErr: "one of --rules FILE or --rules-configmap NAMESPACE/NAME is required"},
+		{name: "a file", opts: runOptions{rulesFiles: []string{"testdata/render/rules.yaml"}}, wantNames: []string{"testdata/render/rules.yaml"}},
+		{name: "stdin, read once, then a directory", opts: runOptions{rulesFiles: []string{"-", "testdata/render"}, stdin: strings.NewReader(rulesYAML)},
+			wantNames: []string{"<stdin>", "testdata/render"}},
+		{name: "every form, in order", opts: runOptions{rulesFiles: []string{"a.yaml"}, rulesConfigMap: "ns/name", rulesSelector: "ns/kubecel.dev/rules=true,team in (a,b)"},
+			wantNames: []string{"a.yaml", "configmap ns/name", "configmaps ns/kubecel.dev/rules=true,team in (a,b)"}},
+		{name: "stdin twice", opts: runOptions{rulesFiles: []string{"-", "-"}}, wantErr: "only one of --rules and -f can be - (the standard input)"},
+		{name: "none", wantErr: "rules are required: give --rules FILE|DIR, --rules-configmap NAMESPACE/NAME or --rules-configmap-selector NAMESPACE/SELECTOR"},
 		{name: "bad configmap", opts: runOptions{rulesConfigMap: "name"}, wantErr: `--rules-configmap "name": want NAMESPACE/NAME`},
+		{name: "bad selector form", opts: runOptions{rulesSelector: "team=a"}, wantErr: `--rules-configmap-selector "team=a": want NAMESPACE/SELECTOR, such as kubecel-system/kubecel.dev/rules=true`},
+		{name: "bad selector", opts: runOptions{rulesSelector: "ns/team in (a"}, wantErr: `--rules-configmap-selector "ns/team in (a": `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src, err := tt.opts.rulesSource(nil)
+			sources, err := tt.opts.ruleSources(cfg)
 			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
 				}
 				return
@@ -32,18 +40,12 @@ func TestRunRulesSource(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if src.String() != tt.wantName {
-				t.Errorf("source %q, want %q", src.String(), tt.wantName)
+			var names []string
+			for _, s := range sources {
+				names = append(names, s.String())
 			}
-			if tt.wantData == "" {
-				return
-			}
-			// Every check of the source sees the same rules: stdin was read once.
-			for range 2 {
-				data, err := src.Read(t.Context())
-				if err != nil || string(data) != tt.wantData {
-					t.Errorf("read %q, %v; want %q", data, err, tt.wantData)
-				}
+			if diff := cmp.Diff(tt.wantNames, names); diff != "" {
+				t.Errorf("sources (-want +got):\n%s", diff)
 			}
 		})
 	}

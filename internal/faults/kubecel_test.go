@@ -33,11 +33,18 @@ type controller struct {
 // ends (or kill). Its stderr is kept for the test to read.
 func startKubecel(t testing.TB, rulesFile, kubeconfig string) *controller {
 	t.Helper()
+	return startKubecelWith(t, kubeconfig, "--rules", rulesFile)
+}
+
+// startKubecelWith runs `kubecel run` with the rules flags given.
+func startKubecelWith(t testing.TB, kubeconfig string, rulesFlags ...string) *controller {
+	t.Helper()
 	c := &controller{t: t, logs: &logBuffer{}, exited: make(chan struct{})}
 	// Port 0: the kernel picks free ports at bind time. A port probed free beforehand can
 	// be taken by another process before kubecel binds it (seen in CI).
-	c.cmd = exec.Command(kubecelBin, "run", "--rules", rulesFile, "--kubeconfig", kubeconfig,
-		"--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0", "--workers", "4")
+	args := append([]string{"run", "--kubeconfig", kubeconfig,
+		"--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0", "--workers", "4"}, rulesFlags...)
+	c.cmd = exec.Command(kubecelBin, args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	dieWithTest(c.cmd)
 	if err := c.cmd.Start(); err != nil {
