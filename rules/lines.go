@@ -25,12 +25,12 @@ func locate(pieces []piece, errs ErrorList) {
 	for _, e := range errs {
 		i := pieceOf(path(e.path))
 		if i < 0 || i >= len(pieces) {
-			if line, ok := lines[path(e.first)]; ok && e.first != "" {
-				e.Message += fmt.Sprintf(" (the first is on line %d)", line+pieces[i].offset)
-			}
 			continue
 		}
 		at[e] = i
+		if line, ok := lines[path(e.first)]; ok && e.first != "" {
+			e.Message += fmt.Sprintf(" (the first is on line %d)", line+pieces[i].offset)
+		}
 		if e.Line == 0 {
 			for p := path(e.path); p != ""; p = p.parent() {
 				if line, ok := lines[p]; ok {
