@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -67,15 +66,6 @@ func (c *Controller) recordOutcome(st *ruleState, parent *unstructured.Unstructu
 	if len(out.pruneErr) > 0 {
 		report(rules.ReasonPruneFailed, out.pruneErr...)
 	}
-}
-
-// Warn records a Warning Event on obj (for example the rules ConfigMap after a failed
-// reload). Nothing is written in dry-run mode.
-func (c *Controller) Warn(obj runtime.Object, reason, message string) {
-	if c.opts.DryRun || obj == nil {
-		return
-	}
-	c.recorder.Event(obj, corev1.EventTypeWarning, reason, truncate(message, 1024))
 }
 
 // splitConflicts separates the errors of names held by other objects from the rest.
