@@ -61,7 +61,7 @@ func (b *bench) startController(ctx context.Context) error {
 	if err := c.waitReady(ctx, "http://"+addr(ports[1])+"/readyz"); err != nil {
 		return fmt.Errorf("controller (log: %s): %w", log.Name(), err)
 	}
-	b.watch, err = startTracker(ctx, b.kube, b.clients[0], b.cfg.n)
+	b.watch, err = startTracker(ctx, b.kube, b.clients[0], benchNS, b.cfg.n)
 	return err
 }
 

@@ -29,6 +29,28 @@ import (
 // what it stores, so comparing a limit measured on an empty server with a controller
 // measured on a full one would flatter the limit.
 
+// limits measures both limits, under a tracker of the bench's own (as the controller's
+// phases run under one), and leaves their namespace deleted.
+func (b *bench) limits(ctx context.Context, res *results) error {
+	watch, err := startTracker(ctx, b.kube, b.clients[0], limitNS, b.cfg.n)
+	if err != nil {
+		return err
+	}
+	var children []*unstructured.Unstructured
+	if res.limit, children, err = b.sameWrites(ctx); err != nil {
+		watch.stop()
+		return fmt.Errorf("same-writes limit: %w", err)
+	}
+	if !b.cfg.skipDelete {
+		if res.deleteLimit, err = b.directDelete(ctx, children); err != nil {
+			watch.stop()
+			return fmt.Errorf("direct-delete limit: %w", err)
+		}
+	}
+	watch.stop()
+	return b.clearNamespace(ctx, limitNS)
+}
+
 // limitNS holds the parents and children of the same-writes limit. The bench's rule
 // selects only benchNS, so nothing else acts on it.
 const limitNS = "bench-limit"

@@ -31,8 +31,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 type config struct {
@@ -106,16 +104,7 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 	if res.baseline, err = b.baseline(ctx); err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
-	var children []*unstructured.Unstructured
-	if res.limit, children, err = b.sameWrites(ctx); err != nil {
-		return fmt.Errorf("same-writes limit: %w", err)
-	}
-	if !b.cfg.skipDelete {
-		if res.deleteLimit, err = b.directDelete(ctx, children); err != nil {
-			return fmt.Errorf("direct-delete limit: %w", err)
-		}
-	}
-	if err := b.clearNamespace(ctx, limitNS); err != nil {
+	if err := b.limits(ctx, res); err != nil {
 		return err
 	}
 	if err := b.startController(ctx); err != nil {

@@ -19,9 +19,10 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// tracker watches the parents and the controller's children in the bench namespace, so
-// that the phases can tell when the cluster reached the state they wait for. Children
-// are watched as protobuf to keep the bench's own CPU use low.
+// tracker watches the parents and the controller's children in one namespace, so that
+// the phases can tell when the cluster reached the state they wait for. Children are
+// watched as protobuf to keep the bench's own CPU use low. The limits run under a tracker
+// of their own, so that the API server serves the bench's watches in both runs alike.
 type tracker struct {
 	n                               int
 	parents, configs, deploys, svcs cache.SharedIndexInformer
@@ -30,11 +31,11 @@ type tracker struct {
 	dynamicFactory                  dynamicinformer.DynamicSharedInformerFactory
 }
 
-func startTracker(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, n int) (*tracker, error) {
+func startTracker(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, ns string, n int) (*tracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	selector := func(o *metav1.ListOptions) { o.LabelSelector = rules.LabelManagedBy + "=" + rules.ManagedByValue }
-	tf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(benchNS), informers.WithTweakListOptions(selector))
-	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, benchNS, nil)
+	tf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns), informers.WithTweakListOptions(selector))
+	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
 	t := &tracker{
 		n:              n,
 		parents:        df.ForResource(webapps).Informer(),
