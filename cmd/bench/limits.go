@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +20,8 @@ import (
 //   - the same-writes limit: per parent, the writes the controller and the bench make
 //     together (create the parent, apply its three children as the controller shapes
 //     them, apply its status), sent by the bench's parallel clients;
-//   - the direct-delete limit: those same children deleted by the bench's clients.
+//   - the direct-delete limit: those same children and then their parent deleted by the
+//     bench's clients, the deletes that deleting the parents takes.
 //
 // Both run in a namespace of their own before the controller starts, and the namespace
 // is deleted (and gone) before the controller's phases begin: the controller then meets
@@ -36,13 +36,13 @@ func (b *bench) limits(ctx context.Context, res *results) error {
 	if err != nil {
 		return err
 	}
-	var children []*unstructured.Unstructured
-	if res.limit, children, err = b.sameWrites(ctx); err != nil {
+	var written [][]*unstructured.Unstructured
+	if res.limit, written, err = b.sameWrites(ctx); err != nil {
 		watch.stop()
 		return fmt.Errorf("same-writes limit: %w", err)
 	}
 	if !b.cfg.skipDelete {
-		if res.deleteLimit, err = b.directDelete(ctx, children); err != nil {
+		if res.deleteLimit, err = b.directDelete(ctx, written); err != nil {
 			watch.stop()
 			return fmt.Errorf("direct-delete limit: %w", err)
 		}
@@ -57,23 +57,21 @@ const limitNS = "bench-limit"
 
 // sameWrites sends, for each of N parents, the writes the controller's convergence
 // needs, parent by parent in parallel, and returns the wall time and the children it
-// created (for the direct-delete limit). Each parent's writes are in the controller's
-// order: the status reads the Service's clusterIP, so it follows the children.
-func (b *bench) sameWrites(ctx context.Context) (time.Duration, []*unstructured.Unstructured, error) {
+// created, per parent: its children, then the parent (for the direct-delete limit). Each
+// parent's writes are in the controller's order: the status reads the Service's
+// clusterIP, so it follows the children.
+func (b *bench) sameWrites(ctx context.Context) (time.Duration, [][]*unstructured.Unstructured, error) {
 	rs, err := rules.Load(rulesYAML, rules.Options{})
 	if err != nil {
 		return 0, nil, fmt.Errorf("testdata/rules.yaml: %w", err)
 	}
 	rule := rs.Rules[0]
-	var mu sync.Mutex
-	var children []*unstructured.Unstructured
+	written := make([][]*unstructured.Unstructured, b.cfg.n)
 	logf("same-writes limit: %d parents, %d writes each, %d clients", b.cfg.n, 2+len(rule.Children), len(b.clients))
 	start := time.Now()
 	err = b.parallel(ctx, b.cfg.n, func(ctx context.Context, c dynamic.Interface, i int) error {
-		applied, err := writeLikeController(ctx, c, rule, newParent(limitNS, i))
-		mu.Lock()
-		children = append(children, applied...)
-		mu.Unlock()
+		var err error
+		written[i], err = writeLikeController(ctx, c, rule, newParent(limitNS, i))
 		return err
 	})
 	took := time.Since(start)
@@ -81,10 +79,11 @@ func (b *bench) sameWrites(ctx context.Context) (time.Duration, []*unstructured.
 		return 0, nil, err
 	}
 	logf("same-writes limit: %s (%.0f writes/s)", took.Round(time.Millisecond), float64(b.cfg.n*(2+len(rule.Children)))/took.Seconds())
-	return took, children, nil
+	return took, written, nil
 }
 
-// writeLikeController creates parent and writes what the controller would for it.
+// writeLikeController creates parent and writes what the controller would for it. It
+// returns the children, then the parent, as the server returned them.
 func writeLikeController(ctx context.Context, c dynamic.Interface, rule *rules.Rule, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	created, err := c.Resource(webapps).Namespace(parent.GetNamespace()).Create(ctx, parent, metav1.CreateOptions{})
 	if err != nil {
@@ -132,7 +131,7 @@ func writeLikeController(ctx context.Context, c dynamic.Interface, rule *rules.R
 	}}
 	_, err = c.Resource(webapps).Namespace(created.GetNamespace()).ApplyStatus(ctx, created.GetName(), patch,
 		metav1.ApplyOptions{FieldManager: userAgent, Force: true})
-	return applied, err
+	return append(applied, created), err
 }
 
 func condition(typ, reason, message string, generation int64, now string) map[string]any {
@@ -142,23 +141,38 @@ func condition(typ, reason, message string, generation int64, now string) map[st
 	}
 }
 
-// directDelete deletes the given children with the bench's parallel clients, each with
-// a UID precondition as the controller's deletes carry, and returns the wall time. A
-// delete returns once the object is gone (none of them has a finalizer).
-func (b *bench) directDelete(ctx context.Context, objs []*unstructured.Unstructured) (time.Duration, error) {
-	logf("direct-delete limit: deleting %d children with %d clients", len(objs), len(b.clients))
+// directDelete sends the deletes that deleting the parents takes, with the bench's
+// parallel clients: per parent, each child (with a UID precondition, as the
+// controller's deletes carry) and then the parent itself, so that the garbage collector
+// finds nothing to do. It returns the wall time. A delete returns once the object is
+// gone (none of them has a finalizer).
+func (b *bench) directDelete(ctx context.Context, written [][]*unstructured.Unstructured) (time.Duration, error) {
+	total := 0
+	for _, objs := range written {
+		total += len(objs)
+	}
+	logf("direct-delete limit: deleting %d parents and children with %d clients", total, len(b.clients))
 	start := time.Now()
-	err := b.parallel(ctx, len(objs), func(ctx context.Context, c dynamic.Interface, i int) error {
-		o := objs[i]
-		uid := o.GetUID()
-		return c.Resource(childGVRs[o.GetKind()]).Namespace(o.GetNamespace()).Delete(ctx, o.GetName(),
-			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := b.parallel(ctx, len(written), func(ctx context.Context, c dynamic.Interface, i int) error {
+		for _, o := range written[i] {
+			gvr, ok := childGVRs[o.GetKind()]
+			if !ok {
+				gvr = webapps
+			}
+			uid := o.GetUID()
+			err := c.Resource(gvr).Namespace(o.GetNamespace()).Delete(ctx, o.GetName(),
+				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	took := time.Since(start)
 	if err != nil {
 		return 0, err
 	}
-	logf("direct-delete limit: %s (%.0f deletes/s)", took.Round(time.Millisecond), float64(len(objs))/took.Seconds())
+	logf("direct-delete limit: %s (%.0f deletes/s)", took.Round(time.Millisecond), float64(total)/took.Seconds())
 	return took, nil
 }
 

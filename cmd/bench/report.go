@@ -88,7 +88,7 @@ func (r *results) print(w io.Writer) {
 	row("1 baseline: children only (direct apply, 16 clients)", secs(r.baseline), "")
 	row("1 same-writes limit (parent, children, status; 16 clients)", secs(r.limit), "")
 	if r.deleteLimit > 0 {
-		row("1 direct-delete limit (the children, 16 clients)", secs(r.deleteLimit), "")
+		row("1 direct-delete limit (children, then parent; 16 clients)", secs(r.deleteLimit), "")
 	}
 	row("2 convergence", fmt.Sprintf("%s (%.2fx same-writes limit, %.2fx baseline)", secs(r.converge), r.limitRatio(), r.ratio()), "<= 1.15x same-writes limit")
 	row("3 writes per parent", fmt.Sprintf("%.2f (%s)", r.writesPerParent(), r.writes), "<= 4 (children + 1)")
@@ -114,7 +114,7 @@ const runsHeading = "\n## Runs against the same-writes limit\n"
 const docHeader = runsHeading + `
 Appended by ` + "`make bench`" + ` (cmd/bench). Times in seconds. "limit" is the same-writes
 limit (per parent: create it, apply its children, apply its status, sent by 16 clients),
-"delete limit" the same children deleted by 16 clients; both run in a namespace that is
+"delete limit" those children and then their parents deleted by 16 clients; both run in a namespace that is
 deleted before the controller starts, so the controller meets the stored state the limits
 met. Writes are the controller's write requests in the bench namespace, from the API
 server's audit log. RSS in MB (10^6 bytes). CPU is the controller's user+system seconds.
