@@ -54,6 +54,8 @@ const goneTTL = 2 * time.Minute
 type goneParents struct {
 	mu sync.Mutex
 	m  map[queueKey]*goneParent
+	// swept is when done parents were last forgotten.
+	swept time.Time
 }
 
 type goneParent struct {
@@ -70,13 +72,18 @@ type goneParent struct {
 
 func newGoneParents() *goneParents { return &goneParents{m: map[queueKey]*goneParent{}} }
 
-// add records the delete of a parent, and forgets parents done for longer than goneTTL.
+// add records the delete of a parent. Parents done for longer than goneTTL are forgotten,
+// in a sweep at most every goneTTL/4, so that deleting many parents at once does not
+// walk the whole map at every delete.
 func (g *goneParents) add(key queueKey, p *goneParent) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for k, old := range g.m {
-		if !old.done.IsZero() && time.Since(old.done) > goneTTL {
-			delete(g.m, k)
+	if now := time.Now(); now.Sub(g.swept) > goneTTL/4 {
+		g.swept = now
+		for k, old := range g.m {
+			if !old.done.IsZero() && now.Sub(old.done) > goneTTL {
+				delete(g.m, k)
+			}
 		}
 	}
 	if old := g.m[key]; old != nil && old.uid == p.uid {

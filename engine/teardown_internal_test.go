@@ -2,6 +2,7 @@ package engine
 
 import (
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,5 +132,49 @@ func TestStillChildOf(t *testing.T) {
 				t.Errorf("stillChildOf = %v, %v; want %v", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestGoneParents: the memory of deleted parents keeps the orphan mark of a parent that
+// was seen terminating with the orphan policy, forgets a parent that was not deleted
+// after all, and forgets done parents once goneTTL has passed.
+func TestGoneParents(t *testing.T) {
+	g := newGoneParents()
+	a := queueKey{Rule: "r", Namespace: "ns", Name: "a"}
+	b := queueKey{Rule: "r", Namespace: "ns", Name: "b"}
+
+	g.markOrphan(a, "uid-a")
+	g.add(a, &goneParent{uid: "uid-a", sure: true})
+	if p, ok := g.get(a); !ok || !p.orphan || !p.sure {
+		t.Errorf("after markOrphan and add: %+v, %v; want sure and orphan", p, ok)
+	}
+	g.add(a, &goneParent{uid: "uid-a2"}) // a new parent of the same name went too
+	if p, _ := g.get(a); p.orphan {
+		t.Errorf("a new parent of the same name inherited the orphan mark: %+v", p)
+	}
+	g.finish(a, "uid-other")
+	if p, _ := g.get(a); !p.done.IsZero() {
+		t.Error("finish with another UID marked the parent done")
+	}
+	g.finish(a, "uid-a2")
+	if p, _ := g.get(a); p.done.IsZero() {
+		t.Error("finish did not mark the parent done")
+	}
+
+	g.add(b, &goneParent{uid: "uid-b"})
+	g.drop(b)
+	if _, ok := g.get(b); ok {
+		t.Error("drop kept the parent")
+	}
+
+	// Once goneTTL has passed since a is done, the next sweep forgets it.
+	g.m[a].done = time.Now().Add(-2 * goneTTL)
+	g.swept = time.Time{}
+	g.add(b, &goneParent{uid: "uid-b"})
+	if _, ok := g.get(a); ok {
+		t.Error("a parent done long ago is still remembered")
+	}
+	if _, ok := g.get(b); !ok {
+		t.Error("the parent just added is not remembered")
 	}
 }
