@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,23 +21,6 @@ import (
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
-// syncBuffer is an io.Writer that a test can read while a command writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestDev runs `kubecel dev` in process, as `make run` does, checks that the examples'
 // children exist and follow an edit of a sample parent, then interrupts it and checks
@@ -47,7 +29,7 @@ func TestDev(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "dev")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out testenv.Buffer
 	cmd := newRootCommand()
 	cmd.SetArgs([]string{"dev", "--dir", dir})
 	cmd.SetOut(&out)

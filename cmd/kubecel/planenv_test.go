@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"text/template"
 	"time"
@@ -233,7 +232,7 @@ func (e *planEnv) synced(names ...string) func() (bool, string) {
 func dryRun(t *testing.T, rulesFile, kubeconfig string, objects []string) string {
 	t.Helper()
 	// The command logs through the logger in its context, as the root command sets it.
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&logs)))
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
 	cmd := newRunCommand()
@@ -256,20 +255,3 @@ func dryRun(t *testing.T, rulesFile, kubeconfig string, objects []string) string
 	return logs.String()
 }
 
-// lockedBuffer is a bytes.Buffer that klog writes while the test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}

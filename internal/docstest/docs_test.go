@@ -42,6 +42,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kubecel/kubecel/internal/testenv"
 )
 
 func TestDocs(t *testing.T) {
@@ -211,7 +213,7 @@ func (e *docEnv) startDev() error {
 	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 2 * time.Minute
-	var out lockedBuffer
+	var out testenv.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
 	if err := cmd.Start(); err != nil {
@@ -246,22 +248,4 @@ func (e *docEnv) startDev() error {
 		}
 		time.Sleep(time.Second)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that a process writes while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

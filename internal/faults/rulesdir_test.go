@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // dirRule is a rules file whose one rule, name, gives each ConfigMap labelled
@@ -60,21 +61,7 @@ func TestRulesDirectoryKeepsLastGoodFile(t *testing.T) {
 	if _, err := cms.Create(t.Context(), parent, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	children := func(want ...string) func() (bool, string) {
-		return func() (bool, string) {
-			list, err := cms.List(t.Context(), metav1.ListOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			var got []string
-			for _, cm := range list.Items {
-				if strings.HasPrefix(cm.Name, "p-") {
-					got = append(got, cm.Name)
-				}
-			}
-			return strings.Join(got, " ") == strings.Join(want, " "), fmt.Sprintf("children %v, want %v", got, want)
-		}
-	}
+	children := func(want ...string) func() (bool, string) { return childrenOfP(t, cms, want) }
 	eventually(t, settle, children("p-a", "p-b", "p-c"))
 
 	// b breaks while a and c change: a and c reload (their old children are pruned),
@@ -134,21 +121,7 @@ func TestRulesFromEverySource(t *testing.T) {
 	if _, err := cms.Create(t.Context(), parent, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	children := func(want ...string) func() (bool, string) {
-		return func() (bool, string) {
-			list, err := cms.List(t.Context(), metav1.ListOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			var got []string
-			for _, cm := range list.Items {
-				if strings.HasPrefix(cm.Name, "p-") {
-					got = append(got, cm.Name)
-				}
-			}
-			return strings.Join(got, " ") == strings.Join(want, " "), fmt.Sprintf("children %v, want %v", got, want)
-		}
-	}
+	children := func(want ...string) func() (bool, string) { return childrenOfP(t, cms, want) }
 	eventually(t, settle, children("p-f", "p-n", "p-t"))
 	eventually(t, settle, func() (bool, string) {
 		list, err := kube(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=team-1,reason=RuleKindNotServed"})
@@ -160,4 +133,22 @@ func TestRulesFromEverySource(t *testing.T) {
 
 	put("named", nil, map[string]string{"rules.yaml": dirRule(ns, "src-named", "n2")})
 	eventually(t, settle, children("p-f", "p-n2", "p-t"))
+}
+
+// childrenOfP is a condition: the ConfigMaps of the parent "p" (named p-*) are exactly
+// want, in name order.
+func childrenOfP(t *testing.T, cms typedcorev1.ConfigMapInterface, want []string) func() (bool, string) {
+	return func() (bool, string) {
+		list, err := cms.List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var got []string
+		for _, cm := range list.Items {
+			if strings.HasPrefix(cm.Name, "p-") {
+				got = append(got, cm.Name)
+			}
+		}
+		return strings.Join(got, " ") == strings.Join(want, " "), fmt.Sprintf("children %v, want %v", got, want)
+	}
 }
