@@ -21,7 +21,6 @@ import (
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
-
 // TestDev runs `kubecel dev` in process, as `make run` does, checks that the examples'
 // children exist and follow an edit of a sample parent, then interrupts it and checks
 // that no control-plane process is left.

@@ -254,4 +254,3 @@ func dryRun(t *testing.T, rulesFile, kubeconfig string, objects []string) string
 	}
 	return logs.String()
 }
-
