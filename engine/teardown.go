@@ -153,7 +153,7 @@ func (c *Controller) teardown(ctx context.Context, st *ruleState, key queueKey, 
 		if child.GetDeletionTimestamp() != nil {
 			continue
 		}
-		mine, err := st.stillChildOf(key, uid, child, orphan)
+		mine, err := st.stillChildOf(key, uid, child)
 		if err != nil {
 			return result{}, err
 		}
@@ -169,8 +169,9 @@ func (c *Controller) teardown(ctx context.Context, st *ruleState, key queueKey, 
 	for _, child := range doomed {
 		g.Go(func() error {
 			var err error
+			counter := c.metrics.Teardowns
 			if st.keeps(child.Child(), true) {
-				err = c.releaseChild(gctx, st, child)
+				err, counter = c.releaseChild(gctx, st, child), c.metrics.Releases
 			} else {
 				err = c.sendDelete(gctx, st, child, true)
 			}
@@ -182,7 +183,7 @@ func (c *Controller) teardown(ctx context.Context, st *ruleState, key queueKey, 
 			case err != nil:
 				errs = append(errs, err)
 			default:
-				c.metrics.Teardowns.WithLabelValues(st.rule.Name).Inc()
+				counter.WithLabelValues(st.rule.Name).Inc()
 			}
 			return nil
 		})
@@ -204,15 +205,15 @@ func (c *Controller) teardown(ctx context.Context, st *ruleState, key queueKey, 
 // stillChildOf reports whether the cached child still belongs to the parent with key and
 // UID uid: an owner reference to that UID, or, where garbage collection cannot follow
 // the child (Shape gives it no owner reference), the parent's UID label, which the
-// caller has checked, unless the parent was deleted with the orphan policy.
-func (st *ruleState) stillChildOf(key queueKey, uid types.UID, child *informers.Object, orphan bool) (bool, error) {
+// caller has checked.
+func (st *ruleState) stillChildOf(key queueKey, uid types.UID, child *informers.Object) (bool, error) {
 	ck := st.children[child.GetObjectKind().GroupVersionKind().GroupKind()]
 	if ck == nil {
 		return false, nil
 	}
 	ref := rules.ParentRef{Namespace: key.Namespace, Namespaced: st.parent.Namespaced}
 	if !st.rule.GarbageCollected(ref, child.Child(), child.GetNamespace(), ck.Namespaced) {
-		return !orphan, nil
+		return true, nil
 	}
 	obj, err := child.Decode()
 	if err != nil {

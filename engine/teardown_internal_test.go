@@ -91,7 +91,7 @@ func TestSendDeleteExact(t *testing.T) {
 
 // TestStillChildOf: a child of a deleted parent is deleted only while it still points at
 // that parent: an owner reference to its UID, or, for a child garbage collection cannot
-// follow (another namespace), the UID label alone, unless the parent was orphaned.
+// follow (another namespace), the UID label alone.
 func TestStillChildOf(t *testing.T) {
 	const uid = types.UID("eeeeeeee-0000-0000-0000-000000000005")
 	st := &ruleState{
@@ -108,14 +108,12 @@ func TestStillChildOf(t *testing.T) {
 		name      string
 		namespace string
 		owners    []any
-		orphan    bool
 		want      bool
 	}{
 		{name: "owner reference", namespace: "team-a", owners: owner, want: true},
 		{name: "owner reference removed", namespace: "team-a", want: false},
 		{name: "another owner", namespace: "team-a", owners: other, want: false},
 		{name: "other namespace", namespace: "team-b", want: true},
-		{name: "other namespace, orphaned", namespace: "team-b", orphan: true, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,7 +125,7 @@ func TestStillChildOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := st.stillChildOf(key, uid, cached, tt.orphan)
+			got, err := st.stillChildOf(key, uid, cached)
 			if err != nil || got != tt.want {
 				t.Errorf("stillChildOf = %v, %v; want %v", got, err, tt.want)
 			}
