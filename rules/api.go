@@ -35,6 +35,9 @@ type Rule struct {
 	Parent Parent
 	// Children in dependency order (a child comes after every child it reads).
 	Children []*Child
+	// Refs are the objects the rule reads besides its parent and children, in
+	// dependency order (a ref comes after every ref it reads). See refs_api.go.
+	Refs []*Ref
 	// HasStatus reports whether the rule writes the parent's status.
 	HasStatus bool
 	// ReadyCondition and SyncedCondition are the types of the conditions the rule writes
@@ -195,8 +198,15 @@ type Result struct {
 	// Status holds the computed status fields; nil when the rule has no status block.
 	// A field whose expression reads a child that is not observed yet is left out.
 	Status map[string]any
-	// Ready is true when every included child exists and passes its readyWhen.
+	// Ready is true when every included child exists and passes its readyWhen (and no
+	// required ref is missing).
 	Ready bool
+	// Refs lists every reference looked up, in the rule's ref order.
+	Refs []Lookup
+	// MissingRefs lists the ids of required refs (name form) whose object does not
+	// exist. The children and status fields that read them are not evaluated: the
+	// children are Waiting on "refs.<id>", and their existing objects must be kept.
+	MissingRefs []string
 }
 
 // Desired is one desired child object.
@@ -217,6 +227,7 @@ type Desired struct {
 // Waiting is a child held back by its dependencies.
 type Waiting struct {
 	ID string
-	// On lists the dependencies that are missing or not ready.
+	// On lists the dependencies that are missing or not ready: child ids, and
+	// "refs.<id>" for a missing required ref.
 	On []string
 }

@@ -14,6 +14,9 @@ type Error struct {
 	Rule string
 	// Child is the child id; empty when the problem is not about one child.
 	Child string
+	// Ref is the ref id when the problem is about one of the rule's refs; Field is then
+	// relative to the ref.
+	Ref string
 	// Field is the path of the offending field, relative to the child when Child is set
 	// (e.g. "template.spec.ports[0].port", "readyWhen"), else relative to the rule (e.g.
 	// "parent.when", "status.fields.url"), or to the file when Rule is empty.
@@ -60,6 +63,9 @@ func (e *Error) Error() string {
 	}
 	if e.Child != "" {
 		place = append(place, fmt.Sprintf("child %q", e.Child))
+	}
+	if e.Ref != "" {
+		place = append(place, fmt.Sprintf("ref %q", e.Ref))
 	}
 	if len(place) > 0 {
 		parts = append(parts, strings.Join(place, " "))

@@ -38,7 +38,15 @@ const (
 // child, field and expression); the Result is still filled with everything that
 // evaluated, and the caller must not prune in that case. When the parent would have
 // more children than r.MaxChildren, Evaluate returns a nil Result and a *LimitError.
-func (r *Rule) Evaluate(ctx context.Context, parent map[string]any, observed Observed) (res *Result, err error) {
+func (r *Rule) Evaluate(ctx context.Context, parent map[string]any, observed Observed) (*Result, error) {
+	return r.EvaluateWithRefs(ctx, parent, observed, nil)
+}
+
+// EvaluateWithRefs is Evaluate for a rule that reads refs: it looks each ref up in refs
+// first (Result.Refs lists the lookups, Result.MissingRefs the required refs that do not
+// exist). A failed lookup is an evaluation error naming the ref; refs may be nil for a
+// rule without refs.
+func (r *Rule) EvaluateWithRefs(ctx context.Context, parent map[string]any, observed Observed, refs RefSource) (res *Result, err error) {
 	// Room for a few forEach elements spares most slice growth.
 	size := len(r.Children) + 4
 	ev := &evaluation{rule: r, observed: observed, res: &Result{Children: make([]Desired, 0, size)}}
