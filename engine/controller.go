@@ -79,7 +79,8 @@ type Controller struct {
 	pending map[string]*pendingRule
 	loaded  bool
 
-	busy atomic.Int64 // reconciles in progress
+	busy       atomic.Int64  // reconciles in progress
+	reconciles atomic.Uint64 // reconciles started
 
 	// statusless remembers (queueKey -> UID) parents whose status cannot be written (no
 	// status subresource), so the error is reported once, not in a loop.
@@ -194,4 +195,10 @@ func (c *Controller) EnqueueAll() {
 // retry are not counted).
 func (c *Controller) Idle() bool {
 	return c.queue.Len() == 0 && c.busy.Load() == 0
+}
+
+// Reconciles is the number of reconciles started so far. A caller that looks at Idle
+// now and then sees by it the work that came and went between two looks.
+func (c *Controller) Reconciles() uint64 {
+	return c.reconciles.Load()
 }

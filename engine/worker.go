@@ -52,6 +52,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.queue.Done(key)
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
+	c.reconciles.Add(1)
 	logger := klog.FromContext(ctx).WithValues("rule", key.Rule, "parent", key.Namespace+"/"+key.Name)
 	ctx = klog.NewContext(ctx, logger)
 	start := time.Now()

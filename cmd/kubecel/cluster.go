@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,32 +21,73 @@ import (
 // --request-timeout says otherwise.
 const reachTimeout = 15 * time.Second
 
-// clusterFlags are kubectl's connection flags, from k8s.io/cli-runtime: --kubeconfig,
-// --context, --cluster, --user, --server, --as, --as-group, --as-uid, --token, TLS
-// files and --request-timeout. Namespaces are not among them: a command that filters by
+// clusterFlags are kubectl's connection flags: --kubeconfig, --context, --cluster, --user,
+// --server, --as, --as-group, --as-uid, --as-user-extra, --token, TLS files,
+// --request-timeout and --disable-compression, with kubectl's names and help. They are
+// bound with client-go's clientcmd, which kubectl's k8s.io/cli-runtime wraps: cli-runtime
+// links kustomize, whose use of package plugin makes the linker export every symbol, and
+// the binary a third larger (see docs/benchmarks.md). Namespaces are not among them: a command that filters by
 // namespace has its own -n, which never defaults to the kubeconfig's namespace.
 type clusterFlags struct {
-	config *genericclioptions.ConfigFlags
+	kubeconfig string
+	userExtra  []string // --as-user-extra KEY=VALUE, repeated
+	overrides  clientcmd.ConfigOverrides
 }
 
 func newClusterFlags() *clusterFlags {
-	f := genericclioptions.NewConfigFlags(false)
-	f.CacheDir = nil  // kubecel keeps no discovery cache on disk
-	f.Namespace = nil // see clusterFlags
-	return &clusterFlags{config: f}
+	return &clusterFlags{overrides: clientcmd.ConfigOverrides{ClusterDefaults: clientcmd.ClusterDefaults}}
 }
 
 // kubeconfigFile connects with the given kubeconfig file and no other flag.
 func kubeconfigFile(path string) *clusterFlags {
 	c := newClusterFlags()
-	*c.config.KubeConfig = path
+	c.kubeconfig = path
 	return c
+}
+
+// overrideFlags names the flags that override the kubeconfig, with kubectl's help.
+func overrideFlags() clientcmd.ConfigOverrideFlags {
+	names := clientcmd.RecommendedConfigOverrideFlags("")
+	// An empty name binds no flag: no namespace (see clusterFlags), no basic
+	// authentication, no proxy (kubectl has neither).
+	names.ContextOverrideFlags.Namespace.LongName = ""
+	names.AuthOverrideFlags.Username.LongName = ""
+	names.AuthOverrideFlags.Password.LongName = ""
+	names.ClusterOverrideFlags.ProxyURL.LongName = ""
+	// Where kubectl's shorthand or words differ from clientcmd's.
+	names.ClusterOverrideFlags.APIServer.ShortName = "s"
+	names.AuthOverrideFlags.Impersonate.Description = "Username to impersonate for the operation. User could be a regular user or a service account in a namespace."
+	names.AuthOverrideFlags.ImpersonateUID.Description = "UID to impersonate for the operation."
+	names.ClusterOverrideFlags.TLSServerName.Description = "Server name to use for server certificate validation. If it is not provided, the hostname used to contact the server is used"
+	return names
 }
 
 // addFlags adds the flags, with the command's own description of --kubeconfig.
 func (c *clusterFlags) addFlags(fs *pflag.FlagSet, kubeconfigUsage string) {
-	c.config.AddFlags(fs)
-	fs.Lookup("kubeconfig").Usage = kubeconfigUsage
+	fs.StringVar(&c.kubeconfig, "kubeconfig", c.kubeconfig, kubeconfigUsage)
+	clientcmd.BindOverrideFlags(&c.overrides, fs, overrideFlags())
+	fs.StringArrayVar(&c.userExtra, "as-user-extra", []string{}, "User extras to impersonate for the operation, this flag can be repeated to specify multiple values for the same key.")
+}
+
+// loader reads the kubeconfig as kubectl does: --kubeconfig, else $KUBECONFIG, else
+// ~/.kube/config, else the in-cluster service account, with the flags on top.
+func (c *clusterFlags) loader() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.kubeconfig
+	// What a configuration that loads nothing is compared with, to fall back to in-cluster.
+	rules.DefaultClientConfig = &clientcmd.DefaultClientConfig
+	overrides := c.overrides
+	if len(c.userExtra) > 0 {
+		// As kubectl does, a value without "=" is ignored.
+		extra := map[string][]string{}
+		for _, kv := range c.userExtra {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				extra[k] = append(extra[k], v)
+			}
+		}
+		overrides.AuthInfo.ImpersonateUserExtra = extra
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &overrides)
 }
 
 // noKubeconfigError says that there is no cluster to connect to, and where kubecel looked.
@@ -67,21 +107,20 @@ func (e *noKubeconfigError) Error() string {
 // quietly fall back to http://localhost:8080 (nothing to load, or no current context),
 // it says what is missing instead.
 func (c *clusterFlags) restConfig() (*rest.Config, error) {
-	f := c.config
-	loader := f.ToRawKubeConfigLoader()
+	loader := c.loader()
 	raw, err := loader.RawConfig()
 	if err != nil {
 		return nil, fmt.Errorf("read kubeconfig: %w", err)
 	}
-	if *f.APIServer == "" {
+	if c.overrides.ClusterInfo.Server == "" {
 		switch {
-		case len(raw.Clusters) == 0 && *f.KubeConfig != "":
-			return nil, fmt.Errorf("kubeconfig %s defines no cluster", *f.KubeConfig)
+		case len(raw.Clusters) == 0 && c.kubeconfig != "":
+			return nil, fmt.Errorf("kubeconfig %s defines no cluster", c.kubeconfig)
 		case len(raw.Clusters) == 0:
 			if _, err := rest.InClusterConfig(); err != nil {
 				return nil, &noKubeconfigError{env: os.Getenv(clientcmd.RecommendedConfigPathEnvVar)}
 			}
-		case raw.CurrentContext == "" && *f.Context == "" && *f.ClusterName == "":
+		case raw.CurrentContext == "" && c.overrides.CurrentContext == "" && c.overrides.Context.Cluster == "":
 			msg := "the kubeconfig sets no current-context: pass --context NAME or --cluster NAME"
 			if len(raw.Contexts) > 0 {
 				contexts := slices.Sorted(maps.Keys(raw.Contexts))
@@ -90,7 +129,7 @@ func (c *clusterFlags) restConfig() (*rest.Config, error) {
 			return nil, errors.New(msg)
 		}
 	}
-	return f.ToRESTConfig()
+	return loader.ClientConfig()
 }
 
 // reach asks the API server for its version, so that a command that cannot talk to it

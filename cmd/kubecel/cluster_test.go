@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -128,5 +130,111 @@ func TestWaitProgress(t *testing.T) {
 		"waiting for the caches of 2 rules to sync (20s)...\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+}
+
+// TestEachClusterFlagReachesTheClientConfig gives each connection flag in turn and checks
+// that it changes the client configuration as kubectl's does. Every flag that addFlags
+// adds must have a row, so a flag that is dropped or added unbound fails here.
+func TestEachClusterFlagReachesTheClientConfig(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("not read by the test\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ca, cert, key := file("ca.crt"), file("client.crt"), file("client.key")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["a"] = &clientcmdapi.Cluster{Server: "https://a.example:6443"}
+	kc.Clusters["b"] = &clientcmdapi.Cluster{Server: "https://b.example:6443"}
+	kc.AuthInfos["alice"] = &clientcmdapi.AuthInfo{Token: "alice-token"}
+	kc.AuthInfos["bob"] = &clientcmdapi.AuthInfo{Token: "bob-token"}
+	kc.Contexts["a"] = &clientcmdapi.Context{Cluster: "a", AuthInfo: "alice"}
+	kc.Contexts["b"] = &clientcmdapi.Context{Cluster: "b", AuthInfo: "bob"}
+	kc.CurrentContext = "a"
+	kubeconfig := writeKubeconfig(t, kc)
+
+	// What the flags can change in a client configuration.
+	type conn struct {
+		Host, Token, ServerName      string
+		CAFile, CertFile, KeyFile    string
+		Insecure, DisableCompression bool
+		As, AsUID                    string
+		AsGroups                     []string
+		AsExtra                      map[string][]string
+		Timeout                      time.Duration
+	}
+	view := func(cfg *rest.Config) conn {
+		return conn{
+			Host: cfg.Host, Token: cfg.BearerToken, ServerName: cfg.ServerName,
+			CAFile: cfg.CAFile, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile,
+			Insecure: cfg.Insecure, DisableCompression: cfg.DisableCompression,
+			As: cfg.Impersonate.UserName, AsUID: cfg.Impersonate.UID, AsGroups: cfg.Impersonate.Groups,
+			AsExtra: cfg.Impersonate.Extra, Timeout: cfg.Timeout,
+		}
+	}
+	base := conn{Host: "https://a.example:6443", Token: "alice-token"}
+	tests := []struct {
+		flag   string
+		args   []string
+		change func(*conn)
+	}{
+		{flag: "kubeconfig", change: func(*conn) {}}, // every row passes --kubeconfig
+		{flag: "context", args: []string{"--context", "b"}, change: func(c *conn) { c.Host, c.Token = "https://b.example:6443", "bob-token" }},
+		{flag: "cluster", args: []string{"--cluster", "b"}, change: func(c *conn) { c.Host = "https://b.example:6443" }},
+		{flag: "user", args: []string{"--user", "bob"}, change: func(c *conn) { c.Token = "bob-token" }},
+		{flag: "server", args: []string{"-s", "https://c.example:6443"}, change: func(c *conn) { c.Host = "https://c.example:6443" }},
+		{flag: "token", args: []string{"--token", "t"}, change: func(c *conn) { c.Token = "t" }},
+		{flag: "as", args: []string{"--as", "carol"}, change: func(c *conn) { c.As = "carol" }},
+		{flag: "as-group", args: []string{"--as", "carol", "--as-group", "dev", "--as-group", "ops"}, change: func(c *conn) {
+			c.As, c.AsGroups = "carol", []string{"dev", "ops"}
+		}},
+		{flag: "as-uid", args: []string{"--as", "carol", "--as-uid", "42"}, change: func(c *conn) { c.As, c.AsUID = "carol", "42" }},
+		{flag: "as-user-extra", args: []string{"--as", "carol", "--as-user-extra", "team=a", "--as-user-extra", "team=b", "--as-user-extra", "no-equals"},
+			change: func(c *conn) { c.As, c.AsExtra = "carol", map[string][]string{"team": {"a", "b"}} }},
+		{flag: "certificate-authority", args: []string{"--certificate-authority", ca}, change: func(c *conn) { c.CAFile = ca }},
+		{flag: "client-certificate", args: []string{"--client-certificate", cert, "--client-key", key}, change: func(c *conn) { c.CertFile, c.KeyFile = cert, key }},
+		{flag: "client-key", args: []string{"--client-key", key, "--client-certificate", cert}, change: func(c *conn) { c.CertFile, c.KeyFile = cert, key }},
+		{flag: "insecure-skip-tls-verify", args: []string{"--insecure-skip-tls-verify"}, change: func(c *conn) { c.Insecure = true }},
+		{flag: "tls-server-name", args: []string{"--tls-server-name", "api.internal"}, change: func(c *conn) { c.ServerName = "api.internal" }},
+		{flag: "request-timeout", args: []string{"--request-timeout", "1m"}, change: func(c *conn) { c.Timeout = time.Minute }},
+		{flag: "disable-compression", args: []string{"--disable-compression"}, change: func(c *conn) { c.DisableCompression = true }},
+	}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	newClusterFlags().addFlags(fs, "kubeconfig file")
+	tested := map[string]bool{}
+	for _, tt := range tests {
+		tested[tt.flag] = true
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !tested[f.Name] {
+			t.Errorf("--%s has no row in this test", f.Name)
+		}
+	})
+	for _, tt := range tests {
+		t.Run(tt.flag, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", "")
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			c := newClusterFlags()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			c.addFlags(fs, "kubeconfig file")
+			if fs.Lookup(tt.flag) == nil {
+				t.Fatalf("no --%s", tt.flag)
+			}
+			if err := fs.Parse(append([]string{"--kubeconfig", kubeconfig}, tt.args...)); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := c.restConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := base
+			tt.change(&want)
+			if diff := cmp.Diff(want, view(cfg), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("client configuration after --%s (-want +got):\n%s", tt.flag, diff)
+			}
+		})
 	}
 }

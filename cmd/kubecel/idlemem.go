@@ -8,6 +8,12 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// workload is what releaseWhenIdle watches: an *engine.Controller.
+type workload interface {
+	Idle() bool         // no key queued or being reconciled now
+	Reconciles() uint64 // reconciles started so far
+}
+
 // releaseWhenIdle returns the memory a burst of work used to the operating system once
 // the controller has been idle for quiet after it.
 //
@@ -18,18 +24,24 @@ import (
 // One forced collection per burst (debug.FreeOSMemory) costs tens of milliseconds and
 // brings the resident size back near the live data; see docs/benchmarks.md.
 //
-// idle is sampled every tick; a release happens once per burst, not while idle.
-func releaseWhenIdle(ctx context.Context, idle func() bool, tick, quiet time.Duration, release func()) {
+// The work is looked at every tick. A tick sees a burst when a key is queued or being
+// reconciled, or when reconciles started since the tick before: a reconcile that changes
+// nothing takes about a millisecond, so a resync of many parents can keep the queue
+// empty at every tick. A release happens once per burst, not while idle.
+func releaseWhenIdle(ctx context.Context, w workload, tick, quiet time.Duration, release func()) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	busy := false           // work seen since the last release
 	var idleSince time.Time // zero while busy
+	seen := w.Reconciles()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			if !idle() {
+			started := w.Reconciles()
+			if !w.Idle() || started != seen {
+				seen = started
 				busy, idleSince = true, time.Time{}
 				continue
 			}

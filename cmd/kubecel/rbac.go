@@ -1,16 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/rules"
 )
@@ -104,13 +106,26 @@ func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 	for _, g := range m.guessed {
 		fmt.Fprintf(stderr, "note: guessed resource %q for kind %s%s; check it, or pass %s\n", g.resource, g.kind, g.why, hint)
 	}
-	if o.output.value == "json" {
-		return (&printers.JSONPrinter{}).PrintObj(role, stdout)
-	}
-	if _, err := fmt.Fprintln(stdout, "# The permissions that the rules need, from \"kubecel rbac\". Regenerate it after editing the rules."); err != nil {
+	return printRole(stdout, o.output.value, role)
+}
+
+// printRole writes the role as kubectl's printers write an object: JSON indented by four
+// spaces, or YAML after a comment that says where it comes from.
+func printRole(w io.Writer, format string, role *rbacv1.ClusterRole) error {
+	if format == "json" {
+		data, err := json.MarshalIndent(role, "", "    ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(data, '\n'))
 		return err
 	}
-	return (&printers.YAMLPrinter{}).PrintObj(role, stdout)
+	data, err := yaml.Marshal(role)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "# The permissions that the rules need, from \"kubecel rbac\". Regenerate it after editing the rules.\n%s", data)
+	return err
 }
 
 // discoveryMapper returns a RESTMapper built from the discovery of the configured cluster.
