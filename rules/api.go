@@ -111,8 +111,8 @@ type Child struct {
 	apiVersion string
 	// typed is true when the template was checked against its kind's schema.
 	typed bool
-	// reads lists every child the expressions read, before ordering.
-	reads []string
+	// reads lists every child the expressions read, before ordering; refReads every ref.
+	reads, refReads []string
 	// depIndex holds the positions in Rule.Children of DependsOn.
 	depIndex []int
 }

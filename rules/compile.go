@@ -26,8 +26,9 @@ type program struct {
 	src string
 	prg cel.Program
 	out *cel.Type
-	// reads lists the ids of the children the expression reads.
-	reads []string
+	// reads lists the ids of the children the expression reads; refReads those of the
+	// refs.
+	reads, refReads []string
 	// checked is the type-checked AST, kept for static analysis at load time.
 	checked *cel.Ast
 	// slot is the expression's index in its template's batch.
@@ -63,8 +64,9 @@ func (w want) String() string {
 type compiler struct {
 	envs *envs
 	errs *ErrorList
-	// childIDs are the ids of the rule's children, for resolving children.X.
-	childIDs []string
+	// childIDs are the ids of the rule's children, for resolving children.X; refIDs
+	// those of its refs, for refs.X.
+	childIDs, refIDs []string
 	// costLimit bounds the runtime cost of each expression and its static estimate.
 	costLimit uint64
 	sizes     *sizeEstimator
@@ -92,6 +94,9 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 	}
 	var ok bool
 	if p.reads, ok = c.childReads(w, source, src, off, checked); !ok {
+		return nil
+	}
+	if p.refReads, ok = c.refReads(w, source, src, off, checked); !ok {
 		return nil
 	}
 	if !c.checkRanges(w, source, src, off, checked) {
@@ -276,7 +281,7 @@ func (c *compiler) suggestField(env *cel.Env, parsed *cel.Ast, id int64, msg str
 // fail records a problem in the expression at w.
 func (c *compiler) fail(w where, source string, column int, msg string) {
 	*c.errs = append(*c.errs, &Error{
-		Rule: w.rule, Child: w.child, Field: string(w.field), Expr: source,
+		Rule: w.rule, Child: w.child, Ref: w.ref, Field: string(w.field), Expr: source,
 		Column: column, Message: msg, path: string(w.path),
 	})
 }

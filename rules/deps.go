@@ -81,8 +81,14 @@ func (c *compiler) childReads(w where, source, src string, off int, checked *cel
 // childAccess reports whether e reads one child from `children` and, if the child id is
 // a constant, which.
 func childAccess(e celast.Expr) (id string, isRead, constant bool) {
+	return varAccess(e, varChildren)
+}
+
+// varAccess reports whether e reads one entry of the map variable name (children,
+// refs) and, if the entry's key is a constant, which.
+func varAccess(e celast.Expr, name string) (id string, isRead, constant bool) {
 	isChildren := func(x celast.Expr) bool {
-		return x.Kind() == celast.IdentKind && x.AsIdent() == varChildren
+		return x.Kind() == celast.IdentKind && x.AsIdent() == name
 	}
 	switch e.Kind() {
 	case celast.SelectKind:
@@ -113,38 +119,26 @@ func childAccess(e celast.Expr) (id string, isRead, constant bool) {
 // file order otherwise. It reports each dependency cycle and returns nil if there is
 // one.
 func (c *compiler) orderChildren(rule string, ruleAt path, children []*Child, reads map[string][]string) []*Child {
-	if cycles := findCycles(children, reads); len(cycles) > 0 {
-		for _, cycle := range cycles {
-			*c.errs = append(*c.errs, &Error{
-				Rule: rule, Child: cycle[0], Field: "",
-				Message: "dependency cycle: " + strings.Join(cycle, " -> ") + "; a child cannot read, directly or not, a child that reads it",
-				path:    string(ruleAt.key("children")),
-			})
-		}
+	ids := make([]string, len(children))
+	byID := make(map[string]*Child, len(children))
+	for i, ch := range children {
+		ids[i] = ch.ID
+		byID[ch.ID] = ch
+	}
+	order, cycles := orderIDs(ids, reads)
+	for _, cycle := range cycles {
+		*c.errs = append(*c.errs, &Error{
+			Rule: rule, Child: cycle[0], Field: "",
+			Message: "dependency cycle: " + strings.Join(cycle, " -> ") + "; a child cannot read, directly or not, a child that reads it",
+			path:    string(ruleAt.key("children")),
+		})
+	}
+	if len(cycles) > 0 {
 		return nil
 	}
-	placed := make(map[string]bool, len(children))
-	ordered := make([]*Child, 0, len(children))
-	for progress := true; progress && len(ordered) < len(children); {
-		progress = false
-		for _, ch := range children {
-			if placed[ch.ID] {
-				continue
-			}
-			ready := true
-			for _, dep := range reads[ch.ID] {
-				if !placed[dep] {
-					ready = false
-					break
-				}
-			}
-			if ready {
-				placed[ch.ID] = true
-				ordered = append(ordered, ch)
-				progress = true
-				break
-			}
-		}
+	ordered := make([]*Child, len(order))
+	for i, id := range order {
+		ordered[i] = byID[id]
 	}
 	for _, ch := range ordered {
 		for i, other := range ordered {
@@ -158,19 +152,19 @@ func (c *compiler) orderChildren(rule string, ruleAt path, children []*Child, re
 }
 
 // findCycles returns every elementary cycle found by a depth-first walk, each as a path
-// that starts and ends with the same child (a -> b -> a), rotated to start at the child
-// that comes first in the file. Each cycle is reported once.
-func findCycles(children []*Child, reads map[string][]string) [][]string {
-	pos := make(map[string]int, len(children))
-	for i, ch := range children {
-		pos[ch.ID] = i
+// that starts and ends with the same id (a -> b -> a), rotated to start at the id that
+// comes first in ids. Each cycle is reported once.
+func findCycles(ids []string, reads map[string][]string) [][]string {
+	pos := make(map[string]int, len(ids))
+	for i, id := range ids {
+		pos[id] = i
 	}
 	const (
 		unvisited = iota
 		active
 		done
 	)
-	state := make(map[string]int, len(children))
+	state := make(map[string]int, len(ids))
 	var stack []string
 	var cycles [][]string
 	seen := map[string]bool{}
@@ -198,9 +192,9 @@ func findCycles(children []*Child, reads map[string][]string) [][]string {
 		stack = stack[:len(stack)-1]
 		state[id] = done
 	}
-	for _, ch := range children {
-		if state[ch.ID] == unvisited {
-			dfs(ch.ID)
+	for _, id := range ids {
+		if state[id] == unvisited {
+			dfs(id)
 		}
 	}
 	return cycles

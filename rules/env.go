@@ -14,6 +14,7 @@ import (
 const (
 	varParent   = "parent"
 	varChildren = "children"
+	varRefs     = "refs"
 	varSelf     = "self"
 	varEach     = "each"
 	varIndex    = "index"
@@ -63,6 +64,8 @@ var libraryEnv = sync.OnceValues(func() (*cel.Env, error) {
 type envs struct {
 	// parentOnly declares `parent`: the rule's parent.when.
 	parentOnly *cel.Env
+	// refs adds `refs`: a ref's name, namespace and selector.
+	refs *cel.Env
 	// base adds `children`: a child's when and forEach, templates, status fields.
 	base *cel.Env
 	// ready adds `self`: readyWhen.
@@ -92,7 +95,10 @@ func newEnvs(parentType *apiservercel.DeclType) (*envs, error) {
 	if e.parentOnly, err = lib.Extend(opts...); err != nil {
 		return nil, err
 	}
-	if e.base, err = e.parentOnly.Extend(cel.Variable(varChildren, cel.MapType(cel.StringType, cel.DynType))); err != nil {
+	if e.refs, err = e.parentOnly.Extend(cel.Variable(varRefs, cel.MapType(cel.StringType, cel.DynType))); err != nil {
+		return nil, err
+	}
+	if e.base, err = e.refs.Extend(cel.Variable(varChildren, cel.MapType(cel.StringType, cel.DynType))); err != nil {
 		return nil, err
 	}
 	if e.ready, err = e.base.Extend(cel.Variable(varSelf, object)); err != nil {

@@ -91,7 +91,7 @@ func (ev *evaluation) evalIn(p *program, vars *activation, at int, results trait
 
 // activation resolves the CEL variables of one expression.
 type activation struct {
-	parent, children, self, each ref.Val
+	parent, children, refs, self, each ref.Val
 	index                        ref.Val
 }
 
@@ -103,6 +103,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		v = a.parent
 	case varChildren:
 		v = a.children
+	case varRefs:
+		v = a.refs
 	case varSelf:
 		v = a.self
 	case varEach:

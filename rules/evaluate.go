@@ -62,7 +62,7 @@ func (r *Rule) EvaluateWithRefs(ctx context.Context, parent map[string]any, obse
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	ev.ctx = ctx
-	ev.run(parent)
+	ev.run(parent, refs)
 	if ev.limit != nil {
 		return nil, ev.limit
 	}
@@ -89,9 +89,11 @@ type evaluation struct {
 	claims claimSet
 	// limit is set when the parent has too many children; evaluation stops there.
 	limit *LimitError
+	// refOut holds each ref's outcome, by id; nil for a rule without refs.
+	refOut map[string]refOutcome
 }
 
-func (ev *evaluation) run(parent map[string]any) {
+func (ev *evaluation) run(parent map[string]any, refs RefSource) {
 	r := ev.rule
 	if err := ev.ctx.Err(); err != nil {
 		ev.errs = append(ev.errs, &Error{Rule: r.Name, Message: ev.cause(err).Error(), Err: err})
@@ -117,13 +119,14 @@ func (ev *evaluation) run(parent map[string]any) {
 			return
 		}
 	}
+	ev.lookupRefs(parent, refs)
 	for i, ch := range r.Children {
 		if ev.states[i] = ev.child(ch); ev.limit != nil {
 			return
 		}
 	}
 	ev.status()
-	ev.res.Ready = len(ev.res.Waiting) == 0 && len(ev.res.Failed) == 0
+	ev.res.Ready = len(ev.res.Waiting) == 0 && len(ev.res.Failed) == 0 && len(ev.res.MissingRefs) == 0
 	for _, d := range ev.res.Children {
 		ev.res.Ready = ev.res.Ready && d.Ready
 	}
@@ -131,6 +134,15 @@ func (ev *evaluation) run(parent map[string]any) {
 
 // child evaluates one child and returns its state.
 func (ev *evaluation) child(ch *Child) childState {
+	waitOn, refFailed := ev.refsBlock(ch.refReads)
+	if refFailed {
+		ev.res.Failed = append(ev.res.Failed, ch.ID)
+		return stateFailed
+	}
+	if len(waitOn) > 0 {
+		ev.res.Waiting = append(ev.res.Waiting, Waiting{ID: ch.ID, On: waitOn})
+		return stateWaiting
+	}
 	var missing []string
 	for i, dep := range ch.depIndex {
 		switch ev.states[dep] {
@@ -273,6 +285,9 @@ func (ev *evaluation) status() {
 	}
 	ev.res.Status = make(map[string]any, len(ev.rule.status))
 	include := func(f statusField) bool {
+		if waitOn, failed := ev.refsBlock(f.refReads); failed || len(waitOn) > 0 {
+			return false
+		}
 		for _, id := range f.reads {
 			if _, observed := ev.children[id]; !observed {
 				return false
@@ -340,7 +355,7 @@ func (ev *evaluation) cause(err error) error {
 func (ev *evaluation) fail(p *program, at int, err error) {
 	e := &Error{Rule: ev.rule.Name, Message: forEachPrefix(at) + err.Error(), Err: err}
 	if p != nil {
-		e.Child, e.Field, e.Expr = p.w.child, string(p.w.field), p.source
+		e.Child, e.Ref, e.Field, e.Expr = p.w.child, p.w.ref, string(p.w.field), p.source
 	}
 	ev.errs = append(ev.errs, e)
 }

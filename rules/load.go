@@ -87,7 +87,8 @@ type statusField struct {
 	name  string
 	value *node
 	// reads lists the children the field reads; it is left out until they are observed.
-	reads []string
+	// refReads lists the refs it reads; it is left out while one is missing.
+	reads, refReads []string
 }
 
 // compileRule validates and compiles one rule, or returns nil after reporting why it
@@ -96,6 +97,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	before := len(*errs)
 	gvr, selector := checkParent(src, errs)
 	ids := checkChildIDs(src, errs)
+	refIDs := checkRefIDs(src, errs)
 	checkStatusFields(src, errs)
 
 	var parentSchema *apiextensionsv1.JSONSchemaProps
@@ -115,6 +117,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		envs:      e,
 		errs:      errs,
 		childIDs:  ids,
+		refIDs:    refIDs,
 		costLimit: opts.costLimit(),
 		sizes:     &sizeEstimator{parent: parentType},
 	}
@@ -136,6 +139,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	reads := map[string][]string{}
 	scopes := newScopes(opts)
 	parentNamespaced, _ := scopes.resource(gvr.GroupResource())
+	r.Refs = c.compileRefs(src, parentNamespaced, scopes)
 	for _, cs := range src.children {
 		if ch := c.child(src, cs, opts); ch != nil {
 			checkChildScope(src, cs, ch, gvr.GroupResource(), parentNamespaced, scopes, errs)
@@ -163,7 +167,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		for _, name := range names {
 			mark := len(c.progs)
 			v := c.compileValue(e.base, src.status.fields[name], fw.key(name), vs.key(name))
-			r.status = append(r.status, statusField{name: name, value: v, reads: c.readsSince(mark)})
+			r.status = append(r.status, statusField{name: name, value: v, reads: c.readsSince(mark), refReads: c.refReadsSince(mark)})
 		}
 		roots := make([]*node, len(r.status))
 		for i, f := range r.status {
@@ -246,6 +250,7 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 		ch.readyWhen = c.compile(readyEnv, w.key("readyWhen"), cs.readyWhen, cs.readyWhen, 0, wantBool)
 	}
 	ch.reads = c.readsSince(mark)
+	ch.refReads = c.refReadsSince(mark)
 	return ch
 }
 

@@ -32,6 +32,7 @@ type ruleSource struct {
 	name     string
 	parent   parentSource
 	children []*childSource
+	refs     []*refSource
 	status   *statusSource
 	// maxChildren is 0 when the rule sets none.
 	maxChildren int
@@ -113,7 +114,7 @@ func parseFile(data []byte, root path, errs *ErrorList) []*ruleSource {
 // where locates a value: the rule and child it belongs to, its field path relative to
 // them, and its full path in the file.
 type where struct {
-	rule, child string
+	rule, child, ref string
 	field       path
 	path        path
 }
@@ -241,13 +242,18 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 	r := &ruleSource{at: at, fingerprint: fingerprint(m)}
 	r.name = d.str(m, "name", w, true)
 	w.rule = r.name
-	d.unknown(m, w, "name", "parent", "children", "status", "maxChildren")
+	d.unknown(m, w, "name", "parent", "refs", "children", "status", "maxChildren")
 	if p, ok := m["parent"]; ok {
 		r.parent = d.parent(p, w.key("parent"))
 	} else {
 		d.fail(w.key("parent"), "required")
 	}
 	r.maxChildren = d.positive(m, "maxChildren", w)
+	for i, v := range d.list(m, "refs", w) {
+		if rs := d.ref(v, w, at.key("refs").index(i)); rs != nil {
+			r.refs = append(r.refs, rs)
+		}
+	}
 	for i, c := range d.list(m, "children", w) {
 		if cs := d.child(c, w, at.key("children").index(i)); cs != nil {
 			r.children = append(r.children, cs)

@@ -8,9 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// refProgram holds a ref's compiled name, namespace and selector.
-type refProgram struct{}
-
 // RefNamespaces returns the namespaces in which the engine must watch ref's kind for
 // this rule: the ref's literal namespace; else, for a ref that stays in its parent's
 // namespace, the rule's parent namespaces; else "" (every namespace). A cluster-scoped

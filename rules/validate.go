@@ -254,5 +254,5 @@ func checkStatusFields(r *ruleSource, errs *ErrorList) {
 
 // fail records a problem that has no expression.
 func fail(errs *ErrorList, w where, msg string) {
-	*errs = append(*errs, &Error{Rule: w.rule, Child: w.child, Field: string(w.field), Message: msg, path: string(w.path)})
+	*errs = append(*errs, &Error{Rule: w.rule, Child: w.child, Ref: w.ref, Field: string(w.field), Message: msg, path: string(w.path)})
 }

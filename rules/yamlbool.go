@@ -117,5 +117,5 @@ func scalarEntry(n *yamlv3.Node, key string) string {
 }
 
 func warning(w where, n *yamlv3.Node, msg string) *Error {
-	return &Error{Rule: w.rule, Child: w.child, Field: string(w.field), Line: n.Line, Message: msg, path: string(w.path)}
+	return &Error{Rule: w.rule, Child: w.child, Ref: w.ref, Field: string(w.field), Line: n.Line, Message: msg, path: string(w.path)}
 }

@@ -1,0 +1,266 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// This file reads, checks and compiles a rule's refs: parse them strictly, compile their
+// name, namespace and selector as templates over `parent` and the refs before them, find
+// which refs every expression reads, and order the refs by what they read.
+
+type refSource struct {
+	id, apiVersion, kind string
+	// name and namespace are literal or ${} templates; namespace is "" when unset.
+	name, namespace string
+	// selector is the raw LabelSelector, whose values may hold ${}; nil in the name form.
+	selector       map[string]any
+	optional       bool
+	crossNamespace bool
+	at             path
+}
+
+// refProgram holds a ref's compiled name, namespace and selector.
+type refProgram struct {
+	name, namespace, selector *node
+	// clusterScoped is true when the kind is known to be cluster-scoped.
+	clusterScoped bool
+	// reads lists the refs that name, namespace and selector read.
+	reads []string
+}
+
+func (d *decoder) ref(v any, rw where, at path) *refSource {
+	w := where{rule: rw.rule, path: at}
+	m := d.asMap(v, w)
+	if m == nil {
+		return nil
+	}
+	rs := &refSource{at: at}
+	rs.id = d.str(m, "id", w, true)
+	w.ref = rs.id
+	d.unknown(m, w, "id", "apiVersion", "kind", "name", "namespace", "selector", "optional", "crossNamespace")
+	rs.apiVersion = d.str(m, "apiVersion", w, true)
+	rs.kind = d.str(m, "kind", w, true)
+	rs.name = d.str(m, "name", w, false)
+	rs.namespace = d.str(m, "namespace", w, false)
+	rs.optional = d.boolean(m, "optional", w)
+	rs.crossNamespace = d.boolean(m, "crossNamespace", w)
+	if sel, ok := m["selector"]; ok && sel != nil {
+		sw := w.key("selector")
+		if sm := d.object(sel, sw, "matchLabels", "matchExpressions"); sm != nil {
+			// The shape is checked now; values holding ${} are checked when evaluated.
+			if d.selector(sm, sw) != nil {
+				rs.selector = sm
+			}
+		}
+	}
+	switch {
+	case rs.name == "" && rs.selector == nil && m["selector"] == nil:
+		d.fail(w, "needs a name (one object) or a selector (a list of objects)")
+	case rs.name != "" && m["selector"] != nil:
+		d.fail(w.key("selector"), "a ref has a name or a selector, not both")
+	case rs.selector != nil && rs.optional:
+		d.fail(w.key("optional"), "a selector ref is never missing (it reads an empty list): optional applies to a ref by name")
+	}
+	return rs
+}
+
+// compileRefs checks and compiles a rule's refs and returns them in dependency order.
+// The ids are set on c first, so that every later expression can be checked for the
+// refs it reads.
+func (c *compiler) compileRefs(src *ruleSource, parentNamespaced bool, s scopes) []*Ref {
+	var refs []*Ref
+	reads := map[string][]string{}
+	for _, rs := range src.refs {
+		if ref := c.ref(src, rs, parentNamespaced, s); ref != nil {
+			refs = append(refs, ref)
+			reads[ref.ID] = ref.compiled.reads
+		}
+	}
+	ids := make([]string, len(refs))
+	for i, ref := range refs {
+		ids[i] = ref.ID
+	}
+	order, cycles := orderIDs(ids, reads)
+	for _, cycle := range cycles {
+		*c.errs = append(*c.errs, &Error{Rule: src.name, Ref: cycle[0],
+			Message: "dependency cycle: " + strings.Join(cycle, " -> ") + "; a ref cannot read, directly or not, a ref that reads it",
+			path:    string(src.at.key("refs"))})
+	}
+	if len(cycles) > 0 {
+		return nil
+	}
+	byID := make(map[string]*Ref, len(refs))
+	for _, ref := range refs {
+		byID[ref.ID] = ref
+	}
+	out := make([]*Ref, len(order))
+	for i, id := range order {
+		out[i] = byID[id]
+		out[i].DependsOn = reads[id]
+	}
+	return out
+}
+
+// checkRefIDs reports missing, malformed and duplicate ref ids and returns the valid ones.
+func checkRefIDs(r *ruleSource, errs *ErrorList) []string {
+	var ids []string
+	for _, rs := range r.refs {
+		w := where{rule: r.name, ref: rs.id, path: rs.at}
+		switch {
+		case rs.id == "":
+			continue // reported as required
+		case !childIDPattern.MatchString(rs.id):
+			fail(errs, w.key("id"), "invalid ref id: use letters, digits and _ and start with a letter (it is read in CEL as refs.<id>)")
+		case celReserved[rs.id]:
+			fail(errs, w.key("id"), "invalid ref id: it is a CEL reserved word")
+		case slices.Contains(ids, rs.id):
+			fail(errs, w.key("id"), "duplicate ref id; ids must be unique in a rule")
+		default:
+			ids = append(ids, rs.id)
+		}
+	}
+	return ids
+}
+
+// ref compiles one ref.
+func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s scopes) *Ref {
+	if rs.id == "" || (rs.name == "" && rs.selector == nil) {
+		return nil
+	}
+	w := where{rule: r.name, ref: rs.id, path: rs.at}
+	gv, msg := parseGroupVersion(rs.apiVersion)
+	if msg != "" {
+		fail(c.errs, w.key("apiVersion"), msg)
+		return nil
+	}
+	if !kindPattern.MatchString(rs.kind) {
+		fail(c.errs, w.key("kind"), fmt.Sprintf("invalid kind %q", rs.kind))
+		return nil
+	}
+	ref := &Ref{ID: rs.id, GVK: gv.WithKind(rs.kind), Selector: rs.selector != nil, Optional: rs.optional,
+		CrossNamespace: rs.crossNamespace, compiled: &refProgram{}}
+	if !strings.Contains(rs.namespace, "${") {
+		ref.Namespace = rs.namespace
+	}
+	namespaced, known := s.kind(ref.GVK.GroupKind())
+	ref.compiled.clusterScoped = known && !namespaced
+	if !c.refScope(r, rs, ref, parentNamespaced, w) {
+		return nil
+	}
+	mark := len(c.progs)
+	env := c.envs.refs
+	if rs.name != "" {
+		ref.compiled.name = c.compileValue(env, rs.name, w.key("name"), valueSchema{})
+	}
+	if rs.namespace != "" {
+		ref.compiled.namespace = c.compileValue(env, rs.namespace, w.key("namespace"), valueSchema{})
+	}
+	if rs.selector != nil {
+		ref.compiled.selector = c.compileValue(env, rs.selector, w.key("selector"), valueSchema{})
+	}
+	ref.compiled.reads = c.refReadsSince(mark)
+	return ref
+}
+
+// refScope checks at load what can be known of where a ref reads: a namespaced parent
+// reads its own namespace unless the ref says crossNamespace.
+func (c *compiler) refScope(r *ruleSource, rs *refSource, ref *Ref, parentNamespaced bool, w where) bool {
+	if !parentNamespaced || rs.crossNamespace {
+		return true
+	}
+	switch {
+	case ref.compiled.clusterScoped && ref.GVK.GroupKind() != (schema.GroupKind{Kind: "Namespace"}):
+		fail(c.errs, w.key("kind"), fmt.Sprintf("%s is cluster-scoped, and the parent is namespaced: reading it needs crossNamespace: true on the ref", rs.kind))
+		return false
+	case ref.Namespace != "" && r.parent.namespaces != nil && !(len(r.parent.namespaces) == 1 && r.parent.namespaces[0] == ref.Namespace):
+		fail(c.errs, w.key("namespace"), fmt.Sprintf("namespace %q is not the parent's: reading another namespace needs crossNamespace: true on the ref", ref.Namespace))
+		return false
+	}
+	return true
+}
+
+// refReads returns the ids of the refs that a checked expression reads through
+// `refs.X`, `refs.?X` or `refs["X"]`, reporting ids that are not refs of the rule. An
+// expression that uses `refs` any other way reads every ref.
+func (c *compiler) refReads(w where, source, src string, off int, checked *cel.Ast) ([]string, bool) {
+	native := checked.NativeRep()
+	var reads []string
+	ok := true
+	all := false
+	visit(native.Expr(), func(e celast.Expr) bool {
+		if id, isRead, constant := varAccess(e, varRefs); isRead {
+			switch {
+			case !constant:
+				all = true
+			case !slices.Contains(c.refIDs, id):
+				ok = false
+				loc := native.SourceInfo().GetStartLocation(e.ID())
+				c.fail(w, source, columnOf(source, off, runeOffset(src, loc)), fmt.Sprintf("unknown ref '%s'%s", id, didYouMean(id, c.refIDs)))
+			case !slices.Contains(reads, id):
+				reads = append(reads, id)
+			}
+			return !constant
+		}
+		if e.Kind() == celast.IdentKind && e.AsIdent() == varRefs {
+			all = true
+		}
+		return true
+	})
+	if all {
+		return slices.Clone(c.refIDs), ok
+	}
+	return reads, ok
+}
+
+// refReadsSince returns the refs read by the programs compiled since mark.
+func (c *compiler) refReadsSince(mark int) []string {
+	var reads []string
+	for _, p := range c.progs[mark:] {
+		for _, id := range p.refReads {
+			if !slices.Contains(reads, id) {
+				reads = append(reads, id)
+			}
+		}
+	}
+	return reads
+}
+
+// orderIDs sorts ids so that each comes after every id it reads, keeping the given
+// order otherwise, or returns the dependency cycles among them.
+func orderIDs(ids []string, reads map[string][]string) ([]string, [][]string) {
+	if cycles := findCycles(ids, reads); len(cycles) > 0 {
+		return nil, cycles
+	}
+	placed := make(map[string]bool, len(ids))
+	ordered := make([]string, 0, len(ids))
+	for progress := true; progress && len(ordered) < len(ids); {
+		progress = false
+		for _, id := range ids {
+			if placed[id] || slices.ContainsFunc(reads[id], func(dep string) bool { return !placed[dep] }) {
+				continue
+			}
+			placed[id] = true
+			ordered = append(ordered, id)
+			progress = true
+			break
+		}
+	}
+	return ordered, nil
+}
+
+// labelSelector decodes an evaluated selector map.
+func labelSelector(v any) (*metav1.LabelSelector, error) {
+	d := &decoder{errs: &ErrorList{}}
+	sel := d.selector(v, where{})
+	if len(*d.errs) > 0 {
+		return nil, fmt.Errorf("%s", (*d.errs)[0].Message)
+	}
+	return sel, nil
+}
