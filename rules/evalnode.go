@@ -92,7 +92,7 @@ func (ev *evaluation) evalIn(p *program, vars *activation, at int, results trait
 // activation resolves the CEL variables of one expression.
 type activation struct {
 	parent, children, refs, self, each ref.Val
-	index                        ref.Val
+	index                              ref.Val
 }
 
 // ResolveName implements interpreter.Activation.

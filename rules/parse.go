@@ -115,8 +115,8 @@ func parseFile(data []byte, root path, errs *ErrorList) []*ruleSource {
 // them, and its full path in the file.
 type where struct {
 	rule, child, ref string
-	field       path
-	path        path
+	field            path
+	path             path
 }
 
 func (w where) key(k string) where {
