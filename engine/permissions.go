@@ -44,7 +44,11 @@ func neededAccess(st *ruleState) []access {
 	}
 	sort.Slice(children, func(i, j int) bool { return children[i].String() < children[j].String() })
 	var out []access
-	for _, a := range st.rule.Access(st.parent.Namespaced, children) {
+	needed := st.rule.Access(st.parent.Namespaced, children)
+	for _, rk := range st.refs {
+		needed = append(needed, st.rule.RefAccess(rk.ref, rk.GVR, rk.Namespaced)...)
+	}
+	for _, a := range needed {
 		for _, verb := range a.Verbs {
 			out = append(out, access{GVR: a.Resource, Subresource: a.Subresource, Verb: verb, Namespace: a.Namespace})
 		}

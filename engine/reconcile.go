@@ -57,6 +57,7 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 		// by the rule (released).
 		c.statusless.Delete(key)
 		c.lastFailure.Delete(key)
+		st.refIndex.drop(key)
 		return c.releaseGone(ctx, st, key)
 	}
 	if g, known := c.gone.get(key); known && g.done.IsZero() && g.uid != parent.GetUID() {
@@ -68,7 +69,16 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, st, parent)
 	}
+	events := st.refIndex.events.Load()
 	out := c.sync(ctx, st, parent)
+	if len(st.refs) > 0 && out.result != nil {
+		st.refIndex.set(key, out.result.Refs)
+		if st.refIndex.events.Load() != events {
+			// A referenced object may have changed before the index knew this parent
+			// reads it: look again.
+			c.queue.Add(key)
+		}
+	}
 	if ctx.Err() != nil {
 		// Stopping: what failed failed because of it, and is not the parent's problem.
 		return result{}, ctx.Err()
@@ -157,7 +167,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 	}
 	failed := map[objectKey]bool{} // applies that failed are not retried in a later round
 	for round := 0; round <= len(st.rule.Children); round++ {
-		res, err := st.rule.Evaluate(ctx, parent.Object, st.rule.Observe(observed(owned, out.applied)))
+		res, err := st.rule.EvaluateWithRefs(ctx, parent.Object, st.rule.Observe(observed(owned, out.applied)), cachedRefs{st})
 		out.result, out.evalErr = res, err
 		if err != nil {
 			c.metrics.CELErrors.WithLabelValues(st.rule.Name).Inc()

@@ -33,6 +33,10 @@ type ruleState struct {
 	parents  map[string]*informers.Watch // by namespace ("" = all)
 	regs     map[string]cache.ResourceEventHandlerRegistration
 	children map[schema.GroupKind]*childKind
+	// refs are the rule's refs and their watches (refs.go); refIndex tells which parents
+	// read which referenced objects (refindex.go).
+	refs     []*refKind
+	refIndex refIndex
 	// stopped is set once the rule's watches are released; a reconcile still holding the
 	// state then does nothing.
 	stopped atomic.Bool
@@ -113,6 +117,9 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 		}
 		st.children[gk] = &childKind{kindInfo: info}
 	}
+	if err := c.resolveRefs(st); err != nil {
+		return err
+	}
 	if !c.opts.SkipAccessCheck {
 		if err := c.checkAccess(ctx, st); err != nil {
 			return err
@@ -125,6 +132,10 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 			return err
 		}
 		ck.watch = w
+	}
+	if err := c.watchRefs(ctx, st); err != nil {
+		c.stopRule(st)
+		return err
 	}
 	namespaces := r.Parent.Namespaces
 	if len(namespaces) == 0 || !parent.Namespaced {
@@ -162,6 +173,7 @@ func (c *Controller) stopRule(st *ruleState) {
 			c.watches.Release(ck.watch)
 		}
 	}
+	c.releaseRefs(st)
 	// The maps stay as they are: a reconcile that already holds st may still read them.
 	st.stopped.Store(true)
 }
@@ -209,7 +221,7 @@ func (st *ruleState) synced() bool {
 			return false
 		}
 	}
-	return true
+	return st.refsSynced()
 }
 
 // getParent reads a parent from the rule's cache and decodes it: the result is the

@@ -65,6 +65,8 @@ func readyCondition(out *outcome) metav1.Condition {
 		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionUnknown, Reason: rules.ReasonReconcilePanic, Message: "the reconcile panicked before it could tell"}
 	case res == nil:
 		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonEvaluationFailed, Message: "the rule could not be evaluated"}
+	case len(res.MissingRefs) > 0:
+		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonRefMissing, Message: missingRefsMessage(res)}
 	case len(res.Waiting) > 0:
 		var parts []string
 		for _, w := range res.Waiting {
@@ -268,4 +270,19 @@ func dedupe(ids []string) []string {
 		}
 	}
 	return out
+}
+
+// missingRefsMessage names each missing ref's object and the children that wait for it:
+// "refs.settings: ConfigMap team-a/app does not exist; out waits for refs.settings".
+func missingRefsMessage(res *rules.Result) string {
+	var parts []string
+	for _, l := range res.Refs {
+		if slices.Contains(res.MissingRefs, l.Ref) {
+			parts = append(parts, fmt.Sprintf("refs.%s: %s does not exist", l.Ref, rules.ObjectName(l.GVK.GroupKind(), l.Namespace, l.Name)))
+		}
+	}
+	for _, w := range res.Waiting {
+		parts = append(parts, fmt.Sprintf("%s waits for %s", w.ID, strings.Join(w.On, ", ")))
+	}
+	return strings.Join(parts, "; ")
 }

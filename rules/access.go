@@ -62,3 +62,21 @@ func (r *Rule) Access(parentNamespaced bool, children []schema.GroupVersionResou
 	}
 	return out
 }
+
+// refVerbs: refs are read from informers, which list and watch.
+var refVerbs = []string{"list", "watch"}
+
+// RefAccess is what reading ref needs, once its resource (gvr) and scope are known: list
+// and watch in each namespace RefNamespaces names, or everywhere for a cluster-scoped
+// kind.
+func (r *Rule) RefAccess(ref *Ref, gvr schema.GroupVersionResource, namespaced bool) []Access {
+	namespaces := []string{""}
+	if namespaced {
+		namespaces = r.RefNamespaces(ref)
+	}
+	out := make([]Access, len(namespaces))
+	for i, ns := range namespaces {
+		out[i] = Access{Resource: gvr, Namespace: ns, Verbs: slices.Clone(refVerbs)}
+	}
+	return out
+}

@@ -47,7 +47,11 @@ func policyRules(rs *rules.RuleSet, resourceFor resourceMapper) []rbacv1.PolicyR
 		for _, c := range r.Children {
 			children = append(children, resourceFor(c.GVK))
 		}
-		for _, a := range r.Access(true, children) {
+		access := r.Access(true, children)
+		for _, ref := range r.Refs {
+			access = append(access, r.RefAccess(ref, resourceFor(ref.GVK), true)...)
+		}
+		for _, a := range access {
 			gr := a.Resource.GroupResource()
 			if a.Subresource != "" {
 				gr.Resource += "/" + a.Subresource

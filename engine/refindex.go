@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// refIndex maps the objects a rule's parents read through refs back to those parents,
+// so that an event on a referenced object queues exactly the parents that read it. Each
+// evaluation replaces its parent's entries with what it looked up (rules.Result.Refs).
+type refIndex struct {
+	mu sync.Mutex
+	// byName holds the parents that read one object by name.
+	byName map[refTarget]map[queueKey]struct{}
+	// bySelector holds the parents that list objects of a kind in a namespace ("" for
+	// every namespace), with the selector each used.
+	bySelector map[refTarget]map[queueKey]labels.Selector
+	// reads is what each parent read last, to remove it when replaced.
+	reads map[queueKey][]refTarget
+	// events counts the events of the rule's ref informers; a reconcile that sees it move
+	// while it evaluated looks again, since the event may have come before the index
+	// knew that the parent reads the object.
+	events atomic.Uint64
+}
+
+// refTarget is an object read by name, or (with no name) a kind and namespace listed
+// with a selector.
+type refTarget struct {
+	gk              schema.GroupKind
+	namespace, name string
+}
+
+func (x *refIndex) event() { x.events.Add(1) }
+
+// set replaces what parent read with the lookups of its last evaluation.
+func (x *refIndex) set(parent queueKey, lookups []rules.Lookup) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.dropLocked(parent)
+	if len(lookups) == 0 {
+		return
+	}
+	if x.byName == nil {
+		x.byName = map[refTarget]map[queueKey]struct{}{}
+		x.bySelector = map[refTarget]map[queueKey]labels.Selector{}
+		x.reads = map[queueKey][]refTarget{}
+	}
+	targets := make([]refTarget, 0, len(lookups))
+	for _, l := range lookups {
+		t := refTarget{gk: l.GVK.GroupKind(), namespace: l.Namespace, name: l.Name}
+		targets = append(targets, t)
+		if l.Selector == nil {
+			if x.byName[t] == nil {
+				x.byName[t] = map[queueKey]struct{}{}
+			}
+			x.byName[t][parent] = struct{}{}
+			continue
+		}
+		if x.bySelector[t] == nil {
+			x.bySelector[t] = map[queueKey]labels.Selector{}
+		}
+		x.bySelector[t][parent] = l.Selector
+	}
+	x.reads[parent] = targets
+}
+
+// drop forgets what parent read.
+func (x *refIndex) drop(parent queueKey) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.dropLocked(parent)
+}
+
+func (x *refIndex) dropLocked(parent queueKey) {
+	for _, t := range x.reads[parent] {
+		if t.name != "" {
+			delete(x.byName[t], parent)
+			if len(x.byName[t]) == 0 {
+				delete(x.byName, t)
+			}
+			continue
+		}
+		delete(x.bySelector[t], parent)
+		if len(x.bySelector[t]) == 0 {
+			delete(x.bySelector, t)
+		}
+	}
+	delete(x.reads, parent)
+}
+
+// readers returns the parents that read the object of kind gk an event is about: before
+// the event (oldObj, nil for an add) or after it (newObj, nil for a delete).
+func (x *refIndex) readers(gk schema.GroupKind, oldObj, newObj any) []queueKey {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []queueKey
+	seen := map[queueKey]bool{}
+	add := func(k queueKey) {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, obj := range []any{oldObj, newObj} {
+		o, ok := asObject(obj)
+		if !ok {
+			continue
+		}
+		for k := range x.byName[refTarget{gk: gk, namespace: o.GetNamespace(), name: o.GetName()}] {
+			add(k)
+		}
+		lists := []map[queueKey]labels.Selector{x.bySelector[refTarget{gk: gk, namespace: o.GetNamespace()}]}
+		if o.GetNamespace() != "" {
+			lists = append(lists, x.bySelector[refTarget{gk: gk}])
+		}
+		if len(lists[0]) == 0 && (len(lists) == 1 || len(lists[1]) == 0) {
+			continue
+		}
+		set := objectLabels(o)
+		for _, l := range lists {
+			for k, sel := range l {
+				if sel.Matches(set) {
+					add(k)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// objectLabels decodes a cached object's labels (the cache keeps only kubecel's own as
+// fields); none when it cannot be decoded.
+func objectLabels(o *informers.Object) labels.Set {
+	u, err := o.Decode()
+	if err != nil {
+		return nil
+	}
+	return u.GetLabels()
+}
