@@ -100,6 +100,9 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 		if isNamespace && rp.clusterScoped && parentNS != "" && !ref.CrossNamespace && name != parentNS {
 			return failed("name", fmt.Errorf("Namespace %q is not the parent's (%q): reading another namespace needs crossNamespace: true on the ref", name, parentNS))
 		}
+		if namespace == "" && rp.namespaced {
+			return failed("namespace", fmt.Errorf("%s is namespaced, and the parent is cluster-scoped: the ref needs a namespace", ref.GVK.Kind))
+		}
 		lookup.Name = name
 		obj, found, err := src.Get(ev.ctx, ref.GVK, namespace, name)
 		if err != nil {

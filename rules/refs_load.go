@@ -29,8 +29,8 @@ type refSource struct {
 // refProgram holds a ref's compiled name, namespace and selector.
 type refProgram struct {
 	name, namespace, selector *node
-	// clusterScoped is true when the kind is known to be cluster-scoped.
-	clusterScoped bool
+	// clusterScoped and namespaced are true when the kind is known to be so.
+	clusterScoped, namespaced bool
 	// reads lists the refs that name, namespace and selector read.
 	reads []string
 }
@@ -150,7 +150,7 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 		ref.Namespace = rs.namespace
 	}
 	namespaced, known := s.kind(ref.GVK.GroupKind())
-	ref.compiled.clusterScoped = known && !namespaced
+	ref.compiled.clusterScoped, ref.compiled.namespaced = known && !namespaced, known && namespaced
 	if !c.refScope(r, rs, ref, parentNamespaced, w) {
 		return nil
 	}
