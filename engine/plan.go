@@ -154,6 +154,7 @@ func (c *Controller) planParent(ctx context.Context, st *ruleState, parent *unst
 		for _, w := range out.result.Waiting {
 			p.Waiting = append(p.Waiting, fmt.Sprintf("%s waits for %s", w.ID, strings.Join(w.On, ", ")))
 		}
+		p.Refs, p.MissingRefs = out.result.DescribeRefs(), len(out.result.MissingRefs) > 0
 	}
 	if out.evalErr != nil {
 		p.Errors = append(p.Errors, out.evalErr)

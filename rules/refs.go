@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -71,4 +72,31 @@ func stringAt(obj map[string]any, keys ...string) string {
 	}
 	s, _ := cur.(string)
 	return s
+}
+
+// DescribeRefs says, for render and plan, what each ref of the evaluation read and
+// whether it was found, never what it holds: "refs.settings: ConfigMap default/app
+// (found)".
+func (res *Result) DescribeRefs() []string {
+	out := make([]string, 0, len(res.Refs))
+	for _, l := range res.Refs {
+		what := ObjectName(l.GVK.GroupKind(), l.Namespace, l.Name)
+		var line string
+		switch {
+		case l.Selector != nil:
+			where := "every namespace"
+			if l.Namespace != "" {
+				where = "namespace " + l.Namespace
+			}
+			line = fmt.Sprintf("refs.%s: %s in %s matching %q (%d found)", l.Ref, l.GVK.Kind, where, l.Selector.String(), l.Found)
+		case l.Found > 0:
+			line = fmt.Sprintf("refs.%s: %s (found)", l.Ref, what)
+		case slices.Contains(res.MissingRefs, l.Ref):
+			line = fmt.Sprintf("refs.%s: %s (missing: what reads it waits)", l.Ref, what)
+		default:
+			line = fmt.Sprintf("refs.%s: %s (absent; optional)", l.Ref, what)
+		}
+		out = append(out, line)
+	}
+	return out
 }

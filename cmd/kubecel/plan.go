@@ -247,10 +247,13 @@ func (p palette) line(s string) string {
 // writeTextPlan prints the parents that would change or failed, then a summary line.
 func writeTextPlan(w io.Writer, plans []plan.ParentPlan, p palette) planSummary {
 	for _, pp := range plans {
-		if len(pp.Changes) == 0 && len(pp.Errors) == 0 {
+		if len(pp.Changes) == 0 && len(pp.Errors) == 0 && !pp.MissingRefs {
 			continue
 		}
 		fmt.Fprintln(w, p.paint("1", fmt.Sprintf("rule %s: %s", pp.Rule, pp.Parent)))
+		for _, r := range pp.Refs {
+			fmt.Fprintln(w, "  reads "+r)
+		}
 		for _, ch := range pp.Changes {
 			for _, l := range strings.Split(ch.Text(), "\n") {
 				fmt.Fprintln(w, "  "+p.line(l))
@@ -298,6 +301,7 @@ type jsonParentPlan struct {
 	Parent   plan.ObjectRef `json:"parent"`
 	Changes  []plan.Change  `json:"changes"`
 	Waiting  []string       `json:"waiting,omitempty"`
+	Refs     []string       `json:"refs,omitempty"`
 	Errors   []string       `json:"errors,omitempty"`
 	Deleting bool           `json:"deleting,omitempty"`
 }
@@ -311,7 +315,7 @@ func writeDataPlan(w io.Writer, format string, plans []plan.ParentPlan, planErr 
 		Error   string           `json:"error,omitempty"`
 	}{Parents: []jsonParentPlan{}, Summary: summarize(plans)}
 	for _, p := range plans {
-		jp := jsonParentPlan{Rule: p.Rule, Parent: p.Parent, Changes: p.Changes, Waiting: p.Waiting, Deleting: p.Deleting}
+		jp := jsonParentPlan{Rule: p.Rule, Parent: p.Parent, Changes: p.Changes, Waiting: p.Waiting, Refs: p.Refs, Deleting: p.Deleting}
 		if jp.Changes == nil {
 			jp.Changes = []plan.Change{}
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -370,8 +369,8 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 		o.note(fmt.Sprintf("rule %q: parent.when is false for %s: the rule does not apply", r.Name, refName(ref)))
 		return nil
 	}
-	for _, l := range res.Refs {
-		o.note(fmt.Sprintf("rule %q %s", r.Name, describeLookup(l, res)))
+	for _, l := range res.DescribeRefs() {
+		o.note(fmt.Sprintf("rule %q %s", r.Name, l))
 	}
 	var failed []error
 	for _, d := range res.Children {
@@ -417,26 +416,6 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 		object:  map[string]any{"apiVersion": parent["apiVersion"], "kind": parent["kind"], "metadata": md, "status": res.Status},
 	})
 	return failed
-}
-
-// describeLookup says what one ref read and whether it was found, never what it holds:
-// "refs.settings: ConfigMap default/app (found)".
-func describeLookup(l rules.Lookup, res *rules.Result) string {
-	what := rules.ObjectName(l.GVK.GroupKind(), l.Namespace, l.Name)
-	if l.Selector != nil {
-		where := "every namespace"
-		if l.Namespace != "" {
-			where = "namespace " + l.Namespace
-		}
-		return fmt.Sprintf("refs.%s: %s in %s matching %q (%d found)", l.Ref, l.GVK.Kind, where, l.Selector.String(), l.Found)
-	}
-	switch {
-	case l.Found > 0:
-		return fmt.Sprintf("refs.%s: %s (found)", l.Ref, what)
-	case slices.Contains(res.MissingRefs, l.Ref):
-		return fmt.Sprintf("refs.%s: %s (missing: what reads it waits)", l.Ref, what)
-	}
-	return fmt.Sprintf("refs.%s: %s (absent; optional)", l.Ref, what)
 }
 
 // childNamespaced is the scope of a desired child's kind. A kind that neither the

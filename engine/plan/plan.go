@@ -24,6 +24,11 @@ type ParentPlan struct {
 	// Waiting lists the children that are not evaluated yet because a child they read
 	// would not exist or be ready ("config waits for service").
 	Waiting []string
+	// Refs says what each of the rule's refs read and whether it was found
+	// ("refs.db: Secret team-a/db (missing: what reads it waits)"); never its content.
+	Refs []string
+	// MissingRefs is true when a required ref does not exist, so the parent waits.
+	MissingRefs bool
 	// Errors are the failures of the reconcile: evaluation, children the server would
 	// reject, prune and status errors. A parent with errors is still planned as far as
 	// the controller would get.
