@@ -65,6 +65,8 @@ type Rule struct {
 	// when it declares doubles, whose stored integers must be converted.
 	parentType *apiservercel.DeclType
 	coerce     bool
+	// refsType is the declared type of `refs` (nil when no ref's kind has a schema).
+	refsType *apiservercel.DeclType
 }
 
 // ParentTypeChecked reports whether `parent` is typed from a schema of the parent

@@ -128,7 +128,7 @@ func TestSizeEstimatorUsesSchemaBounds(t *testing.T) {
 // and that for those twice the worst-case estimate, plus the margin, bounds the actual
 // cost.
 func TestBoundedExpressionsSkipTracking(t *testing.T) {
-	e, err := newEnvs(nil)
+	e, err := newEnvs(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

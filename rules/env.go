@@ -75,27 +75,42 @@ type envs struct {
 }
 
 // newEnvs builds a rule's environments. parentType is the declared type of `parent`
-// (from its schema), or nil for a dynamically typed map.
-func newEnvs(parentType *apiservercel.DeclType) (*envs, error) {
+// (from its schema), or nil for a dynamically typed map; refsType likewise for `refs`
+// (see refsDeclType).
+func newEnvs(parentType, refsType *apiservercel.DeclType) (*envs, error) {
 	lib, err := libraryEnv()
 	if err != nil {
 		return nil, fmt.Errorf("build the CEL library environment: %w", err)
 	}
 	e := &envs{}
 	object := cel.MapType(cel.StringType, cel.DynType)
-	opts := []cel.EnvOption{cel.Variable(varParent, object)}
-	if parentType != nil {
-		e.types = apiservercel.NewDeclTypeProvider(parentType)
+	var declared []*apiservercel.DeclType
+	for _, t := range []*apiservercel.DeclType{parentType, refsType} {
+		if t != nil {
+			declared = append(declared, t)
+		}
+	}
+	var opts []cel.EnvOption
+	if len(declared) > 0 {
+		e.types = apiservercel.NewDeclTypeProvider(declared...)
 		typeOpts, err := e.types.EnvOptions(lib.CELTypeProvider())
 		if err != nil {
-			return nil, fmt.Errorf("declare the parent's schema types: %w", err)
+			return nil, fmt.Errorf("declare the schema types: %w", err)
 		}
-		opts = append(typeOpts, cel.Variable(varParent, parentType.CelType()))
+		opts = typeOpts
 	}
+	parentVar, refsVar := object, object
+	if parentType != nil {
+		parentVar = parentType.CelType()
+	}
+	if refsType != nil {
+		refsVar = refsType.CelType()
+	}
+	opts = append(opts, cel.Variable(varParent, parentVar))
 	if e.parentOnly, err = lib.Extend(opts...); err != nil {
 		return nil, err
 	}
-	if e.refs, err = e.parentOnly.Extend(cel.Variable(varRefs, cel.MapType(cel.StringType, cel.DynType))); err != nil {
+	if e.refs, err = e.parentOnly.Extend(cel.Variable(varRefs, refsVar)); err != nil {
 		return nil, err
 	}
 	if e.base, err = e.refs.Extend(cel.Variable(varChildren, cel.MapType(cel.StringType, cel.DynType))); err != nil {

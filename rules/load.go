@@ -108,7 +108,8 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	if parentSchema != nil {
 		parentType = parentDeclType(parentSchema)
 	}
-	e, err := newEnvs(parentType)
+	refsType := refsDeclType(src.refs, opts.schemas())
+	e, err := newEnvs(parentType, refsType)
 	if err != nil {
 		fail(errs, where{rule: src.name, path: src.at}, "cannot build the CEL environment: "+err.Error())
 		return nil
@@ -130,6 +131,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		timeout:     opts.evalTimeout(),
 		parentType:  parentType,
 		coerce:      hasDouble(parentType),
+		refsType:    refsType,
 	}
 	rw := where{rule: src.name, path: src.at}
 	if src.parent.when != "" {

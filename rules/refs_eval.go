@@ -110,7 +110,7 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 		}
 		if found {
 			lookup.Found = 1
-			values[ref.ID] = obj
+			values[ref.ID] = ev.coerceRef(ref, obj)
 		}
 		ev.res.Refs = append(ev.res.Refs, lookup)
 		if found || ref.Optional {
@@ -139,7 +139,7 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 	}
 	list := make([]any, len(objs))
 	for i, o := range objs {
-		list[i] = o
+		list[i] = ev.coerceRef(ref, o)
 	}
 	values[ref.ID] = list
 	lookup.Found = len(objs)
@@ -179,4 +179,13 @@ func (ev *evaluation) refsBlock(reads []string) (waitOn []string, failed bool) {
 		}
 	}
 	return waitOn, failed
+}
+
+// coerceRef converts the integers a ref's schema declares as doubles, as for the parent.
+func (ev *evaluation) coerceRef(ref *Ref, obj map[string]any) any {
+	if t := ev.rule.refType(ref); hasDouble(t) {
+		v, _ := coerceNumbers(obj, t)
+		return v
+	}
+	return obj
 }

@@ -9,6 +9,7 @@ import (
 	celast "github.com/google/cel-go/common/ast"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 )
 
 // This file reads, checks and compiles a rule's refs: parse them strictly, compile their
@@ -253,6 +254,63 @@ func orderIDs(ids []string, reads map[string][]string) ([]string, [][]string) {
 		}
 	}
 	return ordered, nil
+}
+
+// refsTypeName names the declared type of `refs`; nested types are named by their path
+// from it (Refs.settings.data), as CEL type errors show them.
+const refsTypeName = "Refs"
+
+// refsDeclType declares `refs` as an object with one field per ref: the ref kind's
+// object type where its schema is known, a list of it for a selector ref, dyn otherwise.
+// It returns nil, for a map of dyn, when no ref's kind has a schema.
+func refsDeclType(src []*refSource, schemas SchemaSource) *apiservercel.DeclType {
+	fields := map[string]*apiservercel.DeclField{}
+	typed := false
+	for _, rs := range src {
+		gv, msg := parseGroupVersion(rs.apiVersion)
+		if !childIDPattern.MatchString(rs.id) || msg != "" || !kindPattern.MatchString(rs.kind) {
+			continue
+		}
+		t := apiservercel.DynType
+		if s := schemas.KindSchema(gv.WithKind(rs.kind)); s != nil {
+			if dt := declType(s, true); dt.IsObject() {
+				t, typed = dt, true
+			}
+		}
+		if rs.selector != nil {
+			t = apiservercel.NewListType(t, -1)
+		}
+		fields[rs.id] = apiservercel.NewDeclField(rs.id, t, false, nil, nil)
+	}
+	if !typed {
+		return nil
+	}
+	return apiservercel.NewObjectType(refsTypeName, fields).MaybeAssignTypeName(refsTypeName)
+}
+
+// RefTypeChecked reports whether expressions reading ref were type-checked against a
+// schema of its kind; without one it is dynamically typed.
+func (r *Rule) RefTypeChecked(ref *Ref) bool {
+	if r.refsType == nil {
+		return false
+	}
+	f, ok := r.refsType.Fields[ref.ID]
+	return ok && f.Type != apiservercel.DynType && (f.Type.ElemType == nil || f.Type.ElemType != apiservercel.DynType)
+}
+
+// refType is the declared type of one object of ref, or nil.
+func (r *Rule) refType(ref *Ref) *apiservercel.DeclType {
+	if r.refsType == nil {
+		return nil
+	}
+	f, ok := r.refsType.Fields[ref.ID]
+	if !ok {
+		return nil
+	}
+	if ref.Selector {
+		return f.Type.ElemType
+	}
+	return f.Type
 }
 
 // labelSelector decodes an evaluated selector map.

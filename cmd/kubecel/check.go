@@ -183,6 +183,12 @@ func checkWarnings(rs *rules.RuleSet) []*rules.Error {
 					Message: fmt.Sprintf("creates %s objects, %s; make sure whoever can write the parent may do that", c.GVK.Kind, why)})
 			}
 		}
+		for _, ref := range r.Refs {
+			if ref.CrossNamespace && ref.GVK.Group == "" && ref.GVK.Kind == "Secret" {
+				out = append(out, &rules.Error{Rule: r.Name, Ref: ref.ID, Field: "crossNamespace",
+					Message: "reads Secrets outside the parent's namespace; make sure whoever can write the parent may read them, or give the namespace as a literal"})
+			}
+		}
 	}
 	return out
 }
@@ -208,6 +214,7 @@ type diagnostic struct {
 	Column     int    `json:"column"`
 	Rule       string `json:"rule"`
 	Child      string `json:"child"`
+	Ref        string `json:"ref,omitempty"`
 	Field      string `json:"field"`
 	Expression string `json:"expression"`
 	Message    string `json:"message"`
@@ -219,7 +226,7 @@ type diagnostic struct {
 func diagnostics(file string, problems []*rules.Error, severity string) []diagnostic {
 	out := make([]diagnostic, 0, len(problems))
 	for _, e := range problems {
-		out = append(out, diagnostic{File: cmp.Or(e.Source, file), Line: e.Line, Column: e.Column, Rule: e.Rule, Child: e.Child,
+		out = append(out, diagnostic{File: cmp.Or(e.Source, file), Line: e.Line, Column: e.Column, Rule: e.Rule, Child: e.Child, Ref: e.Ref,
 			Field: e.Field, Expression: e.Expr, Message: e.Message, Severity: severity})
 	}
 	return out

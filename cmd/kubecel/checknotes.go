@@ -55,6 +55,13 @@ func typeCheckNotices(rs *rules.RuleSet, src rules.SchemaSource, from string) []
 			out = append(out, &rules.Error{Rule: r.Name, Child: c.ID,
 				Message: noSchema(kind, c.GVK.GroupVersion(), from, "a value of the wrong type fails only when applied")})
 		}
+		for _, ref := range r.Refs {
+			if !r.RefTypeChecked(ref) {
+				kind := ref.GVK.GroupVersion().String() + " " + ref.GVK.Kind
+				out = append(out, &rules.Error{Rule: r.Name, Ref: ref.ID,
+					Message: noSchema(kind, ref.GVK.GroupVersion(), from, "a misspelt field of it fails only when evaluated")})
+			}
+		}
 	}
 	return out
 }
@@ -81,13 +88,16 @@ func builtinGroup(group string) bool {
 }
 
 // typeCheckSummary counts the notices for check's summary line: ", not type-checked: 1
-// parent, 2 children", or "" when everything was type-checked.
+// parent, 2 children, 1 ref", or "" when everything was type-checked.
 func typeCheckSummary(notices []*rules.Error) string {
-	parents, children := 0, 0
+	parents, children, refs := 0, 0, 0
 	for _, n := range notices {
-		if n.Child == "" {
+		switch {
+		case n.Ref != "":
+			refs++
+		case n.Child == "":
 			parents++
-		} else {
+		default:
 			children++
 		}
 	}
@@ -97,6 +107,9 @@ func typeCheckSummary(notices []*rules.Error) string {
 	}
 	if children > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s", children, plural(children, "child", "children")))
+	}
+	if refs > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", refs, plural(refs, "ref", "refs")))
 	}
 	if len(parts) == 0 {
 		return ""
