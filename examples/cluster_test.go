@@ -150,7 +150,7 @@ func (c *cluster) waitConverged(gvr schema.GroupVersionResource, ns, name string
 		if err != nil {
 			return false, err.Error()
 		}
-		res, err := c.rule.Evaluate(c.t.Context(), parent.Object, c.children(parent))
+		res, err := c.rule.EvaluateWithRefs(c.t.Context(), parent.Object, c.children(parent), liveRefs{c})
 		if err != nil {
 			c.t.Fatalf("evaluate %s: %v", name, err)
 		}
@@ -199,6 +199,33 @@ func (c *cluster) children(parent *unstructured.Unstructured) rules.Observed {
 		}
 	}
 	return observed
+}
+
+// liveRefs reads the objects of a rule's refs from the API server, for the tests' own
+// evaluation of what the controller should have made.
+type liveRefs struct{ c *cluster }
+
+func (r liveRefs) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (map[string]any, bool, error) {
+	got, err := r.c.client.Resource(r.c.resource(gvk)).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return got.Object, true, nil
+}
+
+func (r liveRefs) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]map[string]any, error) {
+	list, err := r.c.client.Resource(r.c.resource(gvk)).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(list.Items))
+	for i := range list.Items {
+		out[i] = list.Items[i].Object
+	}
+	return out, nil
 }
 
 func (c *cluster) resource(gvk schema.GroupVersionKind) schema.GroupVersionResource {

@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Files holds every example's rules.yaml, parents.yaml and crd.yaml (where it has one),
-// under the example's directory name.
+// Files holds every example's rules.yaml, parents.yaml, and crd.yaml and refs.yaml
+// (where it has them), under the example's directory name.
 //
-//go:embed */rules.yaml */parents.yaml */crd.yaml
+//go:embed */rules.yaml */parents.yaml */crd.yaml */refs.yaml
 var Files embed.FS
 
 // Names lists the examples, in lexical order.
@@ -37,6 +37,10 @@ func CRDs() [][]byte { return each("crd.yaml") }
 // Parents returns the parents.yaml (sample parents, YAML documents) of every example,
 // in Names order.
 func Parents() [][]byte { return each("parents.yaml") }
+
+// Refs returns the refs.yaml (objects the sample parents read, YAML documents) of every
+// example that has one, in Names order.
+func Refs() [][]byte { return each("refs.yaml") }
 
 func each(file string) [][]byte {
 	var out [][]byte

@@ -31,7 +31,7 @@ func TestEmbedded(t *testing.T) {
 	for _, kind := range []struct {
 		file string
 		got  [][]byte
-	}{{"crd.yaml", examples.CRDs()}, {"parents.yaml", examples.Parents()}} {
+	}{{"crd.yaml", examples.CRDs()}, {"parents.yaml", examples.Parents()}, {"refs.yaml", examples.Refs()}} {
 		files, _ := filepath.Glob("*/" + kind.file)
 		if len(files) != len(kind.got) {
 			t.Fatalf("%d %s files embedded, %d on disk", len(kind.got), kind.file, len(files))

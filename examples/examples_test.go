@@ -92,6 +92,15 @@ var gallery = []struct {
 		},
 		status: true,
 	},
+	{
+		name:   "worker",
+		parent: schema.GroupVersionResource{Group: "example.kubecel.dev", Version: "v1", Resource: "workers"},
+		children: []childShape{
+			{ID: "deployment", GVK: deployment},
+			{ID: "keys", GVK: configMap},
+		},
+		status: true,
+	},
 }
 
 // TestGallery loads every example's rules (type-checked against its CRD), checks what
@@ -148,6 +157,8 @@ type example struct {
 	schemas  rules.SchemaSource
 	parents  []map[string]any
 	observed []map[string]any
+	// refs are the objects the parents read (refs.yaml); nil without.
+	refs []map[string]any
 }
 
 func loadExample(t *testing.T, dir string) *example {
@@ -177,6 +188,9 @@ func loadExample(t *testing.T, dir string) *example {
 	ex.parents = readObjects(t, filepath.Join(dir, "parents.yaml"))
 	if _, err := os.Stat(filepath.Join(dir, "observed.yaml")); err == nil {
 		ex.observed = readObjects(t, filepath.Join(dir, "observed.yaml"))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "refs.yaml")); err == nil {
+		ex.refs = readObjects(t, filepath.Join(dir, "refs.yaml"))
 	}
 	return ex
 }
@@ -219,7 +233,7 @@ func (ex *example) render(t *testing.T, parent map[string]any, observed rules.Ob
 		return out
 	}
 	out.Selected = true
-	res, err := ex.rule.Evaluate(t.Context(), parent, observed)
+	res, err := ex.rule.EvaluateWithRefs(t.Context(), parent, observed, rules.Objects(ex.refs))
 	if err != nil {
 		t.Fatalf("evaluate: %v", err)
 	}
@@ -228,7 +242,7 @@ func (ex *example) render(t *testing.T, parent map[string]any, observed rules.Ob
 		// the same result for both, so that `kubecel render` on a sample without the
 		// defaulted fields shows what the controller would do.
 		stored := ex.crds.admit(t, parent)
-		res2, err := ex.rule.Evaluate(t.Context(), stored, observed)
+		res2, err := ex.rule.EvaluateWithRefs(t.Context(), stored, observed, rules.Objects(ex.refs))
 		if err != nil {
 			t.Fatalf("evaluate the defaulted parent: %v", err)
 		}

@@ -23,8 +23,8 @@ import (
 // samplesFieldManager owns the sample parents that `kubecel dev` applies.
 const samplesFieldManager = "kubecel-dev"
 
-// applySamples server-side applies every example's sample parents, Namespaces first,
-// and returns how many it applied.
+// applySamples server-side applies every example's sample parents and the objects they
+// read (refs.yaml), Namespaces first, and returns how many it applied.
 func applySamples(ctx context.Context, cfg *rest.Config) (int, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = samplesFieldManager
@@ -38,7 +38,8 @@ func applySamples(ctx context.Context, cfg *rest.Config) (int, error) {
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	var objs []*unstructured.Unstructured
-	for _, data := range examples.Parents() {
+	// The objects parents read first, so that the parents need not wait for them.
+	for _, data := range slices.Concat(examples.Refs(), examples.Parents()) {
 		docs, err := decodeObjects(data)
 		if err != nil {
 			return 0, fmt.Errorf("example parents: %w", err)
