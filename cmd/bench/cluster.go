@@ -29,6 +29,8 @@ var (
 	crdYAML []byte
 	//go:embed testdata/rules.yaml
 	rulesYAML []byte
+	//go:embed testdata/rules-refs.yaml
+	rulesRefsYAML []byte
 )
 
 const (

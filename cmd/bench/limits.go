@@ -90,7 +90,7 @@ func writeLikeController(ctx context.Context, c dynamic.Interface, rule *rules.R
 		return nil, err
 	}
 	ref := rules.ParentRefOf(created.Object, webapps.GroupResource(), true)
-	res, err := rule.Evaluate(ctx, created.Object, rules.Observed{})
+	res, err := rule.EvaluateWithRefs(ctx, created.Object, rules.Observed{}, settingsSource{})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func writeLikeController(ctx context.Context, c dynamic.Interface, rule *rules.R
 		observed = append(observed, live.Object)
 	}
 	// The controller evaluates again once the children exist: the status reads them.
-	res, err = rule.Evaluate(ctx, created.Object, rule.Observe(observed))
+	res, err = rule.EvaluateWithRefs(ctx, created.Object, rule.Observe(observed), settingsSource{})
 	if err != nil {
 		return applied, err
 	}

@@ -42,6 +42,7 @@ type config struct {
 	kubecelArgs string
 	kubecelEnv  string
 	skipDelete  bool
+	refs        bool
 	dir         string
 	doc         string
 	note        string
@@ -57,10 +58,14 @@ func main() {
 	flag.StringVar(&c.kubecelArgs, "kubecel-args", "", "extra flags for `kubecel run`, space separated (e.g. \"--workers=16 --qps=500\")")
 	flag.StringVar(&c.kubecelEnv, "kubecel-env", "", "extra environment for the controller, space separated (e.g. \"GOGC=50 GOMEMLIMIT=100MiB\")")
 	flag.BoolVar(&c.skipDelete, "skip-deletion", false, "skip the direct-delete limit and the deletion phase")
+	flag.BoolVar(&c.refs, "refs", false, "each parent also reads its own settings ConfigMap through a ref (testdata/rules-refs.yaml); the N ConfigMaps are created before the limits")
 	flag.StringVar(&c.dir, "dir", "bin/bench", "state directory: control-plane logs, controller log, profiles (replaced on each run)")
 	flag.StringVar(&c.doc, "doc", "docs/benchmarks.md", "markdown file to append the result row to (empty: do not append)")
 	flag.StringVar(&c.note, "note", "", "free text for the row's note column")
 	flag.Parse()
+	if c.refs {
+		rulesYAML = rulesRefsYAML
+	}
 	if c.timeout <= 0 {
 		c.timeout = 5*time.Minute + time.Duration(c.n)*100*time.Millisecond
 	}
@@ -103,6 +108,11 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 	var err error
 	if res.baseline, err = b.baseline(ctx); err != nil {
 		return fmt.Errorf("baseline: %w", err)
+	}
+	if b.cfg.refs {
+		if err := b.createSettings(ctx); err != nil {
+			return fmt.Errorf("settings: %w", err)
+		}
 	}
 	if err := b.limits(ctx, res); err != nil {
 		return err

@@ -56,7 +56,7 @@ func renderChildren(ctx context.Context, ns string, n int) ([]*unstructured.Unst
 	for i := range n {
 		p := newParent(ns, i)
 		p.SetUID(types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)))
-		res, err := rule.Evaluate(ctx, p.Object, rules.Observed{})
+		res, err := rule.EvaluateWithRefs(ctx, p.Object, rules.Observed{}, settingsSource{})
 		if err != nil {
 			return nil, err
 		}
