@@ -1,13 +1,17 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
@@ -266,5 +270,60 @@ func TestSteadyStateWithRefsSendsNoWrites(t *testing.T) {
 	if after := testenv.Writes(t, byController); after != converged {
 		t.Errorf("at rest, and after a ref edit that changes no child, the controller sent %d write requests, want 0", after-converged)
 		logRepeatedWrites(t, f.ns)
+	}
+}
+
+// notifications records what the controller says about rules that cannot run.
+type notifications struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (n *notifications) notify(_ context.Context, rule, reason, message string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.seen = append(n.seen, rule+" "+reason+": "+message)
+}
+
+func (n *notifications) list() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.seen)
+}
+
+func TestRefKindNotServed(t *testing.T) {
+	var n notifications
+	f := startControllerWith(t, `
+apiVersion: kubecel.dev/v1alpha1
+kind: RuleSet
+rules:
+  - name: {{.Rule}}
+    parent:
+      apiVersion: engine.kubecel.dev/v1
+      resource: widgets
+      namespaces: [{{.NS}}]
+    refs:
+      - {id: gizmo, apiVersion: engine.kubecel.dev/v1, kind: Gizmo, name: x}
+    children:
+      - id: out
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}-out"}
+          data: {v: "${string(has(refs.gizmo))}"}
+`, rules.Options{}, engine.Options{Workers: 2, Notify: n.notify})
+	want := fmt.Sprintf(`%s %s: ref "gizmo" kind engine.kubecel.dev/v1, Kind=Gizmo: `, f.rule, rules.PendingNotServed)
+	f.eventually(func() (bool, string) {
+		for _, s := range n.list() {
+			if strings.HasPrefix(s, want) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("notifications %q, want one starting %q", n.list(), want)
+	})
+	f.create(widgets, widget(f.ns, "w", nil))
+	f.waitIdle()
+	if got := f.childNames("configmaps", "out"); len(got) != 0 {
+		t.Errorf("a rule whose ref kind is not served made children: %v", got)
 	}
 }
