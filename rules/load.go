@@ -169,7 +169,8 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		for _, name := range names {
 			mark := len(c.progs)
 			v := c.compileValue(e.base, src.status.fields[name], fw.key(name), vs.key(name))
-			r.status = append(r.status, statusField{name: name, value: v, reads: c.readsSince(mark), refReads: c.refReadsSince(mark)})
+			reads, refReads := c.readsSince(mark)
+			r.status = append(r.status, statusField{name: name, value: v, reads: reads, refReads: refReads})
 		}
 		roots := make([]*node, len(r.status))
 		for i, f := range r.status {
@@ -183,17 +184,21 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	return r
 }
 
-// readsSince returns the children read by the programs compiled since mark.
-func (c *compiler) readsSince(mark int) []string {
-	var reads []string
-	for _, p := range c.progs[mark:] {
-		for _, id := range p.reads {
-			if !slices.Contains(reads, id) {
-				reads = append(reads, id)
+// readsSince returns the children and the refs read by the programs compiled since
+// mark.
+func (c *compiler) readsSince(mark int) (children, refs []string) {
+	add := func(list []string, ids []string) []string {
+		for _, id := range ids {
+			if !slices.Contains(list, id) {
+				list = append(list, id)
 			}
 		}
+		return list
 	}
-	return reads
+	for _, p := range c.progs[mark:] {
+		children, refs = add(children, p.reads), add(refs, p.refReads)
+	}
+	return children, refs
 }
 
 // child compiles one child entry.
@@ -251,8 +256,7 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 	if cs.readyWhen != "" {
 		ch.readyWhen = c.compile(readyEnv, w.key("readyWhen"), cs.readyWhen, cs.readyWhen, 0, wantBool)
 	}
-	ch.reads = c.readsSince(mark)
-	ch.refReads = c.refReadsSince(mark)
+	ch.reads, ch.refReads = c.readsSince(mark)
 	return ch
 }
 

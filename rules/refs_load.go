@@ -166,7 +166,7 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 	if rs.selector != nil {
 		ref.compiled.selector = c.compileValue(env, rs.selector, w.key("selector"), valueSchema{})
 	}
-	ref.compiled.reads = c.refReadsSince(mark)
+	_, ref.compiled.reads = c.readsSince(mark)
 	return ref
 }
 
@@ -218,19 +218,6 @@ func (c *compiler) refReads(w where, source, src string, off int, checked *cel.A
 		return slices.Clone(c.refIDs), ok
 	}
 	return reads, ok
-}
-
-// refReadsSince returns the refs read by the programs compiled since mark.
-func (c *compiler) refReadsSince(mark int) []string {
-	var reads []string
-	for _, p := range c.progs[mark:] {
-		for _, id := range p.refReads {
-			if !slices.Contains(reads, id) {
-				reads = append(reads, id)
-			}
-		}
-	}
-	return reads
 }
 
 // orderIDs sorts ids so that each comes after every id it reads, keeping the given
