@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -66,7 +65,7 @@ func (c *Controller) watchLeftovers(ctx context.Context, names []string) error {
 			if err != nil {
 				return fmt.Errorf("rule %q: kind %s of objects to prune: %w", rule, gvk, err)
 			}
-			w, err := c.watches.Acquire(ctx, informers.Key{GVR: info.GVR, Selector: rules.LabelManagedBy + "=" + rules.ManagedByValue}, c.setupChildInformer)
+			w, err := c.watches.Acquire(ctx, childWatchKey(info.GVR), c.setupChildInformer)
 			if err != nil {
 				return err
 			}

@@ -14,17 +14,26 @@ import (
 )
 
 // This file gives a rule's refs their watches and serves the rule's lookups from them.
-// Ref informers see every object of their kind in the namespaces the rule reads (they
-// are not label-selected like children's), and are shared by key with every rule, and
-// with parent informers of the same resource and namespace.
+// A ref reads every object of its kind in the namespaces the rule reads, from two
+// caches that split the objects between them by kubecel's managed-by label: the
+// children's informer of the kind (label-selected, cluster-wide, shared with every rule
+// that makes or reads the kind), and a ref informer per namespace for everything else
+// (managed-by!=kubecel, shared by key with every rule). So an object kubecel made is
+// cached once, whether it is a child, a ref, or both.
 
-// refKind is one ref of a running rule: its kind as discovery says, and its watches by
-// namespace ("" for every namespace).
+// notOurs selects the objects that child informers leave out.
+var notOurs = rules.LabelManagedBy + "!=" + rules.ManagedByValue
+
+// refKind is one ref of a running rule: its kind as discovery says, its watches of
+// objects not made by kubecel by namespace ("" for every namespace), and the child
+// informer of the kind for those it made.
 type refKind struct {
 	kindInfo
 	ref     *rules.Ref
 	watches map[string]*informers.Watch
 	regs    map[string]cache.ResourceEventHandlerRegistration
+	ours    *informers.Watch
+	oursReg cache.ResourceEventHandlerRegistration
 }
 
 // resolveRefs finds the kind of every ref of the rule, and refuses a namespaced parent's
@@ -48,6 +57,14 @@ func (c *Controller) resolveRefs(st *ruleState) error {
 // parents that read the objects.
 func (c *Controller) watchRefs(ctx context.Context, st *ruleState) error {
 	for _, rk := range st.refs {
+		w, err := c.watches.Acquire(ctx, childWatchKey(rk.GVR), c.setupChildInformer)
+		if err != nil {
+			return err
+		}
+		rk.ours = w
+		if rk.oursReg, err = w.Informer.AddEventHandler(st.refHandler(c, rk.GVK.GroupKind())); err != nil {
+			return err
+		}
 		namespaces := []string{""}
 		if rk.Namespaced {
 			namespaces = st.rule.RefNamespaces(rk.ref)
@@ -56,7 +73,7 @@ func (c *Controller) watchRefs(ctx context.Context, st *ruleState) error {
 			if _, ok := rk.watches[ns]; ok {
 				continue
 			}
-			w, err := c.watches.Acquire(ctx, informers.Key{GVR: rk.GVR, Namespace: ns}, nil)
+			w, err := c.watches.Acquire(ctx, informers.Key{GVR: rk.GVR, Namespace: ns, Selector: notOurs}, nil)
 			if err != nil {
 				return err
 			}
@@ -80,12 +97,21 @@ func (c *Controller) releaseRefs(st *ruleState) {
 			}
 			c.watches.Release(w)
 		}
+		if rk.ours != nil {
+			if rk.oursReg != nil {
+				_ = rk.ours.Informer.RemoveEventHandler(rk.oursReg)
+			}
+			c.watches.Release(rk.ours)
+		}
 	}
 }
 
 // refsSynced reports whether every ref informer of the rule has synced.
 func (st *ruleState) refsSynced() bool {
 	for _, rk := range st.refs {
+		if rk.ours != nil && !rk.ours.Synced() {
+			return false
+		}
 		for _, w := range rk.watches {
 			if !w.Synced() {
 				return false
@@ -114,8 +140,9 @@ func (st *ruleState) refHandler(c *Controller, gk schema.GroupKind) cache.Resour
 // cachedRefs is a rules.RefSource over a rule's ref informers.
 type cachedRefs struct{ st *ruleState }
 
-// watch returns the informer that holds objects of gvk in namespace.
-func (s cachedRefs) watch(gvk schema.GroupVersionKind, namespace string) (*informers.Watch, bool, error) {
+// stores returns the caches that hold the objects of gvk in namespace: the one of
+// objects not made by kubecel, and the child informer's.
+func (s cachedRefs) stores(gvk schema.GroupVersionKind, namespace string) (theirs, ours cache.Store, namespaced bool, err error) {
 	for _, rk := range s.st.refs {
 		if rk.GVK.GroupKind() != gvk.GroupKind() {
 			continue
@@ -127,17 +154,17 @@ func (s cachedRefs) watch(gvk schema.GroupVersionKind, namespace string) (*infor
 		if w == nil {
 			continue
 		}
-		if !w.Synced() {
-			return nil, false, fmt.Errorf("the cache of %s has not synced yet", rk.GVR.Resource)
+		if !w.Synced() || !rk.ours.Synced() {
+			return nil, nil, false, fmt.Errorf("the cache of %s has not synced yet", rk.GVR.Resource)
 		}
-		return w, rk.Namespaced, nil
+		return w.Informer.GetStore(), rk.ours.Informer.GetStore(), rk.Namespaced, nil
 	}
-	return nil, false, fmt.Errorf("%s in namespace %q is not watched for this rule's refs", gvk.Kind, namespace)
+	return nil, nil, false, fmt.Errorf("%s in namespace %q is not watched for this rule's refs", gvk.Kind, namespace)
 }
 
 // Get implements rules.RefSource.
 func (s cachedRefs) Get(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (map[string]any, bool, error) {
-	w, namespaced, err := s.watch(gvk, namespace)
+	theirs, ours, namespaced, err := s.stores(gvk, namespace)
 	if err != nil {
 		return nil, false, err
 	}
@@ -145,35 +172,44 @@ func (s cachedRefs) Get(_ context.Context, gvk schema.GroupVersionKind, namespac
 	if namespaced && namespace != "" {
 		key = namespace + "/" + name
 	}
-	obj, ok, err := w.Informer.GetStore().GetByKey(key)
-	if err != nil || !ok {
-		return nil, false, err
+	for _, store := range []cache.Store{theirs, ours} {
+		obj, ok, err := store.GetByKey(key)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			continue
+		}
+		u, err := obj.(*informers.Object).Decode()
+		if err != nil {
+			return nil, false, err
+		}
+		return u.Object, true, nil
 	}
-	u, err := obj.(*informers.Object).Decode()
-	if err != nil {
-		return nil, false, err
-	}
-	return u.Object, true, nil
+	return nil, false, nil
 }
 
 // List implements rules.RefSource.
 func (s cachedRefs) List(_ context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]map[string]any, error) {
-	w, namespaced, err := s.watch(gvk, namespace)
+	theirs, ours, namespaced, err := s.stores(gvk, namespace)
 	if err != nil {
 		return nil, err
 	}
-	objs := w.Informer.GetStore().List()
+	var objs []*informers.Object
+	for _, store := range []cache.Store{theirs, ours} {
+		for _, obj := range store.List() {
+			if o := obj.(*informers.Object); !namespaced || namespace == "" || o.GetNamespace() == namespace {
+				objs = append(objs, o)
+			}
+		}
+	}
 	// A stable order, so that CEL over the list gives the same children every time.
 	sort.Slice(objs, func(i, j int) bool {
-		a, b := objs[i].(*informers.Object), objs[j].(*informers.Object)
+		a, b := objs[i], objs[j]
 		return a.GetNamespace() < b.GetNamespace() || (a.GetNamespace() == b.GetNamespace() && a.GetName() < b.GetName())
 	})
 	var out []map[string]any
-	for _, obj := range objs {
-		o := obj.(*informers.Object)
-		if namespaced && namespace != "" && o.GetNamespace() != namespace {
-			continue
-		}
+	for _, o := range objs {
 		u, err := o.Decode()
 		if err != nil {
 			return nil, err

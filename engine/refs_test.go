@@ -327,3 +327,18 @@ rules:
 		t.Errorf("a rule whose ref kind is not served made children: %v", got)
 	}
 }
+
+// TestRefReadsAnObjectKubecelMade: objects kubecel made are cached by the children's
+// informer, not by the ref informers; a ref reads them there, and follows them.
+func TestRefReadsAnObjectKubecelMade(t *testing.T) {
+	f := startController(t, refRules)
+	f.create(configMaps, refConfigMap(f.ns, "s", nil, map[string]any{"value": "1"}))
+	f.create(widgets, widget(f.ns, "a", map[string]any{"settings": "s"}))
+	f.waitData("a-out", "value", "1")
+	// b reads a's child a-out, which carries value under data.value too.
+	f.create(widgets, widget(f.ns, "b", map[string]any{"settings": "a-out"}))
+	f.waitData("b-out", "value", "1")
+	f.patchData("s", `{"value":"2"}`)
+	f.waitData("a-out", "value", "2")
+	f.waitData("b-out", "value", "2")
+}

@@ -126,7 +126,7 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 		}
 	}
 	for _, ck := range st.children {
-		w, err := c.watches.Acquire(ctx, informers.Key{GVR: ck.GVR, Selector: rules.LabelManagedBy + "=" + rules.ManagedByValue}, c.setupChildInformer)
+		w, err := c.watches.Acquire(ctx, childWatchKey(ck.GVR), c.setupChildInformer)
 		if err != nil {
 			c.stopRule(st)
 			return err
@@ -158,6 +158,12 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 	c.rules[r.Name] = st
 	klog.FromContext(ctx).Info("Started rule", "rule", r.Name, "parent", parent.GVR.String(), "childKinds", len(st.children))
 	return nil
+}
+
+// childWatchKey is the key of the informer of kubecel's objects of one resource, in
+// every namespace: the children's, which refs of the kind read too.
+func childWatchKey(gvr schema.GroupVersionResource) informers.Key {
+	return informers.Key{GVR: gvr, Selector: rules.LabelManagedBy + "=" + rules.ManagedByValue}
 }
 
 // stopRule releases the rule's handlers and watches.
