@@ -14,19 +14,23 @@ import (
 )
 
 // This file gives a rule's refs their watches and serves the rule's lookups from them.
-// A ref reads every object of its kind in the namespaces the rule reads, from two
-// caches that split the objects between them by kubecel's managed-by label: the
-// children's informer of the kind (label-selected, cluster-wide, shared with every rule
-// that makes or reads the kind), and a ref informer per namespace for everything else
-// (managed-by!=kubecel, shared by key with every rule). So an object kubecel made is
-// cached once, whether it is a child, a ref, or both.
+// A ref reads every object of its kind in the namespaces the rule reads. When the rule
+// also makes objects of that kind, it reads them from two caches that split the objects
+// by kubecel's managed-by label: the children's informer of the kind (label-selected,
+// cluster-wide, which the rule holds anyway), and a ref informer per namespace for
+// everything else (managed-by!=kubecel); so an object kubecel made is cached once,
+// whether it is a child, a ref or both. Otherwise one ref informer per namespace holds
+// them all: a cluster-wide watch would need permissions that the rule does not (a ref
+// confined to namespaces is granted there only, see `kubecel rbac`). Ref informers are
+// shared by key with every rule.
 
 // notOurs selects the objects that child informers leave out.
 var notOurs = rules.LabelManagedBy + "!=" + rules.ManagedByValue
 
-// refKind is one ref of a running rule: its kind as discovery says, its watches of
-// objects not made by kubecel by namespace ("" for every namespace), and the child
-// informer of the kind for those it made.
+// refKind is one ref of a running rule: its kind as discovery says, its ref watches by
+// namespace ("" for every namespace), and, when the rule makes objects of the kind, the
+// child informer of the kind, which holds the objects kubecel made (the ref watches then
+// hold the others).
 type refKind struct {
 	kindInfo
 	ref     *rules.Ref
@@ -57,13 +61,17 @@ func (c *Controller) resolveRefs(st *ruleState) error {
 // parents that read the objects.
 func (c *Controller) watchRefs(ctx context.Context, st *ruleState) error {
 	for _, rk := range st.refs {
-		w, err := c.watches.Acquire(ctx, childWatchKey(rk.GVR), c.setupChildInformer)
-		if err != nil {
-			return err
-		}
-		rk.ours = w
-		if rk.oursReg, err = w.Informer.AddEventHandler(st.refHandler(c, rk.GVK.GroupKind())); err != nil {
-			return err
+		selector := ""
+		if st.children[rk.GVK.GroupKind()] != nil {
+			w, err := c.watches.Acquire(ctx, childWatchKey(rk.GVR), c.setupChildInformer)
+			if err != nil {
+				return err
+			}
+			rk.ours = w
+			if rk.oursReg, err = w.Informer.AddEventHandler(st.refHandler(c, rk.GVK.GroupKind())); err != nil {
+				return err
+			}
+			selector = notOurs
 		}
 		namespaces := []string{""}
 		if rk.Namespaced {
@@ -73,7 +81,7 @@ func (c *Controller) watchRefs(ctx context.Context, st *ruleState) error {
 			if _, ok := rk.watches[ns]; ok {
 				continue
 			}
-			w, err := c.watches.Acquire(ctx, informers.Key{GVR: rk.GVR, Namespace: ns, Selector: notOurs}, nil)
+			w, err := c.watches.Acquire(ctx, informers.Key{GVR: rk.GVR, Namespace: ns, Selector: selector}, nil)
 			if err != nil {
 				return err
 			}
@@ -140,8 +148,8 @@ func (st *ruleState) refHandler(c *Controller, gk schema.GroupKind) cache.Resour
 // cachedRefs is a rules.RefSource over a rule's ref informers.
 type cachedRefs struct{ st *ruleState }
 
-// stores returns the caches that hold the objects of gvk in namespace: the one of
-// objects not made by kubecel, and the child informer's.
+// stores returns the caches that hold the objects of gvk in namespace: the ref watch's,
+// and the child informer's when the rule makes the kind (nil otherwise).
 func (s cachedRefs) stores(gvk schema.GroupVersionKind, namespace string) (theirs, ours cache.Store, namespaced bool, err error) {
 	for _, rk := range s.st.refs {
 		if rk.GVK.GroupKind() != gvk.GroupKind() {
@@ -154,10 +162,13 @@ func (s cachedRefs) stores(gvk schema.GroupVersionKind, namespace string) (their
 		if w == nil {
 			continue
 		}
-		if !w.Synced() || !rk.ours.Synced() {
+		if !w.Synced() || (rk.ours != nil && !rk.ours.Synced()) {
 			return nil, nil, false, fmt.Errorf("the cache of %s has not synced yet", rk.GVR.Resource)
 		}
-		return w.Informer.GetStore(), rk.ours.Informer.GetStore(), rk.Namespaced, nil
+		if rk.ours != nil {
+			ours = rk.ours.Informer.GetStore()
+		}
+		return w.Informer.GetStore(), ours, rk.Namespaced, nil
 	}
 	return nil, nil, false, fmt.Errorf("%s in namespace %q is not watched for this rule's refs", gvk.Kind, namespace)
 }
@@ -173,6 +184,9 @@ func (s cachedRefs) Get(_ context.Context, gvk schema.GroupVersionKind, namespac
 		key = namespace + "/" + name
 	}
 	for _, store := range []cache.Store{theirs, ours} {
+		if store == nil {
+			continue
+		}
 		obj, ok, err := store.GetByKey(key)
 		if err != nil {
 			return nil, false, err
@@ -197,6 +211,9 @@ func (s cachedRefs) List(_ context.Context, gvk schema.GroupVersionKind, namespa
 	}
 	var objs []*informers.Object
 	for _, store := range []cache.Store{theirs, ours} {
+		if store == nil {
+			continue
+		}
 		for _, obj := range store.List() {
 			if o := obj.(*informers.Object); !namespaced || namespace == "" || o.GetNamespace() == namespace {
 				objs = append(objs, o)

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -21,12 +21,13 @@ type rbacOptions struct {
 	rulesFiles []string
 	cluster    *clusterFlags
 	name       string
+	sa         string
 	crdDir     string
 	output     outputFlag
 }
 
 func newRBACCommand() *cobra.Command {
-	o := rbacOptions{name: "kubecel-rules", cluster: newClusterFlags()}
+	o := rbacOptions{name: "kubecel-rules", sa: "kubecel-system/kubecel", cluster: newClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "rbac --rules FILE|DIR... [-o yaml|json]",
 		Short: "Print the least-privilege ClusterRole that the rules need",
@@ -47,7 +48,13 @@ when there is no kubeconfig at all: a cluster that is configured but cannot be r
 (unreachable, refused credentials) is an error, wherever its kubeconfig comes from.
 
 --rules may be given several times and may name a directory (its *.yaml files), all
-loading as one rule set; --rules - reads the rules from the standard input.`,
+loading as one rule set; --rules - reads the rules from the standard input.
+
+Refs are read with list and watch. Where a rule confines a ref to named namespaces (a
+literal namespace, or the rule's parent.namespaces), those reads are not in the
+ClusterRole: each such namespace gets a Role of that name with them and a RoleBinding
+of it to the controller's ServiceAccount (--serviceaccount), printed after the
+ClusterRole (-o json prints a List then).`,
 		Example: `  kubecel rbac --rules rules.yaml > rules-rbac.yaml
   kubectl apply -f rules-rbac.yaml`,
 		Args: cobra.NoArgs,
@@ -57,7 +64,8 @@ loading as one rule set; --rules - reads the rules from the standard input.`,
 	}
 	addRulesFlag(cmd.Flags(), &o.rulesFiles)
 	o.cluster.addFlags(cmd.Flags(), "kubeconfig of the cluster whose discovery maps kinds to resources (default $KUBECONFIG, ~/.kube/config or in-cluster; without one, resource names are guessed)")
-	cmd.Flags().StringVar(&o.name, "name", o.name, "name of the ClusterRole")
+	cmd.Flags().StringVar(&o.name, "name", o.name, "name of the ClusterRole (and of the Roles for refs confined to namespaces)")
+	cmd.Flags().StringVar(&o.sa, "serviceaccount", o.sa, "NAMESPACE/NAME of the controller's ServiceAccount, which the RoleBindings for refs confined to namespaces bind")
 	cmd.Flags().StringVar(&o.crdDir, "crds", "", "directory of CustomResourceDefinition manifests that map the kinds they define to their resources")
 	o.output.addFlag(cmd.Flags(), "yaml", "json")
 	_ = cmd.MarkFlagRequired("rules")
@@ -65,6 +73,9 @@ loading as one rule set; --rules - reads the rules from the standard input.`,
 }
 
 func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
+	if ns, name, ok := strings.Cut(o.sa, "/"); !ok || ns == "" || name == "" {
+		return fmt.Errorf("--serviceaccount %q: want NAMESPACE/NAME", o.sa)
+	}
 	docs, err := readRules(stdin, o.rulesFiles)
 	if err != nil {
 		return err
@@ -106,25 +117,39 @@ func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 	for _, g := range m.guessed {
 		fmt.Fprintf(stderr, "note: guessed resource %q for kind %s%s; check it, or pass %s\n", g.resource, g.kind, g.why, hint)
 	}
-	return printRole(stdout, o.output.value, role)
+	objs := append([]any{role}, refRoles(o.name, rs, m.resourceFor, o.sa)...)
+	return printRoles(stdout, o.output.value, objs)
 }
 
-// printRole writes the role as kubectl's printers write an object: JSON indented by four
-// spaces, or YAML after a comment that says where it comes from.
-func printRole(w io.Writer, format string, role *rbacv1.ClusterRole) error {
+// printRoles writes the roles as kubectl's printers write objects: JSON indented by four
+// spaces (one object, or a v1 List of several), or YAML documents after a comment that
+// says where they come from.
+func printRoles(w io.Writer, format string, objs []any) error {
 	if format == "json" {
-		data, err := json.MarshalIndent(role, "", "    ")
+		var v any = objs[0]
+		if len(objs) > 1 {
+			v = map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
+		}
+		data, err := json.MarshalIndent(v, "", "    ")
 		if err != nil {
 			return err
 		}
 		_, err = w.Write(append(data, '\n'))
 		return err
 	}
-	data, err := yaml.Marshal(role)
-	if err != nil {
-		return err
+	var b strings.Builder
+	b.WriteString("# The permissions that the rules need, from \"kubecel rbac\". Regenerate it after editing the rules.\n")
+	for i, obj := range objs {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(data)
 	}
-	_, err = fmt.Fprintf(w, "# The permissions that the rules need, from \"kubecel rbac\". Regenerate it after editing the rules.\n%s", data)
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 

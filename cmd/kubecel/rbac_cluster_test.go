@@ -138,41 +138,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	}
 	roleName := ns + "-rules"
 	role := rulesClusterRole(roleName, rs, resourceFor)
-	var base *rbacv1.ClusterRole
-	for _, o := range yamlDocs(t, "../../deploy/rbac.yaml") {
-		if o.GetKind() == "ClusterRole" && o.GetName() == "kubecel-base" {
-			base = &rbacv1.ClusterRole{}
-			data, _ := yaml.Marshal(o.Object)
-			if err := yaml.Unmarshal(data, base); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if base == nil {
-		t.Fatal("deploy/rbac.yaml has no ClusterRole kubecel-base")
-	}
-	base.Name, base.Labels = ns+"-base", nil
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kubecel", Namespace: ns}}
-	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []*rbacv1.ClusterRole{role, base} {
-		if _, err := kube.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: r.Name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: r.Name},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "kubecel", Namespace: ns}},
-		}
-		if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), r.Name, metav1.DeleteOptions{})
-			_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), r.Name, metav1.DeleteOptions{})
-		})
-	}
+	grantServiceAccount(t, ns, role)
 
 	// A second rule that needs Secrets, which the role does not grant.
 	secretRule := `
@@ -268,6 +234,49 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	}
 	if len(secrets.Items) != 0 {
 		t.Errorf("the forbidden rule created %d secrets", len(secrets.Items))
+	}
+}
+
+// grantServiceAccount creates the ServiceAccount kubecel in ns and binds to it the given
+// ClusterRoles and deploy/'s base role (all removed when the test ends).
+func grantServiceAccount(t *testing.T, ns string, roles ...*rbacv1.ClusterRole) {
+	t.Helper()
+	ctx := t.Context()
+	kube := testenv.Kube(t)
+	var base *rbacv1.ClusterRole
+	for _, o := range yamlDocs(t, "../../deploy/rbac.yaml") {
+		if o.GetKind() == "ClusterRole" && o.GetName() == "kubecel-base" {
+			base = &rbacv1.ClusterRole{}
+			data, _ := yaml.Marshal(o.Object)
+			if err := yaml.Unmarshal(data, base); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if base == nil {
+		t.Fatal("deploy/rbac.yaml has no ClusterRole kubecel-base")
+	}
+	base.Name, base.Labels = ns+"-base", nil
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kubecel", Namespace: ns}}
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(roles, base) {
+		if _, err := kube.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: r.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: r.Name},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "kubecel", Namespace: ns}},
+		}
+		if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), r.Name, metav1.DeleteOptions{})
+			_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), r.Name, metav1.DeleteOptions{})
+		})
 	}
 }
 

@@ -20,8 +20,9 @@ const aggregateLabel = "kubecel.dev/aggregate-to-controller"
 // resourceMapper maps a child's kind to the resource that serves it.
 type resourceMapper func(schema.GroupVersionKind) schema.GroupVersionResource
 
-// rulesClusterRole returns the least-privilege ClusterRole that the rules of rs need,
-// named name and labelled for aggregation into the controller's ClusterRole.
+// rulesClusterRole returns the least-privilege ClusterRole that the rules need,
+// named name and labelled for aggregation into the controller's ClusterRole. The reads
+// of refs that the rules confine to named namespaces are not in it: see refRoles.
 func rulesClusterRole(name string, rs *rules.RuleSet, resourceFor resourceMapper) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
@@ -33,35 +34,54 @@ func rulesClusterRole(name string, rs *rules.RuleSet, resourceFor resourceMapper
 	}
 }
 
-// policyRules computes the access the rules need. Verbs are merged per group and
-// resource; resources of one API group that need the same verbs share a PolicyRule.
-// Resources that need different verbs get separate PolicyRules: a single rule per
-// group would grant every resource the union of the verbs. The result is sorted by
-// group, then by resource, so the output is stable.
+// policyRules computes the access the rules need in every namespace.
 func policyRules(rs *rules.RuleSet, resourceFor resourceMapper) []rbacv1.PolicyRule {
-	// The same list the controller checks before it starts a rule (rules.Rule.Access),
-	// merged over rules and namespaces: a ClusterRole cannot be narrower.
-	need := map[schema.GroupResource]map[string]bool{}
+	cluster, _ := neededAccess(rs, resourceFor)
+	return mergeRules(cluster)
+}
+
+// neededAccess lists what the rules need: in every namespace (the ClusterRole), and in
+// named namespaces only (the reads of refs that the rules confine there), by namespace.
+func neededAccess(rs *rules.RuleSet, resourceFor resourceMapper) (cluster []rules.Access, byNamespace map[string][]rules.Access) {
+	byNamespace = map[string][]rules.Access{}
 	for _, r := range rs.Rules {
 		var children []schema.GroupVersionResource
 		for _, c := range r.Children {
 			children = append(children, resourceFor(c.GVK))
 		}
-		access := r.Access(true, children)
+		// The same list the controller checks before it starts a rule (rules.Rule.Access),
+		// merged over rules and namespaces: a ClusterRole cannot be narrower.
+		cluster = append(cluster, r.Access(true, children)...)
 		for _, ref := range r.Refs {
-			access = append(access, r.RefAccess(ref, resourceFor(ref.GVK), true)...)
+			for _, a := range r.RefAccess(ref, resourceFor(ref.GVK), true) {
+				if a.Namespace == "" {
+					cluster = append(cluster, a)
+				} else {
+					byNamespace[a.Namespace] = append(byNamespace[a.Namespace], a)
+				}
+			}
 		}
-		for _, a := range access {
-			gr := a.Resource.GroupResource()
-			if a.Subresource != "" {
-				gr.Resource += "/" + a.Subresource
-			}
-			if need[gr] == nil {
-				need[gr] = map[string]bool{}
-			}
-			for _, v := range a.Verbs {
-				need[gr][v] = true
-			}
+	}
+	return cluster, byNamespace
+}
+
+// mergeRules merges access into PolicyRules. Verbs are merged per group and resource;
+// resources of one API group that need the same verbs share a PolicyRule. Resources that
+// need different verbs get separate PolicyRules: a single rule per group would grant
+// every resource the union of the verbs. The result is sorted by group, then by
+// resource, so the output is stable.
+func mergeRules(access []rules.Access) []rbacv1.PolicyRule {
+	need := map[schema.GroupResource]map[string]bool{}
+	for _, a := range access {
+		gr := a.Resource.GroupResource()
+		if a.Subresource != "" {
+			gr.Resource += "/" + a.Subresource
+		}
+		if need[gr] == nil {
+			need[gr] = map[string]bool{}
+		}
+		for _, v := range a.Verbs {
+			need[gr][v] = true
 		}
 	}
 
@@ -91,7 +111,32 @@ func policyRules(rs *rules.RuleSet, resourceFor resourceMapper) []rbacv1.PolicyR
 	return result
 }
 
-func sortedKeys(set map[string]bool) []string {
+// refRoles returns, for each namespace to which the rules confine the reads of refs, a
+// Role with those reads and a RoleBinding of it to the controller's ServiceAccount
+// (NAMESPACE/NAME), sorted by namespace: none when every ref may read every namespace.
+func refRoles(name string, rs *rules.RuleSet, resourceFor resourceMapper, serviceAccount string) []any {
+	_, byNamespace := neededAccess(rs, resourceFor)
+	saNamespace, saName, _ := strings.Cut(serviceAccount, "/")
+	var out []any
+	for _, ns := range sortedKeys(byNamespace) {
+		meta := metav1.ObjectMeta{Name: name, Namespace: ns}
+		out = append(out,
+			&rbacv1.Role{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+				ObjectMeta: meta,
+				Rules:      mergeRules(byNamespace[ns]),
+			},
+			&rbacv1.RoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+				ObjectMeta: meta,
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: saNamespace}},
+			})
+	}
+	return out
+}
+
+func sortedKeys[V any](set map[string]V) []string {
 	keys := make([]string, 0, len(set))
 	for k := range set {
 		keys = append(keys, k)
