@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	apipath "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -94,11 +93,11 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 		if name == "" {
 			return failed("name", errors.New("the name evaluated to an empty string"))
 		}
-		if msgs := apipath.ValidatePathSegmentName(name, false); len(msgs) > 0 {
-			return failed("name", fmt.Errorf("invalid name %q: %s", name, strings.Join(msgs, "; ")))
+		if msg := pathSegmentProblem(name); msg != "" {
+			return failed("name", fmt.Errorf("invalid name %q: %s", name, msg))
 		}
 		if isNamespace && rp.clusterScoped && parentNS != "" && !ref.CrossNamespace && name != parentNS {
-			return failed("name", fmt.Errorf("Namespace %q is not the parent's (%q): reading another namespace needs crossNamespace: true on the ref", name, parentNS))
+			return failed("name", fmt.Errorf("the Namespace %q is not the parent's (%q): reading another namespace needs crossNamespace: true on the ref", name, parentNS))
 		}
 		if namespace == "" && rp.namespaced {
 			return failed("namespace", fmt.Errorf("%s is namespaced, and the parent is cluster-scoped: the ref needs a namespace", ref.GVK.Kind))
@@ -188,4 +187,18 @@ func (ev *evaluation) coerceRef(ref *Ref, obj map[string]any) any {
 		return v
 	}
 	return obj
+}
+
+// pathSegmentProblem says why a name cannot be one segment of a request path (so that
+// a name computed from a parent cannot reach a subresource or another object), or "".
+func pathSegmentProblem(name string) string {
+	switch {
+	case name == "." || name == "..":
+		return "may not be '.' or '..'"
+	case strings.Contains(name, "/"):
+		return "may not contain '/'"
+	case strings.Contains(name, "%"):
+		return "may not contain '%'"
+	}
+	return ""
 }

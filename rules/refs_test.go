@@ -232,7 +232,7 @@ func TestRefsAcrossNamespaces(t *testing.T) {
 		{"another namespace allowed", `{id: r, apiVersion: v1, kind: ConfigMap, name: x, namespace: "${parent.spec.ns}", crossNamespace: true}`, ""},
 		{"the parent's own Namespace", `{id: r, apiVersion: v1, kind: Namespace, name: "${parent.metadata.namespace}"}`, ""},
 		{"another Namespace", `{id: r, apiVersion: v1, kind: Namespace, name: "${parent.spec.ns}"}`,
-			`rule "app" ref "r": name: Namespace "other" is not the parent's ("team-a"): reading another namespace needs crossNamespace: true on the ref`},
+			`rule "app" ref "r": name: the Namespace "other" is not the parent's ("team-a"): reading another namespace needs crossNamespace: true on the ref`},
 		{"a name reaching a subresource", `{id: r, apiVersion: v1, kind: ConfigMap, name: "${parent.spec.ns + '/status'}"}`,
 			`rule "app" ref "r": name: invalid name "other/status": may not contain '/'`},
 	}
