@@ -16,14 +16,16 @@ import (
 // auditCounter counts the controller's write requests in the bench namespace from the
 // API server's audit log, reading only what was added since the last read. Requests
 // are the controller's when their user agent starts with "kubecel" and is not the
-// bench's own.
+// bench's own. They are counted twice: by what they write, and by user agent, which
+// tells replicas apart ("kubecel/<identity>" when sharded).
 type auditCounter struct {
 	path   string
 	offset int64
-	counts writeCounts
+	counts writeCounts // by "verb resource[/subresource]"
+	agents writeCounts // by user agent
 }
 
-// writeCounts counts writes by "verb resource[/subresource]".
+// writeCounts counts writes by a key: "verb resource[/subresource]", or a user agent.
 type writeCounts map[string]int
 
 func (a *auditCounter) read() error {
@@ -36,7 +38,7 @@ func (a *auditCounter) read() error {
 		return err
 	}
 	if a.counts == nil {
-		a.counts = writeCounts{}
+		a.counts, a.agents = writeCounts{}, writeCounts{}
 	}
 	r := bufio.NewReaderSize(f, 1<<20)
 	for {
@@ -57,6 +59,7 @@ func (a *auditCounter) read() error {
 			what += "/" + e.ObjectRef.Subresource
 		}
 		a.counts[e.Verb+" "+what]++
+		a.agents[e.UserAgent]++
 	}
 }
 
@@ -64,9 +67,15 @@ func controllerWrite(e controlplane.AuditEvent) bool {
 	return e.ObjectRef.Namespace == benchNS && strings.HasPrefix(e.UserAgent, "kubecel") && !strings.HasPrefix(e.UserAgent, userAgent)
 }
 
-func (a *auditCounter) snapshot() writeCounts {
-	out := make(writeCounts, len(a.counts))
-	for k, v := range a.counts {
+// snapshot returns the counts so far by what was written.
+func (a *auditCounter) snapshot() writeCounts { return a.counts.clone() }
+
+// agentSnapshot returns the counts so far by user agent.
+func (a *auditCounter) agentSnapshot() writeCounts { return a.agents.clone() }
+
+func (w writeCounts) clone() writeCounts {
+	out := make(writeCounts, len(w))
+	for k, v := range w {
 		out[k] = v
 	}
 	return out

@@ -54,14 +54,14 @@ var (
 )
 
 // bench is the running benchmark: control plane, clients and, once started, the
-// controller process.
+// controller's replicas.
 type bench struct {
 	cfg     config
 	cp      *controlplane.ControlPlane
 	kube    kubernetes.Interface
 	clients []dynamic.Interface // one per parallel worker, each with its own connection
 	audit   *auditCounter
-	ctrl    *controller
+	ctrls   fleet
 	watch   *tracker
 }
 
@@ -94,7 +94,11 @@ func setup(ctx context.Context, c config) (*bench, error) {
 		b.close()
 		return nil, err
 	}
-	for _, ns := range []string{benchNS, baselineNS, limitNS} {
+	namespaces := []string{benchNS, baselineNS, limitNS}
+	if c.sharding {
+		namespaces = append(namespaces, shardNS)
+	}
+	for _, ns := range namespaces {
 		_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil {
 			b.close()
@@ -134,11 +138,7 @@ func (b *bench) close() {
 	if b.watch != nil {
 		b.watch.stop()
 	}
-	if b.ctrl != nil {
-		if err := b.ctrl.stop(); err != nil {
-			logf("stop controller: %v", err)
-		}
-	}
+	b.ctrls.stop()
 	if err := b.cp.Stop(); err != nil {
 		logf("stop control plane: %v", err)
 	}

@@ -17,55 +17,45 @@ import (
 	"time"
 )
 
-// controller is the kubecel process under test.
+// controller is one kubecel process under test (one replica).
 type controller struct {
+	name    string // "replica-1", ...
+	dir     string // its log, profiles and metrics snapshots
 	cmd     *exec.Cmd
 	log     *os.File
 	metrics string // base URL of --metrics-addr
+	health  string // base URL of --health-addr
 	pprof   string // base URL of --pprof-addr
 	done    chan struct{}
 	waitErr error
 }
 
-// startController writes the rules, starts `kubecel run` against the control plane,
-// waits until it is ready, and starts the bench's own watches.
-func (b *bench) startController(ctx context.Context) error {
-	rulesPath := filepath.Join(b.cfg.dir, "rules.yaml")
-	if err := os.WriteFile(rulesPath, rulesYAML, 0o644); err != nil {
-		return err
-	}
-	ports, err := freePorts(3)
-	if err != nil {
-		return err
-	}
+// startProcess starts `kubecel run` with args plus its three endpoints on the given
+// ports, logging to dir/kubecel.log.
+func startProcess(c config, name, dir string, args []string, ports [3]int) (*controller, error) {
 	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
-	args := []string{"run", "--rules", rulesPath, "--kubeconfig", b.cp.Kubeconfig,
-		"--metrics-addr", addr(ports[0]), "--health-addr", addr(ports[1]), "--pprof-addr", addr(ports[2])}
-	args = append(args, strings.Fields(b.cfg.kubecelArgs)...)
-	log, err := os.Create(filepath.Join(b.cfg.dir, "kubecel.log"))
+	args = append([]string{"run", "--metrics-addr", addr(ports[0]), "--health-addr", addr(ports[1]), "--pprof-addr", addr(ports[2])}, args...)
+	log, err := os.Create(filepath.Join(dir, "kubecel.log"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cmd := exec.Command(b.cfg.kubecel, args...)
+	cmd := exec.Command(c.kubecel, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), strings.Fields(b.cfg.kubecelEnv)...)
-	logf("starting %s %s %s", b.cfg.kubecelEnv, b.cfg.kubecel, strings.Join(args, " "))
+	cmd.Env = append(os.Environ(), strings.Fields(c.kubecelEnv)...)
+	logf("starting %s: %s %s %s", name, c.kubecelEnv, c.kubecel, strings.Join(args, " "))
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return fmt.Errorf("start %s (build it with `make build`): %w", b.cfg.kubecel, err)
+		return nil, fmt.Errorf("start %s (build it with `make build`): %w", c.kubecel, err)
 	}
-	c := &controller{cmd: cmd, log: log, done: make(chan struct{}),
-		metrics: "http://" + addr(ports[0]), pprof: "http://" + addr(ports[2])}
-	go func() { c.waitErr = cmd.Wait(); close(c.done) }()
-	b.ctrl = c
-	if err := c.waitReady(ctx, "http://"+addr(ports[1])+"/readyz"); err != nil {
-		return fmt.Errorf("controller (log: %s): %w", log.Name(), err)
-	}
-	b.watch, err = startTracker(ctx, b.kube, b.clients[0], benchNS, b.cfg.n)
-	return err
+	ctrl := &controller{name: name, dir: dir, cmd: cmd, log: log, done: make(chan struct{}),
+		metrics: "http://" + addr(ports[0]), health: "http://" + addr(ports[1]), pprof: "http://" + addr(ports[2])}
+	go func() { ctrl.waitErr = cmd.Wait(); close(ctrl.done) }()
+	return ctrl, nil
 }
 
-func (c *controller) waitReady(ctx context.Context, url string) error {
+// waitReady polls /readyz until it answers 200, for at most a minute.
+func (c *controller) waitReady(ctx context.Context) error {
+	url := c.health + "/readyz"
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		select {
@@ -154,35 +144,43 @@ func (c *controller) cpuSeconds() float64 {
 
 // metric returns the sum of every sample of a counter or gauge on /metrics.
 func (c *controller) metric(ctx context.Context, name string) (float64, error) {
+	m, err := c.metricValues(ctx, name)
+	return m[name], err
+}
+
+// metricValues reads /metrics once and returns, for each of names, the sum of its
+// samples (of every label set); a name without samples is 0.
+func (c *controller) metricValues(ctx context.Context, names ...string) (metricValues, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.metrics+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
 	defer resp.Body.Close()
-	var sum float64
+	sums := make(metricValues, len(names))
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != '{' && line[len(name)] != ' ') {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			sum += v
+		for _, name := range names {
+			if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != '{' && line[len(name)] != ' ') {
+				continue
+			}
+			f := strings.Fields(line)
+			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+				sums[name] += v
+			}
 		}
 	}
-	return sum, sc.Err()
+	return sums, sc.Err()
 }
 
-// saveProfile writes /debug/pprof/<profile> to dir/file.
-func (c *controller) saveProfile(ctx context.Context, profile, dir, file string) error {
-	return save(ctx, c.pprof+"/debug/pprof/"+profile, filepath.Join(dir, file))
+// saveProfile writes /debug/pprof/<profile> to file in the replica's directory.
+func (c *controller) saveProfile(ctx context.Context, profile, file string) error {
+	return save(ctx, c.pprof+"/debug/pprof/"+profile, filepath.Join(c.dir, file))
 }
 
 // save writes the body of GET url to path.
@@ -210,14 +208,14 @@ func save(ctx context.Context, url, path string) error {
 	return f.Close()
 }
 
-// profiler takes consecutive 5s CPU profiles (dir/cpu-NN.pprof) until stopped;
-// `go tool pprof` merges them when given all the files.
+// profiler takes consecutive 5s CPU profiles (cpu-NN.pprof in the replica's directory)
+// until stopped; `go tool pprof` merges them when given all the files.
 type profiler struct {
 	stopped chan struct{}
 	wg      sync.WaitGroup
 }
 
-func (c *controller) profileCPU(ctx context.Context, dir string) *profiler {
+func (c *controller) profileCPU(ctx context.Context) *profiler {
 	p := &profiler{stopped: make(chan struct{})}
 	p.wg.Go(func() {
 		for i := 0; ; i++ {
@@ -226,8 +224,8 @@ func (c *controller) profileCPU(ctx context.Context, dir string) *profiler {
 				return
 			default:
 			}
-			if err := c.saveProfile(ctx, "profile?seconds=5", dir, fmt.Sprintf("cpu-%02d.pprof", i)); err != nil {
-				logf("cpu profile: %v", err)
+			if err := c.saveProfile(ctx, "profile?seconds=5", fmt.Sprintf("cpu-%02d.pprof", i)); err != nil {
+				logf("%s: cpu profile: %v", c.name, err)
 				return
 			}
 		}

@@ -18,8 +18,15 @@
 //  7. the controller's peak and settled RSS and CPU seconds (it runs as its own
 //     process, bin/kubecel run, so the figures are its own).
 //
-// It prints a table and appends a dated row to docs/benchmarks.md. CPU profiles of the
-// controller during convergence and heap profiles are written under --dir.
+// The controller runs as --replicas processes (default 1). With --sharding, implied by
+// more than one replica, each is `kubecel run --sharding` with short lease timings, and
+// the timed phases start once all of them serve the same ring; the writes are then also
+// counted per replica (by user agent), and memory and CPU are each replica's own.
+//
+// It prints a table and adds a dated row to docs/benchmarks.md: to the table of sharded
+// runs when sharded, else to the table of single-process runs. CPU profiles of each
+// replica during convergence and heap profiles are written under --dir (under
+// --dir/replica-K with several replicas).
 package main
 
 import (
@@ -42,10 +49,17 @@ type config struct {
 	kubecelArgs string
 	kubecelEnv  string
 	skipDelete  bool
+	skipLimits  bool
 	refs        bool
-	dir         string
-	doc         string
-	note        string
+	// replicas is the number of kubecel processes; sharding runs each with --sharding
+	// and shardingArgs; workers, when above 0, is each one's --workers.
+	replicas     int
+	sharding     bool
+	shardingArgs string
+	workers      int
+	dir          string
+	doc          string
+	note         string
 }
 
 func main() {
@@ -58,6 +72,11 @@ func main() {
 	flag.StringVar(&c.kubecelArgs, "kubecel-args", "", "extra flags for `kubecel run`, space separated (e.g. \"--workers=16 --qps=500\")")
 	flag.StringVar(&c.kubecelEnv, "kubecel-env", "", "extra environment for the controller, space separated (e.g. \"GOGC=50 GOMEMLIMIT=100MiB\")")
 	flag.BoolVar(&c.skipDelete, "skip-deletion", false, "skip the direct-delete limit and the deletion phase")
+	flag.BoolVar(&c.skipLimits, "skip-limits", false, "skip the baseline and both limits (their columns read \"skipped\")")
+	flag.IntVar(&c.replicas, "replicas", 1, "number of kubecel run processes; above 1 implies --sharding")
+	flag.BoolVar(&c.sharding, "sharding", false, "run every replica with --sharding (with --replicas 1: the 1-replica reference for the speedup)")
+	flag.StringVar(&c.shardingArgs, "sharding-args", defaultShardingArgs, "flags added to `kubecel run --sharding`: the bench's lease timings")
+	flag.IntVar(&c.workers, "workers", 0, "--workers of each replica (0: kubecel's default)")
 	flag.BoolVar(&c.refs, "refs", false, "each parent also reads its own settings ConfigMap through a ref (testdata/rules-refs.yaml); the N ConfigMaps are created before the limits")
 	flag.StringVar(&c.dir, "dir", "bin/bench", "state directory: control-plane logs, controller log, profiles (replaced on each run)")
 	flag.StringVar(&c.doc, "doc", "docs/benchmarks.md", "markdown file to append the result row to (empty: do not append)")
@@ -66,6 +85,11 @@ func main() {
 	if c.refs {
 		rulesYAML = rulesRefsYAML
 	}
+	if c.replicas < 1 {
+		fmt.Fprintln(os.Stderr, "bench: --replicas must be at least 1")
+		os.Exit(2)
+	}
+	c.sharding = c.sharding || c.replicas > 1
 	if c.timeout <= 0 {
 		c.timeout = 5*time.Minute + time.Duration(c.n)*100*time.Millisecond
 	}
@@ -87,12 +111,19 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer b.close()
-	res := &results{n: c.n, machine: machine, kubecelArgs: strings.TrimSpace(c.kubecelEnv + " " + c.kubecelArgs), note: c.note}
+	res := &results{n: c.n, machine: machine, kubecelArgs: c.flagsColumn(), sharding: c.sharding, note: c.note,
+		replicas: make([]replicaResult, c.replicas)}
 	if err := b.measure(ctx, res); err != nil {
 		return err
 	}
 	res.machine.loadAfter = readLoad()
 	res.total = time.Since(start)
+	b.ctrls.identify(res)
+	if c.doc != "" && c.sharding {
+		if data, err := os.ReadFile(c.doc); err == nil {
+			res.compareWithOneReplica(string(data))
+		}
+	}
 	res.print(os.Stdout)
 	if c.doc != "" {
 		if err := res.appendTo(c.doc); err != nil {
@@ -103,21 +134,43 @@ func run(ctx context.Context, c config) error {
 	return nil
 }
 
+// defaultShardingArgs are lease timings for a bench: short enough that the replicas
+// agree on the ring within seconds of starting.
+const defaultShardingArgs = "--sharding-lease-duration=6s --sharding-renew-deadline=4s --sharding-retry-period=1s"
+
+// flagsColumn is what the run adds to `kubecel run`, for the table's kubecel flags
+// column: environment, --workers, --kubecel-args, and --sharding-args when not the
+// default (the sharded table's text names the default).
+func (c config) flagsColumn() string {
+	parts := []string{c.kubecelEnv}
+	if c.sharding && c.shardingArgs != defaultShardingArgs {
+		parts = append(parts, c.shardingArgs)
+	}
+	if c.workers > 0 {
+		parts = append(parts, fmt.Sprintf("--workers=%d", c.workers))
+	}
+	return strings.Join(strings.Fields(strings.Join(append(parts, c.kubecelArgs), " ")), " ")
+}
+
 // measure runs the phases in order; each needs the state the previous one left.
 func (b *bench) measure(ctx context.Context, res *results) error {
 	var err error
-	if res.baseline, err = b.baseline(ctx); err != nil {
-		return fmt.Errorf("baseline: %w", err)
+	if !b.cfg.skipLimits {
+		if res.baseline, err = b.baseline(ctx); err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
 	}
 	if b.cfg.refs {
 		if err := b.createSettings(ctx); err != nil {
 			return fmt.Errorf("settings: %w", err)
 		}
 	}
-	if err := b.limits(ctx, res); err != nil {
-		return err
+	if !b.cfg.skipLimits {
+		if err := b.limits(ctx, res); err != nil {
+			return err
+		}
 	}
-	if err := b.startController(ctx); err != nil {
+	if err := b.startControllers(ctx, res); err != nil {
 		return err
 	}
 	if err := b.converge(ctx, res); err != nil {
@@ -134,8 +187,10 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 			return fmt.Errorf("deletion: %w", err)
 		}
 	}
-	res.cpuTotal = b.ctrl.cpuSeconds()
-	res.peakRSS = b.ctrl.rss().peak
+	for i, c := range b.ctrls {
+		res.replicas[i].cpuTotal = c.cpuSeconds()
+		res.replicas[i].peak = c.rss().peak
+	}
 	return nil
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,14 +84,15 @@ func renderChildren(ctx context.Context, ns string, n int) ([]*unstructured.Unst
 }
 
 // converge creates the N parents and waits until all of them are Ready and Synced and
-// every child exists; it profiles the controller meanwhile.
+// every child exists; it profiles the replicas meanwhile.
 func (b *bench) converge(ctx context.Context, res *results) error {
 	if err := b.audit.read(); err != nil {
 		return err
 	}
-	writes0 := b.audit.snapshot()
-	cpu0 := b.ctrl.cpuSeconds()
-	prof := b.ctrl.profileCPU(ctx, b.cfg.dir)
+	writes0, agents0 := b.audit.snapshot(), b.audit.agentSnapshot()
+	cpu0 := b.ctrls.cpuSeconds()
+	work0 := b.ctrls.workStats(ctx)
+	stopProfiles := b.ctrls.profileCPU(ctx)
 	logf("convergence: creating %d parents", b.cfg.n)
 	start := time.Now()
 	err := b.parallel(ctx, b.cfg.n, func(ctx context.Context, c dynamic.Interface, i int) error {
@@ -100,26 +100,31 @@ func (b *bench) converge(ctx context.Context, res *results) error {
 		return err
 	})
 	if err != nil {
-		prof.stop()
+		stopProfiles()
 		return err
 	}
 	created := time.Since(start)
 	err = b.watch.waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged)
 	res.converge = time.Since(start)
-	prof.stop()
+	work1 := b.ctrls.workStats(ctx)
+	stopProfiles()
 	if err != nil {
 		return err
 	}
-	res.cpuConverge = b.ctrl.cpuSeconds() - cpu0
-	res.convergeRSS = b.ctrl.rss().current
-	logf("convergence: %s (parents created in %s)", res.converge.Round(time.Millisecond), created.Round(time.Millisecond))
-	if err := b.ctrl.saveProfile(ctx, "heap", b.cfg.dir, "heap-converged.pprof"); err != nil {
-		logf("heap profile: %v", err)
+	cpu1 := b.ctrls.cpuSeconds()
+	for i, c := range b.ctrls {
+		r := &res.replicas[i]
+		r.cpuConverge = cpu1[i] - cpu0[i]
+		r.converged = c.rss().current
+		r.work = work1[i].minus(work0[i])
 	}
+	logf("convergence: %s (parents created in %s)", res.converge.Round(time.Millisecond), created.Round(time.Millisecond))
+	b.ctrls.saveProfiles(ctx, "heap", "heap-converged.pprof")
 	if err := b.quiet(ctx); err != nil {
 		return err
 	}
 	res.writes = b.audit.snapshot().minus(writes0)
+	res.agentWrites = b.audit.agentSnapshot().minus(agents0)
 	return nil
 }
 
@@ -154,8 +159,8 @@ func (b *bench) steady(ctx context.Context, res *results) error {
 	if err := b.audit.read(); err != nil {
 		return err
 	}
-	writes0 := b.audit.snapshot()
-	reconciles0, err := b.ctrl.metric(ctx, "kubecel_reconcile_total")
+	writes0, agents0 := b.audit.snapshot(), b.audit.agentSnapshot()
+	reconciles0, err := b.ctrls.metric(ctx, "kubecel_reconcile_total")
 	if err != nil {
 		return err
 	}
@@ -169,7 +174,7 @@ func (b *bench) steady(ctx context.Context, res *results) error {
 		return err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, b.cfg.timeout, true, func(ctx context.Context) (bool, error) {
-		n, err := b.ctrl.metric(ctx, "kubecel_reconcile_total")
+		n, err := b.ctrls.metric(ctx, "kubecel_reconcile_total")
 		res.steadyReconciles = int(n - reconciles0)
 		return err == nil && res.steadyReconciles >= b.cfg.n, nil
 	})
@@ -185,16 +190,23 @@ func (b *bench) steady(ctx context.Context, res *results) error {
 		return err
 	}
 	res.steadyWrites = b.audit.snapshot().minus(writes0)
-	settled := b.ctrl.rss()
-	res.settledRSS, res.settledAnon = settled.current, settled.anon
-	res.cpuSteady = b.ctrl.cpuSeconds()
-	if err := b.ctrl.saveProfile(ctx, "heap", b.cfg.dir, "heap-settled.pprof"); err != nil {
-		logf("heap profile: %v", err)
+	res.steadyAgents = b.audit.agentSnapshot().minus(agents0)
+	for i, c := range b.ctrls {
+		r := &res.replicas[i]
+		settled := c.rss()
+		r.settled, r.settledAnon = settled.current, settled.anon
+		if b.cfg.sharding {
+			if r.shard, err = c.metricValues(ctx, shardMetrics...); err != nil {
+				logf("%s: shard metrics: %v", c.name, err)
+			}
+		}
 	}
-	if err := save(ctx, b.ctrl.metrics+"/metrics", filepath.Join(b.cfg.dir, "metrics-settled.txt")); err != nil {
-		logf("save metrics: %v", err)
+	b.ctrls.saveProfiles(ctx, "heap", "heap-settled.pprof")
+	b.ctrls.saveMetrics(ctx, "metrics-settled.txt")
+	for _, r := range res.replicas {
+		logf("steady state: %s settled RSS %.1f MB (anonymous %.1f MB)", r.name, mb(r.settled), mb(r.settledAnon))
 	}
-	logf("steady state: %d writes, settled RSS %.1f MB (anonymous %.1f MB)", res.steadyWrites.total(), mb(res.settledRSS), mb(res.settledAnon))
+	logf("steady state: %d writes", res.steadyWrites.total())
 	return nil
 }
 
@@ -216,8 +228,9 @@ func (b *bench) update(ctx context.Context) (time.Duration, error) {
 	return took, err
 }
 
-// deletion deletes every parent and waits until every child is gone (garbage collection
-// by kube-controller-manager follows the owner references).
+// deletion deletes every parent and waits until every child is gone (kubecel deletes
+// them as it sees each parent go; the garbage collector, following the owner
+// references, is the safety net).
 func (b *bench) deletion(ctx context.Context) (time.Duration, error) {
 	logf("deletion: deleting %d parents", b.cfg.n)
 	start := time.Now()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,17 +16,45 @@ type results struct {
 	n           int
 	machine     machine
 	kubecelArgs string
+	sharding    bool
 	note        string
 	total       time.Duration
 
+	// baseline and limit are 0 when skipped (--skip-limits); deleteLimit and deletion
+	// also with --skip-deletion.
 	baseline, converge, update, deletion time.Duration
 	// limit is the same-writes limit, deleteLimit the direct-delete limit (limits.go).
-	limit, deleteLimit               time.Duration
-	writes, steadyWrites             writeCounts
-	steadyReconciles                 int
-	peakRSS, convergeRSS, settledRSS uint64
-	settledAnon                      uint64
-	cpuConverge, cpuSteady, cpuTotal float64
+	limit, deleteLimit   time.Duration
+	writes, steadyWrites writeCounts
+	// agentWrites and steadyAgents are the same writes by user agent (one per replica).
+	agentWrites, steadyAgents writeCounts
+	steadyReconciles          int
+	// ringAgreed is how long the sharded replicas took from the first start until they
+	// agreed on the ring.
+	ringAgreed time.Duration
+	replicas   []replicaResult
+	// oneReplica is the convergence of the latest 1-replica sharded row with the same N
+	// and flags (speedupRef is its date), speedup that over this run's; 0 when unknown.
+	oneReplica time.Duration
+	speedup    float64
+	speedupRef string
+}
+
+// replicaResult is what one replica's process used and did.
+type replicaResult struct {
+	name string
+	// bucketsAtStart is how many of the ring's buckets it served when the ring was
+	// agreed (sharded only).
+	bucketsAtStart                        int
+	peak, converged, settled, settledAnon uint64
+	cpuConverge, cpuTotal                 float64
+	// work is what its work queue did during convergence (workNames).
+	work metricValues
+	// shard is its kubecel_shard_* metrics at the settled point (sharded only).
+	shard metricValues
+	// agent is the user agent of its requests in the audit log, where identify could
+	// tell; empty otherwise.
+	agent string
 }
 
 type machine struct {
@@ -65,47 +92,108 @@ func readLoad() string {
 
 func mb(b uint64) float64 { return float64(b) / 1e6 }
 
-func (r *results) ratio() float64 { return r.converge.Seconds() / r.baseline.Seconds() }
+// ratio is convergence over the baseline; 0 when the baseline was skipped.
+func (r *results) ratio() float64 { return over(r.converge, r.baseline) }
 
-// limitRatio is convergence over the same-writes limit.
-func (r *results) limitRatio() float64 { return r.converge.Seconds() / r.limit.Seconds() }
+// limitRatio is convergence over the same-writes limit; 0 when it was skipped.
+func (r *results) limitRatio() float64 { return over(r.converge, r.limit) }
 
-// deleteRatio is deletion over the direct-delete limit; 0 when either was skipped.
-func (r *results) deleteRatio() float64 {
-	if r.deletion <= 0 || r.deleteLimit <= 0 {
+func over(a, b time.Duration) float64 {
+	if a <= 0 || b <= 0 {
 		return 0
 	}
-	return r.deletion.Seconds() / r.deleteLimit.Seconds()
+	return a.Seconds() / b.Seconds()
 }
+
+// cpuConverge and cpuTotal are the CPU seconds of all replicas together.
+func (r *results) cpuConverge() float64 {
+	sum := 0.0
+	for _, rr := range r.replicas {
+		sum += rr.cpuConverge
+	}
+	return sum
+}
+
+func (r *results) cpuTotal() float64 {
+	sum := 0.0
+	for _, rr := range r.replicas {
+		sum += rr.cpuTotal
+	}
+	return sum
+}
+
+// deleteRatio is deletion over the direct-delete limit; 0 when either was skipped.
+func (r *results) deleteRatio() float64 { return over(r.deletion, r.deleteLimit) }
 
 func (r *results) writesPerParent() float64 { return float64(r.writes.total()) / float64(r.n) }
 
 func (r *results) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nkubecel bench, N=%d parents (%d children), %d CPUs, load %s -> %s\n", r.n, 3*r.n, r.machine.cpus, r.machine.load, r.machine.loadAfter)
+	fmt.Fprintf(tw, "\nkubecel bench, N=%d parents (%d children), %s, %d CPUs, load %s -> %s\n", r.n, 3*r.n, r.setup(), r.machine.cpus, r.machine.load, r.machine.loadAfter)
 	fmt.Fprintf(tw, "measure\tvalue\tgoal\n")
 	row := func(name, value, goal string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, value, goal) }
-	row("1 baseline: children only (direct apply, 16 clients)", secs(r.baseline), "")
-	row("1 same-writes limit (parent, children, status; 16 clients)", secs(r.limit), "")
+	row("1 baseline: children only (direct apply, 16 clients)", secsOrSkipped(r.baseline), "")
+	row("1 same-writes limit (parent, children, status; 16 clients)", secsOrSkipped(r.limit), "")
 	if r.deleteLimit > 0 {
 		row("1 direct-delete limit (children, then parent; 16 clients)", secs(r.deleteLimit), "")
 	}
-	row("2 convergence", fmt.Sprintf("%s (%.2fx same-writes limit, %.2fx baseline)", secs(r.converge), r.limitRatio(), r.ratio()), "<= 1.15x same-writes limit")
+	if r.sharding {
+		row("  ring agreed after the replicas started", secs(r.ringAgreed), "")
+	}
+	row("2 convergence", fmt.Sprintf("%s (%s same-writes limit, %s baseline)", secs(r.converge), times(r.limitRatio()), times(r.ratio())), "<= 1.15x same-writes limit")
 	row("3 writes per parent", fmt.Sprintf("%.2f (%s)", r.writesPerParent(), r.writes), "<= 4 (children + 1)")
 	row("4 steady-state writes", fmt.Sprintf("%d (%d reconciles)", r.steadyWrites.total(), r.steadyReconciles), "0")
 	row("5 update propagation", secs(r.update), "")
 	if r.deletion > 0 {
-		row("6 deletion", fmt.Sprintf("%s (%.2fx direct-delete limit)", secs(r.deletion), r.deleteRatio()), "<= 1.5x direct-delete limit")
+		row("6 deletion", fmt.Sprintf("%s (%s direct-delete limit)", secs(r.deletion), times(r.deleteRatio())), "<= 1.5x direct-delete limit")
 	} else {
 		row("6 deletion", "skipped", "")
 	}
-	row("7 RSS peak / converged / settled", fmt.Sprintf("%.0f / %.0f / %.0f MB (settled anonymous %.0f MB)", mb(r.peakRSS), mb(r.convergeRSS), mb(r.settledRSS), mb(r.settledAnon)), "settled < 150 MB at N=10,000")
-	row("7 CPU convergence / total", fmt.Sprintf("%.1f s / %.1f s", r.cpuConverge, r.cpuTotal), "")
+	for _, rr := range r.replicas {
+		name := "7 RSS peak / converged / settled"
+		if len(r.replicas) > 1 {
+			name = "7 " + rr.name + " RSS peak / converged / settled"
+		}
+		row(name, fmt.Sprintf("%.0f / %.0f / %.0f MB (settled anonymous %.0f MB)", mb(rr.peak), mb(rr.converged), mb(rr.settled), mb(rr.settledAnon)), "settled < 150 MB at N=10,000")
+	}
+	row("7 CPU convergence / total", fmt.Sprintf("%.1f s / %.1f s", r.cpuConverge(), r.cpuTotal()), "")
 	row("bench wall time", secs(r.total), "")
 	tw.Flush()
+	r.printReplicas(w)
+}
+
+// setup says how the controller ran: one process, or N sharded replicas.
+func (r *results) setup() string {
+	if !r.sharding {
+		return "1 controller process"
+	}
+	return fmt.Sprintf("%d sharded replica(s)", len(r.replicas))
+}
+
+func secsOrSkipped(d time.Duration) string {
+	if d <= 0 {
+		return "skipped"
+	}
+	return secs(d)
+}
+
+// times prints a ratio, or "skipped" for 0 (a limit that was not measured).
+func times(x float64) string {
+	if x <= 0 {
+		return "skipped"
+	}
+	return fmt.Sprintf("%.2fx", x)
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+// cell is a time in seconds for a table cell, or "skipped".
+func cell(d time.Duration) string {
+	if d <= 0 {
+		return "skipped"
+	}
+	return fmt.Sprintf("%.1f", d.Seconds())
+}
 
 // runsHeading starts the table of runs measured against both limits. Rows of earlier
 // versions of the bench (children-only baseline only) stay in the table above it.
@@ -124,42 +212,36 @@ Load is the 1/5/15-minute load average before -> after the run.
 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 `
 
-// appendTo appends the run's row to the markdown file at path, starting the table when
-// the file does not have it yet.
+// appendTo adds the run's row to the markdown file at path, at the end of the table of
+// sharded runs or of single-process runs, starting the table when the file has none.
 func (r *results) appendTo(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+	if r.sharding {
+		return addRow(path, shardedHeading, shardedHeader, r.shardedRow())
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
+	return addRow(path, runsHeading, docHeader, r.row())
+}
+
+// flags is the kubecel flags column: what the run added to `kubecel run`.
+func (r *results) flags() string {
+	if r.kubecelArgs == "" {
+		return "defaults"
 	}
-	if !strings.Contains(string(data), runsHeading) {
-		if _, err := io.WriteString(f, docHeader); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	flags := r.kubecelArgs
-	if flags == "" {
-		flags = "defaults"
-	}
+	return r.kubecelArgs
+}
+
+// row is the run's row of the single-process table.
+func (r *results) row() string {
 	deleteLimit, deletion := "skipped", "skipped"
 	if r.deleteLimit > 0 {
 		deleteLimit = fmt.Sprintf("%.1f", r.deleteLimit.Seconds())
 	}
 	if r.deletion > 0 {
-		deletion = fmt.Sprintf("%.1f (%.2fx)", r.deletion.Seconds(), r.deleteRatio())
+		deletion = fmt.Sprintf("%.1f (%s)", r.deletion.Seconds(), times(r.deleteRatio()))
 	}
-	row := fmt.Sprintf("| %s | %d | %d | %.1f | %s | %s -> %s | %.1f | %.1f | %.1f (%.2fx / %.2fx) | %.2f | %d | %.1f | %s | %s | %.0f / %.0f (%.0f) | %.1f / %.1f | %s | %s |\n",
+	one := r.replicas[0]
+	return fmt.Sprintf("| %s | %d | %d | %.1f | %s | %s -> %s | %s | %s | %.1f (%s / %s) | %.2f | %d | %.1f | %s | %s | %.0f / %.0f (%.0f) | %.1f / %.1f | %s | %s |\n",
 		time.Now().UTC().Format("2006-01-02 15:04"), r.n, r.machine.cpus, r.machine.memGiB, r.machine.goVersion,
-		r.machine.load, r.machine.loadAfter, r.baseline.Seconds(), r.limit.Seconds(), r.converge.Seconds(), r.limitRatio(), r.ratio(),
+		r.machine.load, r.machine.loadAfter, cell(r.baseline), cell(r.limit), r.converge.Seconds(), times(r.limitRatio()), times(r.ratio()),
 		r.writesPerParent(), r.steadyWrites.total(), r.update.Seconds(), deleteLimit, deletion,
-		mb(r.peakRSS), mb(r.settledRSS), mb(r.settledAnon), r.cpuConverge, r.cpuTotal, flags, r.note)
-	if _, err := io.WriteString(f, row); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+		mb(one.peak), mb(one.settled), mb(one.settledAnon), r.cpuConverge(), r.cpuTotal(), r.flags(), r.note)
 }
