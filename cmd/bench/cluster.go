@@ -63,6 +63,8 @@ type bench struct {
 	audit   *auditCounter
 	ctrls   fleet
 	watch   *tracker
+	// cpPIDs are the control plane's processes by command name (machinecpu.go).
+	cpPIDs map[string][]int
 }
 
 func setup(ctx context.Context, c config) (*bench, error) {
@@ -89,7 +91,8 @@ func setup(ctx context.Context, c config) (*bench, error) {
 		return nil, err
 	}
 	logf("control plane ready in %s", time.Since(start).Round(time.Millisecond))
-	b := &bench{cfg: c, cp: cp, audit: &auditCounter{path: cp.AuditLog}}
+	b := &bench{cfg: c, cp: cp, audit: &auditCounter{path: cp.AuditLog}, cpPIDs: controlPlanePIDs(filepath.Join(c.dir, "controlplane"))}
+	logf("control plane processes: %v", b.cpPIDs)
 	if err := b.connect(); err != nil {
 		b.close()
 		return nil, err

@@ -124,23 +124,7 @@ func (c *controller) rss() memory {
 }
 
 // cpuSeconds returns the process's user plus system CPU time.
-func (c *controller) cpuSeconds() float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces:
-	// utime and stime are fields 14 and 15 of the whole line.
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	const clockTicks = 100 // USER_HZ on Linux
-	return (utime + stime) / clockTicks
-}
+func (c *controller) cpuSeconds() float64 { return processCPU(c.cmd.Process.Pid) }
 
 // metric returns the sum of every sample of a counter or gauge on /metrics.
 func (c *controller) metric(ctx context.Context, name string) (float64, error) {

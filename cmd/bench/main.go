@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -90,11 +91,17 @@ func main() {
 		os.Exit(2)
 	}
 	c.sharding = c.sharding || c.replicas > 1
+	dir, err := filepath.Abs(c.dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	c.dir = dir
 	if c.timeout <= 0 {
 		c.timeout = 5*time.Minute + time.Duration(c.n)*100*time.Millisecond
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, c)
+	err = run(ctx, c)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

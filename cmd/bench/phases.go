@@ -92,6 +92,7 @@ func (b *bench) converge(ctx context.Context, res *results) error {
 	writes0, agents0 := b.audit.snapshot(), b.audit.agentSnapshot()
 	cpu0 := b.ctrls.cpuSeconds()
 	work0 := b.ctrls.workStats(ctx)
+	machine0 := b.sampleCPU()
 	stopProfiles := b.ctrls.profileCPU(ctx)
 	logf("convergence: creating %d parents", b.cfg.n)
 	start := time.Now()
@@ -106,6 +107,7 @@ func (b *bench) converge(ctx context.Context, res *results) error {
 	created := time.Since(start)
 	err = b.watch.waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged)
 	res.converge = time.Since(start)
+	res.convergeCPU = b.sampleCPU().minus(machine0)
 	work1 := b.ctrls.workStats(ctx)
 	stopProfiles()
 	if err != nil {
@@ -118,7 +120,7 @@ func (b *bench) converge(ctx context.Context, res *results) error {
 		r.converged = c.rss().current
 		r.work = work1[i].minus(work0[i])
 	}
-	logf("convergence: %s (parents created in %s)", res.converge.Round(time.Millisecond), created.Round(time.Millisecond))
+	logf("convergence: %s (parents created in %s); machine CPU %s", res.converge.Round(time.Millisecond), created.Round(time.Millisecond), res.convergeCPU)
 	b.ctrls.saveProfiles(ctx, "heap", "heap-converged.pprof")
 	if err := b.quiet(ctx); err != nil {
 		return err

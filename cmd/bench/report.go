@@ -32,7 +32,9 @@ type results struct {
 	// ringAgreed is how long the sharded replicas took from the first start until they
 	// agreed on the ring.
 	ringAgreed time.Duration
-	replicas   []replicaResult
+	// convergeCPU is where the machine's CPU went during convergence.
+	convergeCPU cpuUse
+	replicas    []replicaResult
 	// oneReplica is the convergence of the latest 1-replica sharded row with the same N
 	// and flags (speedupRef is its date), speedup that over this run's; 0 when unknown.
 	oneReplica time.Duration
@@ -157,6 +159,7 @@ func (r *results) print(w io.Writer) {
 		row(name, fmt.Sprintf("%.0f / %.0f / %.0f MB (settled anonymous %.0f MB)", mb(rr.peak), mb(rr.converged), mb(rr.settled), mb(rr.settledAnon)), "settled < 150 MB at N=10,000")
 	}
 	row("7 CPU convergence / total", fmt.Sprintf("%.1f s / %.1f s", r.cpuConverge(), r.cpuTotal()), "")
+	row("  machine CPU during convergence (s)", r.convergeCPU.String(), "")
 	row("bench wall time", secs(r.total), "")
 	tw.Flush()
 	r.printReplicas(w)

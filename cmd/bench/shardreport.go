@@ -126,12 +126,8 @@ func (r *results) unassigned() map[string][2]int {
 	return out
 }
 
-// printReplicas prints what each replica did; a single unsharded process has its
-// figures in the main table already.
+// printReplicas prints what each replica did (one row for a single process).
 func (r *results) printReplicas(w io.Writer) {
-	if !r.sharding && len(r.replicas) == 1 {
-		return
-	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "\nper replica: writes (audit log, by user agent), reconciles and work queue during convergence; buckets, parents, handovers at the settled point\n")
 	fmt.Fprintf(tw, "replica\tbuckets at start / settled\tparents\thandovers\twrites conv.\twrites steady\treconciles\tms per reconcile\treconciles in flight\tms in queue\tCPU conv. / total s\tRSS peak / conv. / settled (anon) MB\tuser agent\t\n")
@@ -185,11 +181,13 @@ replica" is the convergence of the latest 1-replica row with the same N and flag
 this row's. Writes are the controller's write requests in the bench namespace (audit
 log), per replica by user agent during convergence. Parents per replica is
 ` + "`kubecel_shard_owned_parents`" + ` at the settled point. RSS in MB (10^6 bytes), each replica's
-own process, peak / settled. CPU is the replicas' user+system seconds together. Load is
-the 1/5/15-minute load average before -> after the run.
+own process, peak / settled. CPU is the replicas' user+system seconds together. "Machine
+CPU" is the whole machine's during convergence: busy share of all CPUs, then CPU seconds
+of kubecel (all replicas) / kube-apiserver / etcd / the rest (kube-controller-manager,
+the bench, other processes). Load is the 1/5/15-minute load average before -> after the run.
 
-| date (UTC) | N | replicas | CPUs | load | limit | convergence (x limit) | x 1 replica | writes/parent | steady writes | update | deletion (x limit) | writes per replica | parents per replica | RSS peak / settled per replica | CPU conv. / total | kubecel flags | note |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| date (UTC) | N | replicas | CPUs | load | limit | convergence (x limit) | x 1 replica | writes/parent | steady writes | update | deletion (x limit) | writes per replica | parents per replica | RSS peak / settled per replica | CPU conv. / total | machine CPU in conv. | kubecel flags | note |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 `
 
 // shardedRow is the run's row of the table of sharded runs.
@@ -214,11 +212,11 @@ func (r *results) shardedRow() string {
 	if r.deletion > 0 {
 		deletion = fmt.Sprintf("%.1f (%s)", r.deletion.Seconds(), times(r.deleteRatio()))
 	}
-	return fmt.Sprintf("| %s | %d | %d | %d | %s -> %s | %s | %.1f (%s) | %s | %.2f | %d | %.1f | %s | %s | %s | %s | %.1f / %.1f | %s | %s |\n",
+	return fmt.Sprintf("| %s | %d | %d | %d | %s -> %s | %s | %.1f (%s) | %s | %.2f | %d | %.1f | %s | %s | %s | %s | %.1f / %.1f | %s | %s | %s |\n",
 		time.Now().UTC().Format("2006-01-02 15:04"), r.n, len(r.replicas), r.machine.cpus, r.machine.load, r.machine.loadAfter,
 		cell(r.limit), r.converge.Seconds(), times(r.limitRatio()), vsOne, r.writesPerParent(), r.steadyWrites.total(),
 		r.update.Seconds(), deletion, strings.Join(writes, " / "), strings.Join(parents, " / "), strings.Join(rss, ", "),
-		r.cpuConverge(), r.cpuTotal(), r.flags(), r.note)
+		r.cpuConverge(), r.cpuTotal(), r.convergeCPU.cell(), r.flags(), r.note)
 }
 
 // compareWithOneReplica finds, in the sharded table of doc, the latest 1-replica row with
@@ -226,7 +224,7 @@ func (r *results) shardedRow() string {
 func (r *results) compareWithOneReplica(doc string) {
 	rows := tableRows(doc, shardedHeading)
 	for _, row := range slices.Backward(rows) {
-		if len(row) < 17 || row[1] != strconv.Itoa(r.n) || row[2] != "1" || row[16] != r.flags() {
+		if len(row) < 18 || row[1] != strconv.Itoa(r.n) || row[2] != "1" || row[17] != r.flags() {
 			continue
 		}
 		conv, err := strconv.ParseFloat(strings.TrimSpace(strings.Split(row[6], "(")[0]), 64)

@@ -52,10 +52,10 @@ func TestInsertRow(t *testing.T) {
 
 func TestCompareWithOneReplica(t *testing.T) {
 	doc := "# B\n" + shardedHeader +
-		"| 2026-11-25 01:00 | 1000 | 1 | 2 | 1 1 1 -> 1 1 1 | 10.0 | 40.0 (4.00x) | reference | 4.00 | 0 | 9.0 | skipped | 4000 | 1000 | 90 / 80 | 5.0 / 9.0 | --workers=2 |  |\n" +
-		"| 2026-11-25 01:05 | 1000 | 1 | 2 | 1 1 1 -> 1 1 1 | 10.0 | 30.0 (3.00x) | reference | 4.00 | 0 | 9.0 | skipped | 4000 | 1000 | 90 / 80 | 5.0 / 9.0 | --workers=2 |  |\n" +
-		"| 2026-11-25 01:10 | 1000 | 1 | 2 | 1 1 1 -> 1 1 1 | 10.0 | 20.0 (2.00x) | reference | 4.00 | 0 | 9.0 | skipped | 4000 | 1000 | 90 / 80 | 5.0 / 9.0 | --workers=4 |  |\n" +
-		"| 2026-11-25 01:15 | 1000 | 2 | 2 | 1 1 1 -> 1 1 1 | 10.0 | 15.0 (1.50x) | 2.00x | 4.00 | 0 | 9.0 | skipped | 2000 / 2000 | 500 / 500 | 90 / 80, 90 / 80 | 5.0 / 9.0 | --workers=2 |  |\n"
+		"| 2026-11-25 01:00 | 1000 | 1 | 2 | 1 1 1 -> 1 1 1 | 10.0 | 40.0 (4.00x) | reference | 4.00 | 0 | 9.0 | skipped | 4000 | 1000 | 90 / 80 | 5.0 / 9.0 | 90%: 1 / 2 / 3 / 4 | --workers=2 |  |\n" +
+		"| 2026-11-25 01:05 | 1000 | 1 | 2 | 1 1 1 -> 1 1 1 | 10.0 | 30.0 (3.00x) | reference | 4.00 | 0 | 9.0 | skipped | 4000 | 1000 | 90 / 80 | 5.0 / 9.0 | 90%: 1 / 2 / 3 / 4 | --workers=2 |  |\n" +
+		"| 2026-11-25 01:10 | 1000 | 1 | 2 | 1 1 1 -> 1 1 1 | 10.0 | 20.0 (2.00x) | reference | 4.00 | 0 | 9.0 | skipped | 4000 | 1000 | 90 / 80 | 5.0 / 9.0 | 90%: 1 / 2 / 3 / 4 | --workers=4 |  |\n" +
+		"| 2026-11-25 01:15 | 1000 | 2 | 2 | 1 1 1 -> 1 1 1 | 10.0 | 15.0 (1.50x) | 2.00x | 4.00 | 0 | 9.0 | skipped | 2000 / 2000 | 500 / 500 | 90 / 80, 90 / 80 | 5.0 / 9.0 | 90%: 1 / 2 / 3 / 4 | --workers=2 |  |\n"
 	r := &results{n: 1000, kubecelArgs: "--workers=2", converge: 10 * time.Second}
 	r.compareWithOneReplica(doc)
 	if r.speedupRef != "2026-11-25 01:05" || r.speedup != 3 || r.oneReplica != 30*time.Second {
@@ -91,7 +91,7 @@ func TestRunArgs(t *testing.T) {
 // 1-replica reference.
 func TestShardedRowRoundTrip(t *testing.T) {
 	one := &results{n: 1000, kubecelArgs: "--workers=2", sharding: true, converge: 24 * time.Second,
-		replicas: []replicaResult{{name: "replica-1", agent: "kubecel/h_1", shard: metricValues{"kubecel_shard_owned_parents": 1000}}},
+		replicas:    []replicaResult{{name: "replica-1", agent: "kubecel/h_1", shard: metricValues{"kubecel_shard_owned_parents": 1000}}},
 		agentWrites: writeCounts{"kubecel/h_1": 4000, "kubecel/other": 3}}
 	doc, err := insertRow("# B\n", shardedHeading, shardedHeader, one.shardedRow())
 	if err != nil {
@@ -101,7 +101,7 @@ func TestShardedRowRoundTrip(t *testing.T) {
 	if len(rows) != 1 {
 		t.Fatalf("rows %q", rows)
 	}
-	if got, want := len(rows[0]), 18; got != want {
+	if got, want := len(rows[0]), 19; got != want {
 		t.Errorf("row has %d cells, want %d: %q", got, want, rows[0])
 	}
 	if got, want := rows[0][12], "4000 / kubecel/other: 3"; got != want {
