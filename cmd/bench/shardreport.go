@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,8 +56,9 @@ func (f fleet) workStats(ctx context.Context) []metricValues {
 
 // identify finds which replica sent the writes of each controller user agent in the
 // audit log. One replica owns every agent seen. Sharded replicas write as
-// kubecel/<identity>, and a replica's log names its identity; an agent that no log, or
-// more than one, names stays unassigned, and its writes are listed by agent alone.
+// kubecel/<identity>, and each one's log names its own identity in its first line with an
+// identity key (`identity="host_1a2b3c4d"`; later lines also list the other members). An
+// agent that no replica claims stays unassigned, and its writes are listed by agent.
 func (f fleet) identify(res *results) {
 	var agents []string
 	for a := range res.agentWrites {
@@ -72,34 +73,20 @@ func (f fleet) identify(res *results) {
 		res.replicas[0].agent = agents[0]
 		return
 	}
-	logs := make([][]byte, len(f))
 	for i, c := range f {
 		data, err := os.ReadFile(c.log.Name())
 		if err != nil {
 			logf("%s: read log: %v", c.name, err)
-		}
-		logs[i] = data
-	}
-	for _, a := range agents {
-		id, ok := strings.CutPrefix(a, "kubecel/")
-		if !ok || id == "" {
 			continue
 		}
-		match := -1
-		for i, data := range logs {
-			if bytes.Contains(data, []byte(id)) {
-				if match >= 0 {
-					match = -1
-					break
-				}
-				match = i
-			}
-		}
-		if match >= 0 {
-			res.replicas[match].agent = a
+		if m := identityKey.FindSubmatch(data); m != nil {
+			res.replicas[i].agent = "kubecel/" + string(m[1])
 		}
 	}
 }
+
+// identityKey is the structured log key that names a sharded replica's identity.
+var identityKey = regexp.MustCompile(`\bidentity="([^"]+)"`)
 
 // unassigned are the writes (convergence, steady state) of agents identify could not
 // tie to a replica.
