@@ -41,6 +41,9 @@ type Options struct {
 	// SkipAccessCheck starts rules without first checking, with SelfSubjectAccessReviews,
 	// that the controller has every permission they need.
 	SkipAccessCheck bool
+	// Shard, when set, restricts the controller to the parents of the buckets it
+	// serves (kubecel run --sharding); nil serves every parent.
+	Shard Shard
 	// Notify, when set, is told once when a rule cannot run (reason rules.PendingNotServed,
 	// rules.PendingForbidden or rules.PendingError) with a message naming what is missing.
 	Notify func(ctx context.Context, rule, reason, message string)
@@ -78,6 +81,14 @@ type Controller struct {
 	rules   map[string]*ruleState // running rules by name
 	pending map[string]*pendingRule
 	loaded  bool
+
+	// buckets is the bucket selector of child informers ("" for all: see
+	// childWatchKey), guarded by mu; pause is held for reading by every reconcile and
+	// for writing while WatchBuckets swaps informers; moved tracks the parents a
+	// replica gained in a ring change (shard.go).
+	buckets string
+	pause   sync.RWMutex
+	moved   movedParents
 
 	busy       atomic.Int64  // reconciles in progress
 	reconciles atomic.Uint64 // reconciles started
@@ -140,6 +151,13 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		gone:    newGoneParents(),
 	}
 	c.events, c.recorder = newRecorder(kube, opts.DryRun)
+	if opts.Shard != nil {
+		c.queue = shardQueue{TypedRateLimitingInterface: c.queue, shard: opts.Shard}
+		c.buckets = bucketSelector(nil)
+		if err := c.registerOwnedParents(opts.Registry); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 

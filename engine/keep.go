@@ -47,7 +47,7 @@ func (c *Controller) releaseChild(ctx context.Context, st *ruleState, child *inf
 	md := map[string]any{
 		"resourceVersion": child.GetResourceVersion(),
 		"labels": map[string]any{
-			rules.LabelManagedBy: nil, rules.LabelRule: nil, rules.LabelParentUID: nil, rules.LabelChild: nil,
+			rules.LabelManagedBy: nil, rules.LabelRule: nil, rules.LabelParentUID: nil, rules.LabelChild: nil, rules.LabelBucket: nil,
 			rules.LabelReleased: st.rule.Name,
 		},
 		"annotations": map[string]any{

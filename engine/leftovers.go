@@ -65,7 +65,7 @@ func (c *Controller) watchLeftovers(ctx context.Context, names []string) error {
 			if err != nil {
 				return fmt.Errorf("rule %q: kind %s of objects to prune: %w", rule, gvk, err)
 			}
-			w, err := c.watches.Acquire(ctx, childWatchKey(info.GVR), c.setupChildInformer)
+			w, err := c.watches.Acquire(ctx, c.childWatchKey(info.GVR), c.setupChildInformer)
 			if err != nil {
 				return err
 			}

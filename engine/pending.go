@@ -167,7 +167,7 @@ func (c *Controller) releaseParents(ctx context.Context, st *ruleState) {
 				klog.FromContext(ctx).Error(err, "Cannot release parent of a removed rule", "rule", st.rule.Name)
 				continue
 			}
-			if st.holds(u) {
+			if st.holds(u) && c.serves(u.GetNamespace(), u.GetName()) {
 				held = append(held, u)
 			}
 		}

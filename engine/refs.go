@@ -63,7 +63,7 @@ func (c *Controller) watchRefs(ctx context.Context, st *ruleState) error {
 	for _, rk := range st.refs {
 		selector := ""
 		if st.children[rk.GVK.GroupKind()] != nil {
-			w, err := c.watches.Acquire(ctx, childWatchKey(rk.GVR), c.setupChildInformer)
+			w, err := c.watches.Acquire(ctx, managedWatchKey(rk.GVR), c.setupChildInformer)
 			if err != nil {
 				return err
 			}

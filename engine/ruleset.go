@@ -126,7 +126,7 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 		}
 	}
 	for _, ck := range st.children {
-		w, err := c.watches.Acquire(ctx, childWatchKey(ck.GVR), c.setupChildInformer)
+		w, err := c.watches.Acquire(ctx, c.childWatchKey(ck.GVR), c.setupChildInformer)
 		if err != nil {
 			c.stopRule(st)
 			return err
@@ -160,9 +160,10 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 	return nil
 }
 
-// childWatchKey is the key of the informer of kubecel's objects of one resource, in
-// every namespace: the children's, which refs of the kind read too.
-func childWatchKey(gvr schema.GroupVersionResource) informers.Key {
+// managedWatchKey is the key of the informer of kubecel's objects of one resource, in
+// every namespace: the children's (unless sharding restricts them to some buckets:
+// childWatchKey), which refs of the kind read too.
+func managedWatchKey(gvr schema.GroupVersionResource) informers.Key {
 	return informers.Key{GVR: gvr, Selector: rules.LabelManagedBy + "=" + rules.ManagedByValue}
 }
 

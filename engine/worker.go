@@ -50,6 +50,18 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if c.opts.Shard != nil {
+		end, ok := c.opts.Shard.Begin(bucketOf(key))
+		if !ok {
+			// Another replica serves the parent now (or will, once the ring settles).
+			c.queue.Forget(key)
+			return true
+		}
+		defer end()
+		defer c.moved.reconciled(key)
+	}
+	c.pause.RLock()
+	defer c.pause.RUnlock()
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
 	c.reconciles.Add(1)

@@ -150,6 +150,7 @@ func (r *Rule) Shape(p ParentRef, d Desired, childNamespaced bool) (map[string]a
 	lbls[LabelRule] = r.Name
 	lbls[LabelParentUID] = p.UID
 	lbls[LabelChild] = d.ID
+	lbls[LabelBucket] = BucketLabel(Bucket(p.Namespace, p.Name))
 	md["labels"] = lbls
 	ann, _ := md["annotations"].(map[string]any)
 	if ann == nil {

@@ -27,7 +27,9 @@ func TestShape(t *testing.T) {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": map[string]any{"k": "v"}}
 	}
 	labels := func(child, uid string, extra ...string) map[string]any {
-		m := map[string]any{LabelManagedBy: ManagedByValue, LabelRule: "web", LabelParentUID: uid, LabelChild: child}
+		// team/shop (u-1) falls into bucket 37, all (u-2) into 45.
+		bucket := map[string]string{"u-1": "37", "u-2": "45"}[uid]
+		m := map[string]any{LabelManagedBy: ManagedByValue, LabelRule: "web", LabelParentUID: uid, LabelChild: child, LabelBucket: bucket}
 		for i := 0; i < len(extra); i += 2 {
 			m[extra[i]] = extra[i+1]
 		}

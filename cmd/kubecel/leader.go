@@ -1,14 +1,12 @@
 package main
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/leader"
 )
 
@@ -34,19 +32,4 @@ func newLeader(o leaderOptions, cfg *rest.Config, reg *prometheus.Registry) (*le
 		return nil, nil
 	}
 	return leader.New(o.opts, cfg, reg)
-}
-
-// readiness is /readyz: the running controller's readiness (not ready before it exists).
-// A standby is ready: waiting is its job, and a rolling update waits for new pods to be
-// ready, so a standby that said otherwise would stall every rollout.
-func readiness(elected *leader.Elector, running *atomic.Pointer[engine.Controller]) func() (bool, []string) {
-	return func() (bool, []string) {
-		if elected.Standby() {
-			return true, nil
-		}
-		if ctrl := running.Load(); ctrl != nil {
-			return ctrl.Ready()
-		}
-		return false, nil
-	}
 }

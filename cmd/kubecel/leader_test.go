@@ -61,21 +61,8 @@ type replica struct {
 // and that the frozen leader, woken up after losing the Lease, exits non-zero without
 // writing anything.
 func TestLeaderElection(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "kubecel")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	startCtx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(startCtx, controlplane.Options{AuditWrites: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
+	bin := buildKubecel(t)
+	cp := auditedControlPlane(t)
 	kube := kubernetes.NewForConfigOrDie(cp.Config)
 	ns := "leader-test"
 	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -227,19 +214,54 @@ func TestLeaderElection(t *testing.T) {
 	}
 }
 
+// buildKubecel builds the binary as users run it.
+func buildKubecel(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kubecel")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// auditedControlPlane starts a control plane of the test's own whose API server logs
+// every write, and stops it when the test ends.
+func auditedControlPlane(t *testing.T) *controlplane.ControlPlane {
+	t.Helper()
+	startCtx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(startCtx, controlplane.Options{AuditWrites: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	return cp
+}
+
 // startReplica starts `kubecel run --leader-elect` with a short lease, logging to a
 // file, and stops it when the test ends.
 func startReplica(t *testing.T, bin, kubeconfig, rulesFile, ns, name string) *replica {
+	t.Helper()
+	return startRun(t, bin, name, "--rules", rulesFile, "--kubeconfig", kubeconfig,
+		"--metrics-addr", "", "--health-addr", "",
+		"--leader-elect", "--leader-elect-namespace", ns,
+		"--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4s", "--leader-elect-retry-period", "1s")
+}
+
+// startRun starts `kubecel run` with args, logging to a file, and kills it (after
+// waking it from a SIGSTOP) when the test ends.
+func startRun(t *testing.T, bin, name string, args ...string) *replica {
 	t.Helper()
 	r := &replica{log: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{})}
 	log, err := os.Create(r.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.cmd = exec.Command(bin, "run", "--rules", rulesFile, "--kubeconfig", kubeconfig,
-		"--metrics-addr", "", "--health-addr", "",
-		"--leader-elect", "--leader-elect-namespace", ns,
-		"--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4s", "--leader-elect-retry-period", "1s")
+	r.cmd = exec.Command(bin, append([]string{"run"}, args...)...)
 	r.cmd.Stdout, r.cmd.Stderr = log, log
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/kubecel/kubecel/internal/crdschema"
 	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/internal/serve"
+	"github.com/kubecel/kubecel/internal/shard"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -37,6 +38,7 @@ type runOptions struct {
 	pprofAddr      string
 	maxChildren    maxChildrenFlag
 	leader         leaderOptions
+	sharding       shardOptions
 }
 
 func newRunCommand() *cobra.Command {
@@ -52,7 +54,8 @@ fails to load is reported (with a Warning Event on a ConfigMap) and keeps its la
 version while the others reload; --rules - reads the rules once from the standard input,
 without reload. With --leader-elect, only the
 replica that holds the Lease runs the controller; one that loses the Lease stops and exits
-non-zero.`,
+non-zero. With --sharding, every replica runs the controller for its share of the parents:
+each holds a membership Lease, and the parents are spread over the live members.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.stdin = cmd.InOrStdin()
@@ -73,6 +76,7 @@ non-zero.`,
 	f.StringVar(&o.pprofAddr, "pprof-addr", "", "address of net/http/pprof under /debug/pprof/ (empty disables)")
 	o.maxChildren.addFlag(f)
 	o.leader.addFlags(f)
+	o.sharding.addFlags(f)
 	return cmd
 }
 
@@ -80,6 +84,12 @@ func (o *runOptions) run(ctx context.Context) error {
 	if o.dryRun && o.leader.enabled {
 		// Leader election creates and renews a Lease: a write, which a dry run never makes.
 		return errors.New("--dry-run and --leader-elect cannot be combined: a dry run writes nothing, and leader election writes a Lease; run the dry run as a single replica")
+	}
+	if o.sharding.enabled && o.leader.enabled {
+		return errors.New("--sharding and --leader-elect cannot be combined: with sharding every replica runs the controller for its share of the parents")
+	}
+	if o.dryRun && o.sharding.enabled {
+		return errors.New("--dry-run and --sharding cannot be combined: a dry run writes nothing, and sharding writes membership Leases; run the dry run as a single replica")
 	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
@@ -95,6 +105,10 @@ func (o *runOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	member, err := newMember(o.sharding, cfg, reg)
+	if err != nil {
+		return err
+	}
 	sources, err := o.ruleSources(cfg)
 	if err != nil {
 		return err
@@ -106,14 +120,14 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	if o.healthAddr != "" {
 		g.Go(func() error {
-			return serveErr("health", serve.Health(ctx, o.healthAddr, readiness(elected, &running)))
+			return serveErr("health", serve.Health(ctx, o.healthAddr, readiness(elected, member, &running)))
 		})
 	}
 	if o.pprofAddr != "" {
 		g.Go(func() error { return serveErr("pprof", servePprof(ctx, o.pprofAddr)) })
 	}
 	g.Go(func() error {
-		return elected.Run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, sources, &running) })
+		return elected.Run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, sources, member, &running) })
 	})
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
@@ -122,19 +136,36 @@ func (o *runOptions) run(ctx context.Context) error {
 	return err
 }
 
-// control runs the controller until ctx ends; with leader election, while leading.
-func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometheus.Registry, sources []rulesource.Source, running *atomic.Pointer[engine.Controller]) error {
+// control runs the controller until ctx ends; with leader election, while leading;
+// with sharding, for the parents of the buckets the member serves, and then leaves the
+// ring.
+func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometheus.Registry, sources []rulesource.Source, member *shard.Member, running *atomic.Pointer[engine.Controller]) error {
 	var ctrl *engine.Controller
 	loader, err := o.newLoader(cfg, reg, sources, func(ctx context.Context, rs *rules.RuleSet) { ctrl.SetRules(ctx, rs) })
 	if err != nil {
 		return err
 	}
-	ctrl, err = engine.New(cfg, engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Notify: ruleNotifier(loader)})
+	opts := engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Notify: ruleNotifier(loader)}
+	if member != nil {
+		opts.Shard = member
+	}
+	ctrl, err = engine.New(cfg, opts)
 	if err != nil {
 		return err
 	}
 	running.Store(ctrl)
 	g, ctx := errgroup.WithContext(ctx)
+	if member != nil {
+		// The rules start once the member holds its Lease: before, its writes (the
+		// access check's reviews too) are fenced.
+		defer leave(ctx, member)
+		g.Go(func() error { return member.Run(ctx, ctrl) })
+		select {
+		case <-member.Joined():
+		case <-ctx.Done():
+			return g.Wait()
+		}
+	}
 	if err := loader.Start(ctx); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
@@ -88,21 +89,31 @@ func (l *fencedLock) mayWrite() bool {
 	return time.Now().Before(l.writeUntil)
 }
 
-// fencedTransport refuses write requests while the lock does not allow them.
+// FenceWrites makes every write request sent with cfg fail while mayWrite is false;
+// reads always pass. what names the guard in the error, as in "the Lease ns/name". The
+// leader elector and the sharding membership both fence a replica's writes with it.
+func FenceWrites(cfg *rest.Config, mayWrite func() bool, what string) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &fencedTransport{next: rt, mayWrite: mayWrite, what: what}
+	})
+}
+
+// fencedTransport refuses write requests while mayWrite is false.
 type fencedTransport struct {
-	next http.RoundTripper
-	lock *fencedLock
+	next     http.RoundTripper
+	mayWrite func() bool
+	what     string
 }
 
 func (t *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
-		if !t.lock.mayWrite() {
+		if !t.mayWrite() {
 			if req.Body != nil {
 				_ = req.Body.Close()
 			}
-			return nil, fmt.Errorf("%s %s refused: this replica has not renewed the Lease %s recently enough to be sure it still leads", req.Method, req.URL.Path, t.lock.Describe())
+			return nil, fmt.Errorf("%s %s refused: this replica has not renewed %s recently enough to be sure it may still write", req.Method, req.URL.Path, t.what)
 		}
 	}
 	return t.next.RoundTrip(req)

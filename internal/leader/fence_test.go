@@ -38,7 +38,7 @@ func TestFencedLock(t *testing.T) {
 	ctx := t.Context()
 	inner := &fakeLock{identity: "me"}
 	lock := &fencedLock{Interface: inner, writeWindow: time.Hour}
-	transport := &fencedTransport{lock: lock, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+	transport := &fencedTransport{mayWrite: lock.mayWrite, what: "the Lease test/lease", next: roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
 	})}
 	canWrite := func() bool {

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -74,12 +73,9 @@ type Elector struct {
 // leads.
 func New(o Options, cfg *rest.Config, reg *prometheus.Registry) (*Elector, error) {
 	if o.Namespace == "" {
-		o.Namespace = "kubecel-system"
-		if data, err := os.ReadFile(serviceAccountNamespace); err == nil && strings.TrimSpace(string(data)) != "" {
-			o.Namespace = strings.TrimSpace(string(data))
-		}
+		o.Namespace = PodNamespace()
 	}
-	identity, err := newIdentity()
+	identity, err := NewIdentity()
 	if err != nil {
 		return nil, err
 	}
@@ -106,13 +102,22 @@ func New(o Options, cfg *rest.Config, reg *prometheus.Registry) (*Elector, error
 	if err := reg.Register(l.gauge); err != nil {
 		return nil, err
 	}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &fencedTransport{next: rt, lock: l.lock} })
+	FenceWrites(cfg, l.lock.mayWrite, "the Lease "+l.lock.Describe())
 	return l, nil
 }
 
-// newIdentity is the hostname (the pod's name in a cluster) and a random suffix, so a
+// PodNamespace is the pod's namespace inside a cluster (read from its service account
+// mount), kubecel-system outside one.
+func PodNamespace() string {
+	if data, err := os.ReadFile(serviceAccountNamespace); err == nil && strings.TrimSpace(string(data)) != "" {
+		return strings.TrimSpace(string(data))
+	}
+	return "kubecel-system"
+}
+
+// NewIdentity is the hostname (the pod's name in a cluster) and a random suffix, so a
 // restarted pod never mistakes the Lease of its previous run for its own.
-func newIdentity() (string, error) {
+func NewIdentity() (string, error) {
 	host, err := os.Hostname()
 	if err != nil {
 		return "", err

@@ -29,13 +29,24 @@ func Metrics(ctx context.Context, addr string, reg *prometheus.Registry) error {
 	return serve(ctx, "metrics", addr, mux)
 }
 
-// Health serves /healthz (the process runs) and /readyz (ready() is true) on addr
-// until ctx ends. The /readyz body lists the rules waiting for their kinds.
-func Health(ctx context.Context, addr string, ready func() (bool, []string)) error {
+// Readiness is what /readyz reports.
+type Readiness struct {
+	Ready bool
+	// Pending lists the rules that wait for their kinds to be served.
+	Pending []string
+	// Notes are more lines for the body, such as the ring a sharded replica serves.
+	Notes []string
+}
+
+// Health serves /healthz (the process runs) and /readyz (ready().Ready is true) on addr
+// until ctx ends. The /readyz body lists the rules waiting for their kinds, then the
+// notes.
+func Health(ctx context.Context, addr string, ready func() Readiness) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, pending := ready()
+		r := ready()
+		ok, pending := r.Ready, r.Pending
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not ready: rules not loaded or caches not synced")
@@ -44,6 +55,9 @@ func Health(ctx context.Context, addr string, ready func() (bool, []string)) err
 		}
 		if len(pending) > 0 {
 			fmt.Fprintf(w, "pending rules (kinds not served): %s\n", strings.Join(pending, ", "))
+		}
+		for _, note := range r.Notes {
+			fmt.Fprintln(w, note)
 		}
 	})
 	return serve(ctx, "health", addr, mux)

@@ -65,28 +65,35 @@ func get(t *testing.T, url string) response {
 
 func TestHealth(t *testing.T) {
 	var ready atomic.Bool
-	var pending atomic.Pointer[[]string]
+	var pending, notes atomic.Pointer[[]string]
 	pending.Store(&[]string{"webapp", "db"})
+	notes.Store(&[]string{})
 	addr, stop := start(t, func(ctx context.Context, addr string) error {
-		return Health(ctx, addr, func() (bool, []string) { return ready.Load(), *pending.Load() })
+		return Health(ctx, addr, func() Readiness {
+			return Readiness{Ready: ready.Load(), Pending: *pending.Load(), Notes: *notes.Load()}
+		})
 	})
 	base := "http://" + addr
 	steps := []struct {
 		name    string
 		ready   bool
 		pending []string
+		notes   []string
 		path    string
 		want    response
 	}{
-		{"healthz while not ready", false, nil, "/healthz", response{200, "ok\n"}},
-		{"readyz not ready", false, []string{"webapp", "db"}, "/readyz",
+		{"healthz while not ready", false, nil, nil, "/healthz", response{200, "ok\n"}},
+		{"readyz not ready", false, []string{"webapp", "db"}, nil, "/readyz",
 			response{503, "not ready: rules not loaded or caches not synced\npending rules (kinds not served): webapp, db\n"}},
-		{"readyz ready with a pending rule", true, []string{"db"}, "/readyz", response{200, "ok\npending rules (kinds not served): db\n"}},
-		{"readyz ready", true, nil, "/readyz", response{200, "ok\n"}},
+		{"readyz ready with a pending rule", true, []string{"db"}, nil, "/readyz", response{200, "ok\npending rules (kinds not served): db\n"}},
+		{"readyz ready", true, nil, nil, "/readyz", response{200, "ok\n"}},
+		{"readyz with a note", true, nil, []string{"ring 0a1b: serving 3 of 256 buckets, 2 members"}, "/readyz",
+			response{200, "ok\nring 0a1b: serving 3 of 256 buckets, 2 members\n"}},
 	}
 	for _, s := range steps {
 		ready.Store(s.ready)
 		pending.Store(&s.pending)
+		notes.Store(&s.notes)
 		if diff := cmp.Diff(s.want, get(t, base+s.path)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", s.name, diff)
 		}
@@ -117,7 +124,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestListenError(t *testing.T) {
-	if err := Health(t.Context(), "127.0.0.1:-1", func() (bool, []string) { return true, nil }); err == nil {
+	if err := Health(t.Context(), "127.0.0.1:-1", func() Readiness { return Readiness{Ready: true} }); err == nil {
 		t.Error("Health on an invalid address returned nil")
 	}
 }

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/leader"
+	"github.com/kubecel/kubecel/internal/serve"
+	"github.com/kubecel/kubecel/internal/shard"
+)
+
+// shardOptions are the sharding flags of `kubecel run`.
+type shardOptions struct {
+	enabled bool
+	opts    shard.Options
+}
+
+func (o *shardOptions) addFlags(f *pflag.FlagSet) {
+	f.BoolVar(&o.enabled, "sharding", false, "run active-active: the parents are spread over every replica that holds a membership Lease in the ring (not with --leader-elect)")
+	f.StringVar(&o.opts.Ring, "sharding-ring", "kubecel", "name of the ring: the label kubecel.dev/ring on its members' Leases")
+	f.StringVar(&o.opts.Namespace, "sharding-namespace", "", "namespace of the membership Leases (default: the pod's namespace in a cluster, kubecel-system outside one)")
+	f.DurationVar(&o.opts.LeaseDuration, "sharding-lease-duration", 15*time.Second, "how long after a replica's last renewal the others take its parents over")
+	f.DurationVar(&o.opts.RenewDeadline, "sharding-renew-deadline", 10*time.Second, "how long after its last renewal a replica may write; one that cannot renew for this long stops and exits")
+	f.DurationVar(&o.opts.RetryPeriod, "sharding-retry-period", 2*time.Second, "how often each replica renews its Lease and looks at the ring")
+}
+
+// newMember prepares membership of the ring (see shard.New), or returns nil when
+// sharding is off.
+func newMember(o shardOptions, cfg *rest.Config, reg *prometheus.Registry) (*shard.Member, error) {
+	if !o.enabled {
+		return nil, nil
+	}
+	return shard.New(o.opts, cfg, reg)
+}
+
+// leave deletes the member's Lease once the controller has stopped, so that the other
+// replicas take its parents over at once.
+func leave(ctx context.Context, m *shard.Member) {
+	if m == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := m.Leave(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot delete the membership Lease; the other replicas take over once it expires")
+	}
+}
+
+// readiness is /readyz: the running controller's readiness (not ready before it
+// exists). A standby is ready: waiting is its job, and a rolling update waits for new
+// pods to be ready, so a standby that said otherwise would stall every rollout. A
+// sharded replica is ready once it serves a ring the members agreed on, and says which.
+func readiness(elected *leader.Elector, member *shard.Member, running *atomic.Pointer[engine.Controller]) func() serve.Readiness {
+	return func() serve.Readiness {
+		if elected.Standby() {
+			return serve.Readiness{Ready: true}
+		}
+		var r serve.Readiness
+		if ctrl := running.Load(); ctrl != nil {
+			r.Ready, r.Pending = ctrl.Ready()
+		}
+		if member != nil {
+			serving, note := member.Status()
+			r.Ready = r.Ready && serving
+			r.Notes = []string{note}
+		}
+		return r
+	}
+}

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/shard"
+	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// shardParents is how many parents the sharding test spreads over its replicas.
+const shardParents = 40
+
+// shardWorld is the sharding test's cluster, replicas and parents.
+type shardWorld struct {
+	t        *testing.T
+	bin      string
+	cp       *controlplane.ControlPlane
+	kube     kubernetes.Interface
+	ns       string
+	rules    string
+	replicas map[string]*replica // by name
+}
+
+// TestSharding runs replicas of the built binary with --sharding against a control
+// plane that audits every write. It checks that every parent converges with three
+// replicas, each parent's children written by the replica that the ring gives its
+// bucket; then, while every parent keeps changing, that a replica joining, one leaving
+// (SIGTERM) and one crashing (SIGKILL) hand the parents over with nothing lost and no
+// parent written by two replicas at once: each parent's writes come from its old owner,
+// then only from its new one. At the end, no replica writes at rest.
+func TestSharding(t *testing.T) {
+	w := &shardWorld{t: t, bin: buildKubecel(t), cp: auditedControlPlane(t), ns: "shard-test", replicas: map[string]*replica{}}
+	w.kube = kubernetes.NewForConfigOrDie(w.cp.Config)
+	if _, err := w.kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.rules = filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(w.rules, fmt.Appendf(nil, leaderRules, w.ns), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, name := range []string{"a", "b", "c"} {
+		w.start(name)
+	}
+	ring := w.settled("a", "b", "c")
+	mark := len(auditEvents(t, w.cp))
+	for i := range shardParents {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: parentName(i), Namespace: w.ns, Labels: map[string]string{"kubecel-test/role": "parent"}},
+			Data:       map[string]string{"alpha": "1", "beta": "1"},
+		}
+		if _, err := w.kube.CoreV1().ConfigMaps(w.ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.converged("1")
+	writers := w.writers(mark)
+	busy := map[string]bool{}
+	for i := range shardParents {
+		p := parentName(i)
+		want := ring.Assign()[rules.Bucket(w.ns, p)]
+		if diff := slices.Compact(writers[p]); !slices.Equal(diff, []string{want}) {
+			t.Errorf("parent %s: written by %v, want only by %s, the owner of its bucket", p, diff, w.nameOf(want))
+		}
+		busy[want] = true
+	}
+	if len(busy) != 3 {
+		t.Errorf("%d of 3 replicas wrote children, want all: the parents are not spread", len(busy))
+	}
+
+	// A replica joins while every parent changes.
+	w.handover("join", ring, func() { w.start("d") }, "2", "a", "b", "c", "d")
+	// One leaves as Kubernetes stops it: it exits 0 and deletes its Lease.
+	ring = w.ring("a", "b", "c", "d")
+	w.handover("SIGTERM", ring, func() { w.signal("b", syscall.SIGTERM) }, "3", "a", "c", "d")
+	if code := w.replicas["b"].cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("replica b exited with %d after SIGTERM, want 0", code)
+	}
+	// One crashes: its Lease stays until it expires.
+	ring = w.ring("a", "c", "d")
+	w.handover("SIGKILL", ring, func() { w.signal("c", syscall.SIGKILL) }, "4", "a", "d")
+
+	// At rest, nothing writes but the Lease renewals.
+	mark = len(auditEvents(t, w.cp))
+	time.Sleep(10 * time.Second)
+	for _, e := range auditEvents(t, w.cp)[mark:] {
+		if strings.HasPrefix(e.UserAgent, "kubecel/") && e.ObjectRef.Resource != "leases" {
+			t.Errorf("a write at rest: %s %s by %s", e.Verb, e.RequestURI, e.UserAgent)
+		}
+	}
+}
+
+func parentName(i int) string { return fmt.Sprintf("p%02d", i) }
+
+// start starts a replica with --sharding and short lease timings.
+func (w *shardWorld) start(name string) {
+	w.t.Helper()
+	r := startRun(w.t, w.bin, name, "--rules", w.rules, "--kubeconfig", w.cp.Kubeconfig,
+		"--metrics-addr", "", "--health-addr", "", "--workers", "4",
+		"--sharding", "--sharding-namespace", w.ns,
+		"--sharding-lease-duration", "6s", "--sharding-renew-deadline", "4s", "--sharding-retry-period", "1s")
+	testenv.Eventually(w.t, time.Minute, func() (bool, string) {
+		r.identity = logIdentity(r.log)
+		return r.identity != "", fmt.Sprintf("replica %s has not logged its identity; log:\n%s", name, readFile(r.log))
+	})
+	w.replicas[name] = r
+}
+
+func (w *shardWorld) signal(name string, sig syscall.Signal) {
+	w.t.Helper()
+	r := w.replicas[name]
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		w.t.Fatal(err)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		w.t.Fatalf("replica %s still runs a minute after %s", name, sig)
+	}
+}
+
+// ring is the ring of the named replicas.
+func (w *shardWorld) ring(names ...string) shard.Ring {
+	var ids []string
+	for _, n := range names {
+		ids = append(ids, w.replicas[n].identity)
+	}
+	return shard.NewRing(ids...)
+}
+
+func (w *shardWorld) nameOf(identity string) string {
+	for n, r := range w.replicas {
+		if r.identity == identity {
+			return n
+		}
+	}
+	return identity
+}
+
+// settled waits until the named replicas' Leases are the ring's only ones and all of
+// them acknowledge its version, and returns the ring.
+func (w *shardWorld) settled(names ...string) shard.Ring {
+	w.t.Helper()
+	ring := w.ring(names...)
+	testenv.Eventually(w.t, 2*time.Minute, func() (bool, string) {
+		leases, err := w.kube.CoordinationV1().Leases(w.ns).List(w.t.Context(), metav1.ListOptions{LabelSelector: shard.LabelRing + "=kubecel"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var acks []string
+		for _, l := range leases.Items {
+			acks = append(acks, w.nameOf(*l.Spec.HolderIdentity)+"="+l.Annotations[shard.AnnotationAck])
+		}
+		want := len(leases.Items) == len(names)
+		for _, l := range leases.Items {
+			want = want && l.Annotations[shard.AnnotationAck] == ring.Version()
+		}
+		return want, fmt.Sprintf("Leases acknowledge %v, want %d members at ring %s", acks, len(names), ring.Version())
+	})
+	return ring
+}
+
+// converged waits until every parent's children hold value.
+func (w *shardWorld) converged(value string) {
+	w.t.Helper()
+	testenv.Eventually(w.t, 2*time.Minute, func() (bool, string) {
+		list, err := w.kube.CoreV1().ConfigMaps(w.ns).List(w.t.Context(), metav1.ListOptions{LabelSelector: rules.LabelRule + "=fanout"})
+		if err != nil {
+			return false, err.Error()
+		}
+		have := map[string]string{}
+		for _, cm := range list.Items {
+			have[cm.Name] = cm.Data["value"]
+		}
+		for i := range shardParents {
+			for _, key := range []string{"alpha", "beta"} {
+				if name := parentName(i) + "-" + key; have[name] != value {
+					return false, fmt.Sprintf("child %s holds %q, want %q", name, have[name], value)
+				}
+			}
+		}
+		return true, ""
+	})
+}
+
+// handover changes the ring with change while it sets every parent's values to value,
+// one parent after the other, over and over until the new ring has settled; then checks that each
+// parent's writes came from its owner in the old ring, then only from its owner in the
+// new one.
+func (w *shardWorld) handover(what string, before shard.Ring, change func(), value string, after ...string) {
+	w.t.Helper()
+	mark := len(auditEvents(w.t, w.cp))
+	change()
+	settled := make(chan shard.Ring)
+	go func() { settled <- w.settled(after...) }()
+	var ring shard.Ring
+	// Every parent changes at least once, and they go on changing until the ring settles.
+	for i := 0; ring == nil || i < shardParents; i++ {
+		p := parentName(i % shardParents)
+		patch := fmt.Sprintf(`{"data":{"alpha":%q,"beta":%q}}`, value, value)
+		if _, err := w.kube.CoreV1().ConfigMaps(w.ns).Patch(w.t.Context(), p, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			w.t.Fatal(err)
+		}
+		if ring != nil {
+			continue
+		}
+		select {
+		case ring = <-settled:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	w.converged(value)
+	old, next := before.Assign(), ring.Assign()
+	moved := 0
+	for p, ids := range w.writers(mark) {
+		b := rules.Bucket(w.ns, p)
+		seq := slices.Compact(ids)
+		// The old owner may have made every write before the handover, or none.
+		want := [][]string{{next[b]}, {old[b]}, {old[b], next[b]}}
+		if old[b] == next[b] {
+			want = [][]string{{next[b]}}
+		} else {
+			moved++
+		}
+		if !slices.ContainsFunc(want, func(s []string) bool { return slices.Equal(s, seq) }) {
+			w.t.Errorf("%s: parent %s (bucket %d) written by %v in this order, want its old owner %s, then only its new owner %s",
+				what, p, b, w.names(seq), w.nameOf(old[b]), w.nameOf(next[b]))
+		}
+	}
+	w.t.Logf("%s: ring %s -> %s, %d parents written, %d of them moved", what, before.Version(), ring.Version(), len(w.writers(mark)), moved)
+}
+
+func (w *shardWorld) names(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = w.nameOf(id)
+	}
+	return out
+}
+
+// writers lists, per parent, the identities of the replicas that wrote its children
+// since the audit mark, in the order of the writes.
+func (w *shardWorld) writers(mark int) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range auditEvents(w.t, w.cp)[mark:] {
+		id, ok := strings.CutPrefix(strings.Fields(e.UserAgent + " ")[0], "kubecel/")
+		if !ok || e.ObjectRef.Resource != "configmaps" || e.ObjectRef.Namespace != w.ns {
+			continue
+		}
+		parent, _, _ := strings.Cut(e.ObjectRef.Name, "-")
+		out[parent] = append(out[parent], id)
+	}
+	return out
+}

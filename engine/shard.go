@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// Shard tells a controller which parents it serves when several replicas share them
+// (kubecel run --sharding). Parents fall into buckets by rules.Bucket; a replica serves
+// some of the buckets at a time.
+type Shard interface {
+	// Begin reports whether the replica serves bucket now. When it does, end must be
+	// called once the reconcile is over: until then the bucket is not given away.
+	Begin(bucket int) (end func(), ok bool)
+	// Serves reports whether the replica serves bucket now.
+	Serves(bucket int) bool
+}
+
+// With a Shard, the controller queues and reconciles only the parents of the buckets it
+// serves, and its child informers hold only the children of those buckets (selected by
+// rules.LabelBucket): WatchBuckets changes them. Parent informers hold every parent; the
+// queue drops the keys of other buckets. Ref informers hold every object they would
+// without sharding: a ref may read any object.
+
+// serves reports whether this replica serves the parent with this namespace and name.
+func (c *Controller) serves(namespace, name string) bool {
+	return c.opts.Shard == nil || c.opts.Shard.Serves(rules.Bucket(namespace, name))
+}
+
+// bucketOf is the bucket of a queue key.
+func bucketOf(key queueKey) int { return rules.Bucket(key.Namespace, key.Name) }
+
+// shardQueue is the controller's queue, dropping the keys of buckets the replica does not
+// serve, so that no handler, requeue or retry needs to ask.
+type shardQueue struct {
+	workqueue.TypedRateLimitingInterface[queueKey]
+	shard Shard
+}
+
+func (q shardQueue) Add(key queueKey) {
+	if q.shard.Serves(bucketOf(key)) {
+		q.TypedRateLimitingInterface.Add(key)
+	}
+}
+
+func (q shardQueue) AddAfter(key queueKey, d time.Duration) {
+	if q.shard.Serves(bucketOf(key)) {
+		q.TypedRateLimitingInterface.AddAfter(key, d)
+	}
+}
+
+func (q shardQueue) AddRateLimited(key queueKey) {
+	if q.shard.Serves(bucketOf(key)) {
+		q.TypedRateLimitingInterface.AddRateLimited(key)
+	} else {
+		q.Forget(key)
+	}
+}
+
+// noBuckets selects no child: what a replica watches before it serves a ring.
+const noBuckets = "none"
+
+// bucketSelector is the label selector of the children of buckets: "" for every bucket.
+func bucketSelector(buckets []int) string {
+	if len(buckets) == rules.Buckets {
+		return ""
+	}
+	values := make([]string, 0, len(buckets))
+	for _, b := range buckets {
+		values = append(values, rules.BucketLabel(b))
+	}
+	if len(values) == 0 {
+		values = []string{noBuckets}
+	}
+	req, err := labels.NewRequirement(rules.LabelBucket, selection.In, values)
+	if err != nil {
+		panic(fmt.Sprintf("bucket selector: %v", err)) // bucket labels are small integers
+	}
+	return req.String()
+}
+
+// childWatchKey is the key of the informer of kubecel's objects of one resource, in
+// every namespace, restricted to the buckets the replica serves. The caller holds c.mu.
+func (c *Controller) childWatchKey(gvr schema.GroupVersionResource) informers.Key {
+	key := managedWatchKey(gvr)
+	if c.buckets != "" {
+		key.Selector += "," + c.buckets
+	}
+	return key
+}
+
+// WatchBuckets makes the child informers of every running rule hold the children of
+// these buckets, and returns once the new informers have synced. Reconciles pause only
+// while the informers are swapped, after the sync.
+func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
+	selector := bucketSelector(buckets)
+	c.mu.Lock()
+	if selector == c.buckets {
+		c.mu.Unlock()
+		return nil
+	}
+	c.buckets = selector
+	next := map[*childKind]*informers.Watch{}
+	var err error
+	for _, st := range c.rules {
+		for _, ck := range st.children {
+			var w *informers.Watch
+			if w, err = c.watches.Acquire(ctx, c.childWatchKey(ck.GVR), c.setupChildInformer); err != nil {
+				break
+			}
+			next[ck] = w
+		}
+	}
+	c.mu.Unlock()
+	if err == nil {
+		err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+			for _, w := range next {
+				if !w.Synced() {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+	}
+	c.pause.Lock()
+	defer c.pause.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ck, w := range next {
+		if err != nil || !c.holdsKind(ck) {
+			c.watches.Release(w)
+			continue
+		}
+		old := ck.watch
+		ck.watch = w
+		c.watches.Release(old)
+	}
+	if err != nil {
+		return fmt.Errorf("watch the children of buckets %s: %w", selector, err)
+	}
+	klog.FromContext(ctx).V(1).Info("Child informers follow the buckets", "buckets", len(buckets))
+	return nil
+}
+
+// holdsKind reports whether ck belongs to a running rule. The caller holds c.mu.
+func (c *Controller) holdsKind(ck *childKind) bool {
+	for _, st := range c.rules {
+		if st.children[ck.GVK.GroupKind()] == ck {
+			return true
+		}
+	}
+	return false
+}
+
+// EnqueueMoved queues every parent of every running rule whose bucket gained says, and
+// calls done once each of them has been reconciled once (at once when there is none).
+func (c *Controller) EnqueueMoved(gained func(bucket int) bool, done func()) {
+	c.mu.RLock()
+	var keys []queueKey
+	for _, st := range c.rules {
+		for _, w := range st.parents {
+			for _, o := range w.Informer.GetStore().List() {
+				u := o.(*informers.Object)
+				if key := (queueKey{Rule: st.rule.Name, Namespace: u.GetNamespace(), Name: u.GetName()}); gained(bucketOf(key)) {
+					keys = append(keys, key)
+				}
+			}
+		}
+	}
+	c.mu.RUnlock()
+	c.moved.start(keys, done)
+	for _, k := range keys {
+		c.queue.Add(k)
+	}
+}
+
+// movedParents tracks the parents queued by the last EnqueueMoved until each has been
+// reconciled once.
+type movedParents struct {
+	mu   sync.Mutex
+	keys map[queueKey]bool
+	done func()
+}
+
+func (m *movedParents) start(keys []queueKey, done func()) {
+	m.mu.Lock()
+	m.keys, m.done = make(map[queueKey]bool, len(keys)), done
+	for _, k := range keys {
+		m.keys[k] = true
+	}
+	m.mu.Unlock()
+	m.reconciled(queueKey{})
+}
+
+// reconciled marks key as reconciled, and calls done when it was the last one.
+func (m *movedParents) reconciled(key queueKey) {
+	m.mu.Lock()
+	if m.done == nil {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.keys, key)
+	done := m.done
+	if len(m.keys) > 0 {
+		done = nil
+	} else {
+		m.done = nil
+	}
+	m.mu.Unlock()
+	if done != nil {
+		done()
+	}
+}
+
+// registerOwnedParents adds kubecel_shard_owned_parents: the parents, per rule and in
+// all, that this replica serves.
+func (c *Controller) registerOwnedParents(reg *prometheus.Registry) error {
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "kubecel_shard_owned_parents", Help: "Parents (one per rule that selects it) this replica serves.",
+	}, func() float64 {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		n := 0
+		for _, st := range c.rules {
+			for _, w := range st.parents {
+				for _, key := range w.Informer.GetStore().ListKeys() {
+					ns, name, err := cache.SplitMetaNamespaceKey(key)
+					if err == nil && c.opts.Shard.Serves(rules.Bucket(ns, name)) {
+						n++
+					}
+				}
+			}
+		}
+		return float64(n)
+	}))
+}
