@@ -37,10 +37,13 @@ func (b *bench) limits(ctx context.Context, res *results) error {
 		return err
 	}
 	var written [][]*unstructured.Unstructured
+	cpu0 := b.sampleCPU()
 	if res.limit, written, err = b.sameWrites(ctx); err != nil {
 		watch.stop()
 		return fmt.Errorf("same-writes limit: %w", err)
 	}
+	res.limitCPU = b.sampleCPU().minus(cpu0)
+	logf("same-writes limit: machine CPU %s", res.limitCPU)
 	if !b.cfg.skipDelete {
 		if res.deleteLimit, err = b.directDelete(ctx, written); err != nil {
 			watch.stop()

@@ -32,9 +32,10 @@ type results struct {
 	// ringAgreed is how long the sharded replicas took from the first start until they
 	// agreed on the ring.
 	ringAgreed time.Duration
-	// convergeCPU is where the machine's CPU went during convergence.
-	convergeCPU cpuUse
-	replicas    []replicaResult
+	// convergeCPU is where the machine's CPU went during convergence, limitCPU during
+	// the same-writes limit.
+	convergeCPU, limitCPU cpuUse
+	replicas              []replicaResult
 	// oneReplica is the convergence of the latest 1-replica sharded row with the same N
 	// and flags (speedupRef is its date), speedup that over this run's; 0 when unknown.
 	oneReplica time.Duration
@@ -136,6 +137,9 @@ func (r *results) print(w io.Writer) {
 	row := func(name, value, goal string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, value, goal) }
 	row("1 baseline: children only (direct apply, 16 clients)", secsOrSkipped(r.baseline), "")
 	row("1 same-writes limit (parent, children, status; 16 clients)", secsOrSkipped(r.limit), "")
+	if r.limit > 0 {
+		row("  machine CPU during the same-writes limit (s)", r.limitCPU.String(), "")
+	}
 	if r.deleteLimit > 0 {
 		row("1 direct-delete limit (children, then parent; 16 clients)", secs(r.deleteLimit), "")
 	}
