@@ -130,8 +130,8 @@ func (r *results) printReplicas(w io.Writer) {
 	for a, n := range r.unassigned() {
 		fmt.Fprintf(w, "writes of user agent %q not tied to a replica: %d during convergence, %d at steady state\n", a, n[0], n[1])
 	}
-	if r.sharding && r.speedup > 0 {
-		fmt.Fprintf(w, "convergence %.2fx faster than the 1-replica row of %s (%.1f s)\n", r.speedup, r.speedupRef, r.oneReplica.Seconds())
+	if len(r.replicas) > 1 && r.speedup > 0 {
+		fmt.Fprintf(w, "convergence speedup over the 1-replica row of %s (%.1f s): %.2fx\n", r.speedupRef, r.oneReplica.Seconds(), r.speedup)
 	}
 }
 
