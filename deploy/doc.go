@@ -11,7 +11,13 @@
 //     cmd/kubecel fails when it is stale.
 //   - Dockerfile: the static, non-root image (build from the repository root).
 //
-// The tests render the kustomization, server-side dry-run apply every object against a
-// local control plane, check the Deployment's security settings, the permissions the
-// roles give the controller's ServiceAccount, and that the rules load.
+// ../deploy-sharded is an overlay of this kustomization (`kubectl apply -k
+// deploy-sharded`): three replicas with `kubecel run --sharding` instead of leader
+// election, and the Role's Lease verbs a sharded replica needs. It lives beside deploy/
+// because kustomize refuses a base that contains its overlay.
+//
+// The tests render both kustomizations, server-side dry-run apply every object against a
+// local control plane, check the Deployments' replicas, args and security settings, the
+// permissions the roles give the controller's ServiceAccount (and, sharded, the requests
+// a replica makes on its Lease), and that the rules load.
 package deploy
