@@ -45,14 +45,14 @@ var serviceAccountGroups = []string{"system:serviceaccounts", "system:serviceacc
 
 // The kustomizations, as directories relative to this one.
 const (
-	base    = "."                 // deploy/: two replicas with leader election
-	sharded = "../deploy-sharded" // deploy/ with three replicas running --sharding
+	base    = "."       // deploy/: base/ as it is, two replicas with leader election
+	sharded = "sharded" // deploy/sharded: base/ with three replicas running --sharding
 )
 
 // kustomizations names each kustomization for subtests and messages.
 var kustomizations = []struct{ name, dir string }{
 	{"deploy", base},
-	{"deploy-sharded", sharded},
+	{"sharded", sharded},
 }
 
 // render builds the kustomization in dir, as `kubectl kustomize DIR` does.
@@ -225,7 +225,7 @@ func TestDeployment(t *testing.T) {
 		},
 		{
 			// Active-active: --sharding replaces --leader-elect (run refuses both).
-			name:     "deploy-sharded",
+			name:     "sharded",
 			dir:      sharded,
 			replicas: 3,
 			args: []string{
@@ -343,7 +343,7 @@ var commonAccess = []access{
 	{"authorization.k8s.io", "selfsubjectaccessreviews", "create", "", "", true},
 	{"", "events", "create", "team-a", "", true},
 	{"events.k8s.io", "events", "patch", "team-a", "", true},
-	// kubecel-rules: what deploy/rules.yaml needs.
+	// kubecel-rules: what deploy/base/rules.yaml needs.
 	{"", "namespaces", "watch", "", "", true},
 	{"", "namespaces", "patch", "", "team-a", true},
 	{"", "namespaces", "delete", "", "team-a", false},
@@ -387,7 +387,7 @@ func TestPermissions(t *testing.T) {
 		ring      bool     // act as a sharded replica with its Lease
 	}{
 		{name: "deploy", dir: base, leases: []string{"get", "create", "update"}},
-		{name: "deploy-sharded", dir: sharded, leases: []string{"get", "list", "watch", "create", "update", "delete"}, ring: true},
+		{name: "sharded", dir: sharded, leases: []string{"get", "list", "watch", "create", "update", "delete"}, ring: true},
 	}
 	createNamespace(t)
 	for _, tt := range tests {
