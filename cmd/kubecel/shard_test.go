@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +35,8 @@ type shardWorld struct {
 	ns       string
 	rules    string
 	replicas map[string]*replica // by name
+	health   map[string]string   // base URL of each replica's /healthz and /readyz
+	metrics  map[string]string   // base URL of each replica's /metrics
 }
 
 // TestSharding runs replicas of the built binary with --sharding against a control
@@ -43,7 +47,8 @@ type shardWorld struct {
 // parent written by two replicas at once: each parent's writes come from its old owner,
 // then only from its new one. At the end, no replica writes at rest.
 func TestSharding(t *testing.T) {
-	w := &shardWorld{t: t, bin: buildKubecel(t), cp: auditedControlPlane(t), ns: "shard-test", replicas: map[string]*replica{}}
+	w := &shardWorld{t: t, bin: buildKubecel(t), cp: auditedControlPlane(t), ns: "shard-test", replicas: map[string]*replica{},
+		health: map[string]string{}, metrics: map[string]string{}}
 	w.kube = kubernetes.NewForConfigOrDie(w.cp.Config)
 	if _, err := w.kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -81,6 +86,9 @@ func TestSharding(t *testing.T) {
 	if len(busy) != 3 {
 		t.Errorf("%d of 3 replicas wrote children, want all: the parents are not spread", len(busy))
 	}
+	for _, name := range []string{"a", "b", "c"} {
+		w.reports(name, ring)
+	}
 
 	// A replica joins while every parent changes.
 	w.handover("join", ring, func() { w.start("d") }, "2", "a", "b", "c", "d")
@@ -104,13 +112,70 @@ func TestSharding(t *testing.T) {
 	}
 }
 
+// reports checks what a replica says of the ring on /readyz and in its metrics.
+func (w *shardWorld) reports(name string, ring shard.Ring) {
+	w.t.Helper()
+	id := w.replicas[name].identity
+	owned := ring.Owned(id)
+	parents := 0
+	for i := range shardParents {
+		if owned.Has(rules.Bucket(w.ns, parentName(i))) {
+			parents++
+		}
+	}
+	readyz := fmt.Sprintf("ok\nring %s: serving %d of 256 buckets, %d members\n", ring.Version(), owned.Len(), len(ring))
+	metrics := []string{
+		fmt.Sprintf("kubecel_shard_members %d\n", len(ring)),
+		fmt.Sprintf("kubecel_shard_buckets %d\n", owned.Len()),
+		fmt.Sprintf("kubecel_shard_owned_parents %d\n", parents),
+		"kubecel_shard_handover_duration_seconds_count ",
+		"kubecel_shard_handovers_total ",
+	}
+	testenv.Eventually(w.t, time.Minute, func() (bool, string) {
+		code, body := httpGet(w.health[name] + "/readyz")
+		if code != 200 || body != readyz {
+			return false, fmt.Sprintf("replica %s /readyz: %d %q, want 200 %q", name, code, body, readyz)
+		}
+		_, body = httpGet(w.metrics[name] + "/metrics")
+		for _, m := range metrics {
+			if !strings.Contains(body, m) {
+				return false, fmt.Sprintf("replica %s /metrics lacks %q", name, m)
+			}
+		}
+		return true, ""
+	})
+}
+
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return resp.StatusCode, string(body)
+}
+
 func parentName(i int) string { return fmt.Sprintf("p%02d", i) }
 
 // start starts a replica with --sharding and short lease timings.
 func (w *shardWorld) start(name string) {
 	w.t.Helper()
+	port, err := freePort()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	metricsPort, err := freePort()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.health[name] = fmt.Sprintf("http://127.0.0.1:%d", port)
+	w.metrics[name] = fmt.Sprintf("http://127.0.0.1:%d", metricsPort)
 	r := startRun(w.t, w.bin, name, "--rules", w.rules, "--kubeconfig", w.cp.Kubeconfig,
-		"--metrics-addr", "", "--health-addr", "", "--workers", "4",
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-addr", fmt.Sprintf("127.0.0.1:%d", port), "--workers", "4",
 		"--sharding", "--sharding-namespace", w.ns,
 		"--sharding-lease-duration", "6s", "--sharding-renew-deadline", "4s", "--sharding-retry-period", "1s")
 	testenv.Eventually(w.t, time.Minute, func() (bool, string) {
