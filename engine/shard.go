@@ -41,6 +41,15 @@ func (c *Controller) serves(namespace, name string) bool {
 	return c.opts.Shard == nil || c.opts.Shard.Serves(rules.Bucket(namespace, name))
 }
 
+// begin is Shard.Begin for the parent with this namespace and name, for work outside
+// a reconcile; without a Shard it always succeeds.
+func (c *Controller) begin(namespace, name string) (end func(), ok bool) {
+	if c.opts.Shard == nil {
+		return func() {}, true
+	}
+	return c.opts.Shard.Begin(rules.Bucket(namespace, name))
+}
+
 // bucketOf is the bucket of a queue key.
 func bucketOf(key queueKey) int { return rules.Bucket(key.Namespace, key.Name) }
 
