@@ -43,9 +43,10 @@ type shardWorld struct {
 // plane that audits every write. It checks that every parent converges with three
 // replicas, each parent's children written by the replica that the ring gives its
 // bucket; then, while every parent keeps changing, that a replica joining, one leaving
-// (SIGTERM) and one crashing (SIGKILL) hand the parents over with nothing lost and no
-// parent written by two replicas at once: each parent's writes come from its old owner,
-// then only from its new one. At the end, no replica writes at rest.
+// (SIGTERM), one crashing (SIGKILL) and one freezing (SIGSTOP) hand the parents over
+// with nothing lost and no parent written by two replicas at once: each parent's writes
+// come from its old owner, then only from its new one. A frozen replica, woken up,
+// exits without writing. At the end, no replica writes at rest.
 func TestSharding(t *testing.T) {
 	w := &shardWorld{t: t, bin: buildKubecel(t), cp: auditedControlPlane(t), ns: "shard-test", replicas: map[string]*replica{},
 		health: map[string]string{}, metrics: map[string]string{}}
@@ -101,6 +102,33 @@ func TestSharding(t *testing.T) {
 	// One crashes: its Lease stays until it expires.
 	ring = w.ring("a", "c", "d")
 	w.handover("SIGKILL", ring, func() { w.signal("c", syscall.SIGKILL) }, "4", "a", "d")
+
+	// One freezes: the other takes its parents over once its Lease expires; woken up,
+	// it finds its writes fenced and its Lease gone, and exits non-zero without a write.
+	ring = w.ring("a", "d")
+	frozen := len(auditEvents(t, w.cp))
+	w.handover("SIGSTOP", ring, func() {
+		if err := w.replicas["d"].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}, "5", "a")
+	// Twice the lease duration: a deletes d's Lease.
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		leases, err := w.kube.CoordinationV1().Leases(w.ns).List(t.Context(), metav1.ListOptions{LabelSelector: shard.LabelRing + "=kubecel"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(leases.Items) == 1, fmt.Sprintf("%d Leases, want 1: the frozen replica's is deleted once expired", len(leases.Items))
+	})
+	w.signal("d", syscall.SIGCONT)
+	if code := w.replicas["d"].cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("the frozen replica exited 0 after it woke up, want non-zero; log:\n%s", readFile(w.replicas["d"].log))
+	}
+	for _, e := range auditEvents(t, w.cp)[frozen:] {
+		if e.UserAgent == "kubecel/"+w.replicas["d"].identity || strings.HasPrefix(e.UserAgent, "kubecel/"+w.replicas["d"].identity+" ") {
+			t.Errorf("the frozen replica wrote after SIGSTOP: %s %s", e.Verb, e.RequestURI)
+		}
+	}
 
 	// At rest, nothing writes but the Lease renewals.
 	mark = len(auditEvents(t, w.cp))
