@@ -3,13 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -95,11 +94,7 @@ func bucketSelector(buckets []int) string {
 	if len(values) == 0 {
 		values = []string{noBuckets}
 	}
-	req, err := labels.NewRequirement(rules.LabelBucket, selection.In, values)
-	if err != nil {
-		panic(fmt.Sprintf("bucket selector: %v", err)) // bucket labels are small integers
-	}
-	return req.String()
+	return rules.LabelBucket + " in (" + strings.Join(values, ",") + ")"
 }
 
 // childWatchKey is the key of the informer of kubecel's objects of one resource, in
