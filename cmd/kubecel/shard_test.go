@@ -102,6 +102,8 @@ func TestSharding(t *testing.T) {
 	// One crashes: its Lease stays until it expires.
 	ring = w.ring("a", "c", "d")
 	w.handover("SIGKILL", ring, func() { w.signal("c", syscall.SIGKILL) }, "4", "a", "d")
+	// At rest, with two replicas, nothing writes but the Lease renewals.
+	w.quiet()
 
 	// One freezes: the other takes its parents over once its Lease expires; woken up,
 	// it finds its writes fenced and its Lease gone, and exits non-zero without a write.
@@ -129,13 +131,17 @@ func TestSharding(t *testing.T) {
 			t.Errorf("the frozen replica wrote after SIGSTOP: %s %s", e.Verb, e.RequestURI)
 		}
 	}
+	w.quiet()
+}
 
-	// At rest, nothing writes but the Lease renewals.
-	mark = len(auditEvents(t, w.cp))
+// quiet checks that at rest no replica writes anything but its Lease renewals.
+func (w *shardWorld) quiet() {
+	w.t.Helper()
+	mark := len(auditEvents(w.t, w.cp))
 	time.Sleep(10 * time.Second)
-	for _, e := range auditEvents(t, w.cp)[mark:] {
+	for _, e := range auditEvents(w.t, w.cp)[mark:] {
 		if strings.HasPrefix(e.UserAgent, "kubecel/") && e.ObjectRef.Resource != "leases" {
-			t.Errorf("a write at rest: %s %s by %s", e.Verb, e.RequestURI, e.UserAgent)
+			w.t.Errorf("a write at rest: %s %s by %s", e.Verb, e.RequestURI, e.UserAgent)
 		}
 	}
 }
