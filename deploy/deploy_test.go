@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -40,12 +43,24 @@ const (
 
 var serviceAccountGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
 
-// render builds the kustomization in this directory, as `kubectl kustomize deploy/` does.
-func render(t *testing.T) []*unstructured.Unstructured {
+// The kustomizations, as directories relative to this one.
+const (
+	base    = "."       // deploy/: base/ as it is, two replicas with leader election
+	sharded = "sharded" // deploy/sharded: base/ with three replicas running --sharding
+)
+
+// kustomizations names each kustomization for subtests and messages.
+var kustomizations = []struct{ name, dir string }{
+	{"deploy", base},
+	{"sharded", sharded},
+}
+
+// render builds the kustomization in dir, as `kubectl kustomize DIR` does.
+func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), ".")
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatalf("kustomize build deploy/: %v", err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	var objs []*unstructured.Unstructured
 	for _, r := range resources.Resources() {
@@ -83,12 +98,9 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string, ou
 	t.Fatalf("the kustomization has no %s %s", kind, name)
 }
 
+// TestObjects: both kustomizations create the same objects; the sharded one changes some
+// of them.
 func TestObjects(t *testing.T) {
-	var got []string
-	for _, obj := range render(t) {
-		got = append(got, ref(obj))
-	}
-	slices.Sort(got)
 	want := []string{
 		"ClusterRole kubecel-base",
 		"ClusterRole kubecel-controller",
@@ -102,42 +114,74 @@ func TestObjects(t *testing.T) {
 		"RoleBinding kubecel-system/kubecel",
 		"ServiceAccount kubecel-system/kubecel",
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("objects (-want +got):\n%s", diff)
+	for _, k := range kustomizations {
+		t.Run(k.name, func(t *testing.T) {
+			var got []string
+			for _, obj := range render(t, k.dir) {
+				got = append(got, ref(obj))
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("objects (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
-// TestServerDryRun is `kubectl apply --server-side --dry-run=server -k deploy/`: the API
-// server validates and admits every object without storing it. Only the Namespace is
-// created for real, since nothing can be dry-run into a namespace that does not exist.
+// TestShardedChanges: the sharded overlay changes the Deployment (TestDeployment) and the
+// Role kubecel (TestPermissions), and leaves every other object of deploy/ as it is.
+func TestShardedChanges(t *testing.T) {
+	baseObjs := map[string]*unstructured.Unstructured{}
+	for _, obj := range render(t, base) {
+		baseObjs[ref(obj)] = obj
+	}
+	var changed []string
+	for _, obj := range render(t, sharded) {
+		if b, ok := baseObjs[ref(obj)]; !ok || !cmp.Equal(b.Object, obj.Object) {
+			changed = append(changed, ref(obj))
+		}
+	}
+	slices.Sort(changed)
+	want := []string{"Deployment kubecel-system/kubecel", "Role kubecel-system/kubecel"}
+	if diff := cmp.Diff(want, changed); diff != "" {
+		t.Errorf("objects the sharded overlay changes (-want +got):\n%s", diff)
+	}
+}
+
+// TestServerDryRun is `kubectl apply --server-side --dry-run=server -k DIR` for each
+// kustomization: the API server validates and admits every object without storing it.
+// Only the Namespace is created for real, since nothing can be dry-run into a namespace
+// that does not exist.
 func TestServerDryRun(t *testing.T) {
 	ctx := t.Context()
 	dyn := testenv.Dynamic(t)
 	mapper := discoveryMapper(t)
 	createNamespace(t)
-	for _, obj := range render(t) {
-		t.Run(ref(obj), func(t *testing.T) {
-			mapping, err := mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
-			if err != nil {
-				t.Fatalf("the API server does not serve %s: %v", obj.GroupVersionKind(), err)
-			}
-			client := dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
-			_, err = client.Get(ctx, obj.GetName(), metav1.GetOptions{})
-			existed := !apierrors.IsNotFound(err)
-			got, err := client.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
-			if err != nil {
-				t.Fatalf("dry-run apply: %v", err)
-			}
-			if got.GetName() != obj.GetName() {
-				t.Errorf("dry-run returned %s", ref(got))
-			}
-			if existed { // the Namespace, or an object another test created
-				return
-			}
-			if _, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				t.Errorf("after a dry run, get = %v, want NotFound", err)
-			}
-		})
+	for _, k := range kustomizations {
+		for _, obj := range render(t, k.dir) {
+			t.Run(k.name+"/"+ref(obj), func(t *testing.T) {
+				mapping, err := mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
+				if err != nil {
+					t.Fatalf("the API server does not serve %s: %v", obj.GroupVersionKind(), err)
+				}
+				client := dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+				_, err = client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+				existed := !apierrors.IsNotFound(err)
+				got, err := client.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
+				if err != nil {
+					t.Fatalf("dry-run apply: %v", err)
+				}
+				if got.GetName() != obj.GetName() {
+					t.Errorf("dry-run returned %s", ref(got))
+				}
+				if existed { // the Namespace, or an object another test created
+					return
+				}
+				if _, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					t.Errorf("after a dry run, get = %v, want NotFound", err)
+				}
+			})
+		}
 	}
 }
 
@@ -161,10 +205,54 @@ func createNamespace(t *testing.T) {
 }
 
 func TestDeployment(t *testing.T) {
-	var d appsv1.Deployment
-	find(t, render(t), "Deployment", "kubecel", &d)
-	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
-		t.Errorf("replicas = %v, want 2", d.Spec.Replicas)
+	tests := []struct {
+		name, dir string
+		replicas  int32
+		args      []string
+	}{
+		{
+			name:     "deploy",
+			dir:      base,
+			replicas: 2,
+			args: []string{
+				"run",
+				"--rules-configmap", "kubecel-system/kubecel-rules",
+				"--leader-elect",
+				"--leader-elect-namespace", "kubecel-system",
+				"--metrics-addr", ":8080",
+				"--health-addr", ":8081",
+			},
+		},
+		{
+			// Active-active: --sharding replaces --leader-elect (run refuses both).
+			name:     "sharded",
+			dir:      sharded,
+			replicas: 3,
+			args: []string{
+				"run",
+				"--rules-configmap", "kubecel-system/kubecel-rules",
+				"--sharding",
+				"--sharding-namespace", "kubecel-system",
+				"--metrics-addr", ":8080",
+				"--health-addr", ":8081",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d appsv1.Deployment
+			find(t, render(t, tt.dir), "Deployment", "kubecel", &d)
+			checkDeployment(t, &d, tt.replicas, tt.args)
+		})
+	}
+}
+
+// checkDeployment checks the Deployment's replicas and args, and the settings that every
+// kustomization keeps: service account, security, resources, probes and ports.
+func checkDeployment(t *testing.T, d *appsv1.Deployment, replicas int32, args []string) {
+	t.Helper()
+	if got := ptr.Deref(d.Spec.Replicas, 1); got != replicas { // unset means 1
+		t.Errorf("replicas = %d, want %d", got, replicas)
 	}
 	pod := d.Spec.Template.Spec
 	if pod.ServiceAccountName != "kubecel" {
@@ -187,15 +275,7 @@ func TestDeployment(t *testing.T) {
 	if c.Image != "kubecel:dev" {
 		t.Errorf("image = %q, want kubecel:dev", c.Image)
 	}
-	wantArgs := []string{
-		"run",
-		"--rules-configmap", "kubecel-system/kubecel-rules",
-		"--leader-elect",
-		"--leader-elect-namespace", "kubecel-system",
-		"--metrics-addr", ":8080",
-		"--health-addr", ":8081",
-	}
-	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
+	if diff := cmp.Diff(args, c.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
 	sc := c.SecurityContext
@@ -236,7 +316,7 @@ func TestDeployment(t *testing.T) {
 
 func TestRulesConfigMap(t *testing.T) {
 	var cm corev1.ConfigMap
-	find(t, render(t), "ConfigMap", "kubecel-rules", &cm)
+	find(t, render(t, base), "ConfigMap", "kubecel-rules", &cm)
 	if cm.Namespace != namespace {
 		t.Errorf("namespace = %q, want %s", cm.Namespace, namespace)
 	}
@@ -249,14 +329,85 @@ func TestRulesConfigMap(t *testing.T) {
 	}
 }
 
-// TestPermissions creates the RBAC objects for real and asks the API server what they let
-// the controller's ServiceAccount do. The test control plane runs no clusterrole
-// aggregation controller, so the test fills kubecel-controller as that controller would:
-// with the rules of every ClusterRole its aggregationRule selects.
+// access is one request of the controller's ServiceAccount, and whether RBAC must allow it.
+type access struct {
+	group, resource, verb, namespace, name string
+	allowed                                bool
+}
+
+// commonAccess is what both kustomizations must allow and refuse, Leases aside.
+var commonAccess = []access{
+	// kubecel-base: CRDs, access reviews, Events anywhere.
+	{"apiextensions.k8s.io", "customresourcedefinitions", "watch", "", "", true},
+	{"apiextensions.k8s.io", "customresourcedefinitions", "create", "", "", false},
+	{"authorization.k8s.io", "selfsubjectaccessreviews", "create", "", "", true},
+	{"", "events", "create", "team-a", "", true},
+	{"events.k8s.io", "events", "patch", "team-a", "", true},
+	// kubecel-rules: what deploy/base/rules.yaml needs.
+	{"", "namespaces", "watch", "", "", true},
+	{"", "namespaces", "patch", "", "team-a", true},
+	{"", "namespaces", "delete", "", "team-a", false},
+	{"", "limitranges", "create", "team-a", "", true},
+	{"", "limitranges", "delete", "team-a", "kubecel-defaults", true},
+	// The Role in kubecel-system: its own ConfigMap only (and Leases, see leaseAccess).
+	{"", "configmaps", "list", namespace, "kubecel-rules", true},
+	{"", "configmaps", "watch", namespace, "kubecel-rules", true},
+	{"", "configmaps", "list", namespace, "", false},
+	{"", "configmaps", "get", namespace, "other", false},
+	{"", "configmaps", "update", namespace, "kubecel-rules", false},
+	// Nothing else.
+	{"", "secrets", "get", namespace, "anything", false},
+	{"", "configmaps", "list", "team-a", "", false},
+	{"apps", "deployments", "patch", namespace, "kubecel", false},
+	{"rbac.authorization.k8s.io", "clusterroles", "update", "", "kubecel-controller", false},
+}
+
+// leaseAccess is every verb on Leases: allowed in kubecel-system when it is one of
+// verbs, refused there otherwise, and refused in every other namespace.
+func leaseAccess(verbs ...string) []access {
+	var out []access
+	for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"} {
+		out = append(out, access{"coordination.k8s.io", "leases", verb, namespace, "", slices.Contains(verbs, verb)})
+		for _, ns := range []string{"kube-system", "team-a"} {
+			out = append(out, access{"coordination.k8s.io", "leases", verb, ns, "", false})
+		}
+	}
+	return out
+}
+
+// TestPermissions creates the RBAC objects of each kustomization for real, one after the
+// other, and asks the API server what they let the controller's ServiceAccount do. Both
+// grant the same, except on Leases: leader election gets, creates and renews one Lease; a
+// sharded replica also lists and watches the ring's Leases and deletes its own and stale
+// ones.
 func TestPermissions(t *testing.T) {
-	ctx := t.Context()
-	objs := render(t)
+	tests := []struct {
+		name, dir string
+		leases    []string // verbs allowed on Leases in kubecel-system
+		ring      bool     // act as a sharded replica with its Lease
+	}{
+		{name: "deploy", dir: base, leases: []string{"get", "create", "update"}},
+		{name: "sharded", dir: sharded, leases: []string{"get", "list", "watch", "create", "update", "delete"}, ring: true},
+	}
 	createNamespace(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			grant(t, render(t, tt.dir))
+			checkAccess(t, append(slices.Clone(commonAccess), leaseAccess(tt.leases...)...))
+			readRulesConfigMap(t)
+			if tt.ring {
+				joinRing(t)
+			}
+		})
+	}
+}
+
+// grant creates the RBAC objects, the ServiceAccount and the rules ConfigMap of objs for
+// real. The test control plane runs no clusterrole aggregation controller, so grant fills
+// kubecel-controller as that controller would: with the rules of every ClusterRole its
+// aggregationRule selects.
+func grant(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
 	dyn := testenv.Dynamic(t)
 	mapper := discoveryMapper(t)
 	for _, obj := range objs {
@@ -294,48 +445,20 @@ func TestPermissions(t *testing.T) {
 	if diff := cmp.Diff([]string{"kubecel-base", "kubecel-rules"}, aggregated); diff != "" {
 		t.Errorf("ClusterRoles aggregated into kubecel-controller (-want +got):\n%s", diff)
 	}
-	kube := testenv.Kube(t)
 	controller.Rules = union
-	if _, err := kube.RbacV1().ClusterRoles().Update(ctx, &controller, metav1.UpdateOptions{}); err != nil {
+	if _, err := testenv.Kube(t).RbacV1().ClusterRoles().Update(t.Context(), &controller, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("fill kubecel-controller: %v", err)
 	}
+}
 
-	type access struct {
-		group, resource, verb, namespace, name string
-	}
-	tests := []struct {
-		access
-		allowed bool
-	}{
-		// kubecel-base: CRDs, access reviews, Events anywhere.
-		{access{"apiextensions.k8s.io", "customresourcedefinitions", "watch", "", ""}, true},
-		{access{"apiextensions.k8s.io", "customresourcedefinitions", "create", "", ""}, false},
-		{access{"authorization.k8s.io", "selfsubjectaccessreviews", "create", "", ""}, true},
-		{access{"", "events", "create", "team-a", ""}, true},
-		{access{"events.k8s.io", "events", "patch", "team-a", ""}, true},
-		// kubecel-rules: what deploy/rules.yaml needs.
-		{access{"", "namespaces", "watch", "", ""}, true},
-		{access{"", "namespaces", "patch", "", "team-a"}, true},
-		{access{"", "namespaces", "delete", "", "team-a"}, false},
-		{access{"", "limitranges", "create", "team-a", ""}, true},
-		{access{"", "limitranges", "delete", "team-a", "kubecel-defaults"}, true},
-		// The Role in kubecel-system: its own ConfigMap only, and the Lease.
-		{access{"", "configmaps", "list", namespace, "kubecel-rules"}, true},
-		{access{"", "configmaps", "watch", namespace, "kubecel-rules"}, true},
-		{access{"", "configmaps", "list", namespace, ""}, false},
-		{access{"", "configmaps", "get", namespace, "other"}, false},
-		{access{"", "configmaps", "update", namespace, "kubecel-rules"}, false},
-		{access{"coordination.k8s.io", "leases", "create", namespace, ""}, true},
-		{access{"coordination.k8s.io", "leases", "update", namespace, "kubecel"}, true},
-		{access{"coordination.k8s.io", "leases", "update", "team-a", "kubecel"}, false},
-		// Nothing else.
-		{access{"", "secrets", "get", namespace, "anything"}, false},
-		{access{"", "configmaps", "list", "team-a", ""}, false},
-		{access{"apps", "deployments", "patch", namespace, "kubecel"}, false},
-		{access{"rbac.authorization.k8s.io", "clusterroles", "update", "", "kubecel-controller"}, false},
-	}
+// checkAccess asks the API server, with a SubjectAccessReview each, whether the
+// controller's ServiceAccount may do what tests say.
+func checkAccess(t *testing.T, tests []access) {
+	t.Helper()
+	ctx := t.Context()
+	kube := testenv.Kube(t)
 	// The API server's RBAC authorizer learns of new roles and bindings through a watch,
-	// so the answers may lag the writes above by a moment.
+	// so the answers may lag the writes by a moment.
 	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
 		var wrong []string
 		for _, tt := range tests {
@@ -351,32 +474,98 @@ func TestPermissions(t *testing.T) {
 				return false, err.Error()
 			}
 			if got.Status.Allowed != tt.allowed {
-				wrong = append(wrong, fmt.Sprintf("%+v: allowed = %v, want %v (%s)", tt.access, got.Status.Allowed, tt.allowed, got.Status.Reason))
+				wrong = append(wrong, fmt.Sprintf("%s %s/%s in %q named %q: allowed = %v, want %v (%s)",
+					tt.verb, tt.group, tt.resource, tt.namespace, tt.name, got.Status.Allowed, tt.allowed, got.Status.Reason))
 			}
 		}
 		return len(wrong) == 0, strings.Join(wrong, "\n")
 	})
+}
 
-	// list and watch of the rules ConfigMap work with the field selector the controller
-	// uses, and only with it: resourceNames cannot restrict an unfiltered list.
+// asController returns a clientset that impersonates the controller's ServiceAccount.
+func asController(t *testing.T) kubernetes.Interface {
+	t.Helper()
 	cfg := testenv.Config(t)
 	cfg.Impersonate.UserName = serviceAccount
 	cfg.Impersonate.Groups = serviceAccountGroups
-	asController := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps(namespace)
-	list, err := asController.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=kubecel-rules"})
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// readRulesConfigMap: list and watch of the rules ConfigMap work with the field selector
+// the controller uses, and only with it: resourceNames cannot restrict an unfiltered list.
+func readRulesConfigMap(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	configMaps := asController(t).CoreV1().ConfigMaps(namespace)
+	list, err := configMaps.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=kubecel-rules"})
 	if err != nil {
 		t.Fatalf("list the rules ConfigMap by name: %v", err)
 	}
 	if len(list.Items) != 1 || !strings.Contains(list.Items[0].Data["rules.yaml"], "kind: RuleSet") {
 		t.Errorf("list by name returned %d ConfigMaps, want the rules", len(list.Items))
 	}
-	w, err := asController.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=kubecel-rules"})
+	w, err := configMaps.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=kubecel-rules"})
 	if err != nil {
 		t.Fatalf("watch the rules ConfigMap by name: %v", err)
 	}
 	w.Stop()
-	if _, err := asController.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+	if _, err := configMaps.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("list every ConfigMap of %s: err = %v, want Forbidden", namespace, err)
+	}
+}
+
+// joinRing makes, as the controller's ServiceAccount, the requests a sharded replica
+// makes on its membership Lease: create it, list and watch the ring, renew it with an
+// acknowledged ring version, delete it with preconditions. The same Lease in another
+// namespace is refused.
+func joinRing(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	kube := asController(t)
+	const ring = "kubecel.dev/ring=kubecel"
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubecel-0123abcd", Labels: map[string]string{"kubecel.dev/ring": "kubecel"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("kubecel-7d9c5b6f4-x2x8q_5f3a"), LeaseDurationSeconds: ptr.To[int32](15)},
+	}
+	if _, err := kube.CoordinationV1().Leases("team-a").Create(ctx, lease, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("create a Lease in team-a: err = %v, want Forbidden", err)
+	}
+	leases := kube.CoordinationV1().Leases(namespace)
+	created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create the replica's Lease: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = testenv.Kube(t).CoordinationV1().Leases(namespace).Delete(context.Background(), lease.Name, metav1.DeleteOptions{})
+	})
+	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: ring})
+	if err != nil {
+		t.Fatalf("list the ring: %v", err)
+	}
+	var names []string
+	for _, l := range list.Items {
+		names = append(names, l.Name)
+	}
+	if !slices.Contains(names, lease.Name) {
+		t.Errorf("the ring lists %v, want %s among them", names, lease.Name)
+	}
+	w, err := leases.Watch(ctx, metav1.ListOptions{LabelSelector: ring, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch the ring: %v", err)
+	}
+	w.Stop()
+	created.Annotations = map[string]string{"kubecel.dev/ring-ack": "3f2a9c1e"}
+	created.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	renewed, err := leases.Update(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("renew the replica's Lease: %v", err)
+	}
+	if _, err := leases.Get(ctx, lease.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("get the replica's Lease: %v", err)
+	}
+	pre := metav1.Preconditions{UID: &renewed.UID, ResourceVersion: &renewed.ResourceVersion}
+	if err := leases.Delete(ctx, lease.Name, metav1.DeleteOptions{Preconditions: &pre}); err != nil {
+		t.Errorf("delete the replica's Lease: %v", err)
 	}
 }
 

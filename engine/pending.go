@@ -178,7 +178,13 @@ func (c *Controller) releaseParents(ctx context.Context, st *ruleState) {
 	go func() {
 		logger := klog.FromContext(ctx)
 		for _, p := range held {
-			if err := c.applyFinalizer(ctx, st, p, false); err != nil {
+			end, ok := c.begin(p.GetNamespace(), p.GetName())
+			if !ok {
+				continue // moved to another replica since: not this one's to write
+			}
+			err := c.applyFinalizer(ctx, st, p, false)
+			end()
+			if err != nil {
 				logger.Error(err, "Cannot release parent of a removed rule", "rule", st.rule.Name, "parent", p.GetNamespace()+"/"+p.GetName())
 			}
 		}

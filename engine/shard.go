@@ -3,13 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -39,6 +38,15 @@ type Shard interface {
 // serves reports whether this replica serves the parent with this namespace and name.
 func (c *Controller) serves(namespace, name string) bool {
 	return c.opts.Shard == nil || c.opts.Shard.Serves(rules.Bucket(namespace, name))
+}
+
+// begin is Shard.Begin for the parent with this namespace and name, for work outside
+// a reconcile; without a Shard it always succeeds.
+func (c *Controller) begin(namespace, name string) (end func(), ok bool) {
+	if c.opts.Shard == nil {
+		return func() {}, true
+	}
+	return c.opts.Shard.Begin(rules.Bucket(namespace, name))
 }
 
 // bucketOf is the bucket of a queue key.
@@ -86,11 +94,7 @@ func bucketSelector(buckets []int) string {
 	if len(values) == 0 {
 		values = []string{noBuckets}
 	}
-	req, err := labels.NewRequirement(rules.LabelBucket, selection.In, values)
-	if err != nil {
-		panic(fmt.Sprintf("bucket selector: %v", err)) // bucket labels are small integers
-	}
-	return req.String()
+	return rules.LabelBucket + " in (" + strings.Join(values, ",") + ")"
 }
 
 // childWatchKey is the key of the informer of kubecel's objects of one resource, in

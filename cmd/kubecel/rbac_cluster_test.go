@@ -105,8 +105,8 @@ func installCRD(t *testing.T, path string) {
 }
 
 // TestLeastPrivilegeRBAC runs the controller as a ServiceAccount that has only what
-// `kubecel rbac` prints for the examples plus the base role in deploy/: the examples
-// converge. A rule needing more is reported as forbidden and not started.
+// `kubecel rbac` prints for the examples plus kubecel-base from deploy/base: the
+// examples converge. A rule needing more is reported as forbidden and not started.
 func TestLeastPrivilegeRBAC(t *testing.T) {
 	ctx := t.Context()
 	ns := testenv.Namespace(t)
@@ -123,7 +123,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The printed role, mapped with the cluster's discovery, and deploy/'s base role.
+	// The printed role, mapped with the cluster's discovery, and deploy/base's kubecel-base.
 	groups, err := restmapper.GetAPIGroupResources(kube.Discovery())
 	if err != nil {
 		t.Fatal(err)
@@ -238,13 +238,13 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 }
 
 // grantServiceAccount creates the ServiceAccount kubecel in ns and binds to it the given
-// ClusterRoles and deploy/'s base role (all removed when the test ends).
+// ClusterRoles and kubecel-base from deploy/base (all removed when the test ends).
 func grantServiceAccount(t *testing.T, ns string, roles ...*rbacv1.ClusterRole) {
 	t.Helper()
 	ctx := t.Context()
 	kube := testenv.Kube(t)
 	var base *rbacv1.ClusterRole
-	for _, o := range yamlDocs(t, "../../deploy/rbac.yaml") {
+	for _, o := range yamlDocs(t, "../../deploy/base/rbac.yaml") {
 		if o.GetKind() == "ClusterRole" && o.GetName() == "kubecel-base" {
 			base = &rbacv1.ClusterRole{}
 			data, _ := yaml.Marshal(o.Object)
@@ -254,7 +254,7 @@ func grantServiceAccount(t *testing.T, ns string, roles ...*rbacv1.ClusterRole) 
 		}
 	}
 	if base == nil {
-		t.Fatal("deploy/rbac.yaml has no ClusterRole kubecel-base")
+		t.Fatal("deploy/base/rbac.yaml has no ClusterRole kubecel-base")
 	}
 	base.Name, base.Labels = ns+"-base", nil
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kubecel", Namespace: ns}}

@@ -14,7 +14,8 @@ import (
 )
 
 // aggregateLabel marks the ClusterRoles that the controller's ClusterRole (in
-// deploy/rbac.yaml) aggregates: the fixed base role and the output of `kubecel rbac`.
+// deploy/base/rbac.yaml) aggregates: the fixed base role and the output of
+// `kubecel rbac`.
 const aggregateLabel = "kubecel.dev/aggregate-to-controller"
 
 // resourceMapper maps a child's kind to the resource that serves it.

@@ -317,20 +317,20 @@ func TestRBACCommandErrors(t *testing.T) {
 	}
 }
 
-// TestDeployRulesRBAC keeps deploy/rules-rbac.yaml what `kubecel rbac` prints for
-// deploy/rules.yaml, so the deployed controller may do what its default rules need.
+// TestDeployRulesRBAC keeps deploy/base/rules-rbac.yaml what `kubecel rbac` prints for
+// deploy/base/rules.yaml, so the deployed controller may do what its default rules need.
 func TestDeployRulesRBAC(t *testing.T) {
 	noCluster(t)
-	want, err := os.ReadFile("../../deploy/rules-rbac.yaml")
+	want, err := os.ReadFile("../../deploy/base/rules-rbac.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stderr, err := runRBAC(t, "--rules", "../../deploy/rules.yaml")
+	got, stderr, err := runRBAC(t, "--rules", "../../deploy/base/rules.yaml")
 	if err != nil {
 		t.Fatalf("rbac: %v\n%s", err, stderr)
 	}
 	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("deploy/rules-rbac.yaml is stale; regenerate it with\n  kubecel rbac --rules deploy/rules.yaml > deploy/rules-rbac.yaml\n(-file +generated):\n%s", diff)
+		t.Errorf("deploy/base/rules-rbac.yaml is stale; regenerate it with\n  kubecel rbac --rules deploy/base/rules.yaml > deploy/base/rules-rbac.yaml\n(-file +generated):\n%s", diff)
 	}
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,17 +35,21 @@ type shardWorld struct {
 	ns       string
 	rules    string
 	replicas map[string]*replica // by name
+	health   map[string]string   // base URL of each replica's /healthz and /readyz
+	metrics  map[string]string   // base URL of each replica's /metrics
 }
 
 // TestSharding runs replicas of the built binary with --sharding against a control
 // plane that audits every write. It checks that every parent converges with three
 // replicas, each parent's children written by the replica that the ring gives its
 // bucket; then, while every parent keeps changing, that a replica joining, one leaving
-// (SIGTERM) and one crashing (SIGKILL) hand the parents over with nothing lost and no
-// parent written by two replicas at once: each parent's writes come from its old owner,
-// then only from its new one. At the end, no replica writes at rest.
+// (SIGTERM), one crashing (SIGKILL) and one freezing (SIGSTOP) hand the parents over
+// with nothing lost and no parent written by two replicas at once: each parent's writes
+// come from its old owner, then only from its new one. A frozen replica, woken up,
+// exits without writing. At the end, no replica writes at rest.
 func TestSharding(t *testing.T) {
-	w := &shardWorld{t: t, bin: buildKubecel(t), cp: auditedControlPlane(t), ns: "shard-test", replicas: map[string]*replica{}}
+	w := &shardWorld{t: t, bin: buildKubecel(t), cp: auditedControlPlane(t), ns: "shard-test", replicas: map[string]*replica{},
+		health: map[string]string{}, metrics: map[string]string{}}
 	w.kube = kubernetes.NewForConfigOrDie(w.cp.Config)
 	if _, err := w.kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -81,6 +87,9 @@ func TestSharding(t *testing.T) {
 	if len(busy) != 3 {
 		t.Errorf("%d of 3 replicas wrote children, want all: the parents are not spread", len(busy))
 	}
+	for _, name := range []string{"a", "b", "c"} {
+		w.reports(name, ring)
+	}
 
 	// A replica joins while every parent changes.
 	w.handover("join", ring, func() { w.start("d") }, "2", "a", "b", "c", "d")
@@ -93,15 +102,95 @@ func TestSharding(t *testing.T) {
 	// One crashes: its Lease stays until it expires.
 	ring = w.ring("a", "c", "d")
 	w.handover("SIGKILL", ring, func() { w.signal("c", syscall.SIGKILL) }, "4", "a", "d")
+	// At rest, with two replicas, nothing writes but the Lease renewals.
+	w.quiet()
 
-	// At rest, nothing writes but the Lease renewals.
-	mark = len(auditEvents(t, w.cp))
-	time.Sleep(10 * time.Second)
-	for _, e := range auditEvents(t, w.cp)[mark:] {
-		if strings.HasPrefix(e.UserAgent, "kubecel/") && e.ObjectRef.Resource != "leases" {
-			t.Errorf("a write at rest: %s %s by %s", e.Verb, e.RequestURI, e.UserAgent)
+	// One freezes: the other takes its parents over once its Lease expires; woken up,
+	// it finds its writes fenced and its Lease gone, and exits non-zero without a write.
+	ring = w.ring("a", "d")
+	frozen := len(auditEvents(t, w.cp))
+	w.handover("SIGSTOP", ring, func() {
+		if err := w.replicas["d"].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}, "5", "a")
+	// Twice the lease duration: a deletes d's Lease.
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		leases, err := w.kube.CoordinationV1().Leases(w.ns).List(t.Context(), metav1.ListOptions{LabelSelector: shard.LabelRing + "=kubecel"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(leases.Items) == 1, fmt.Sprintf("%d Leases, want 1: the frozen replica's is deleted once expired", len(leases.Items))
+	})
+	w.signal("d", syscall.SIGCONT)
+	if code := w.replicas["d"].cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("the frozen replica exited 0 after it woke up, want non-zero; log:\n%s", readFile(w.replicas["d"].log))
+	}
+	for _, e := range auditEvents(t, w.cp)[frozen:] {
+		if e.UserAgent == "kubecel/"+w.replicas["d"].identity || strings.HasPrefix(e.UserAgent, "kubecel/"+w.replicas["d"].identity+" ") {
+			t.Errorf("the frozen replica wrote after SIGSTOP: %s %s", e.Verb, e.RequestURI)
 		}
 	}
+	w.quiet()
+}
+
+// quiet checks that at rest no replica writes anything but its Lease renewals.
+func (w *shardWorld) quiet() {
+	w.t.Helper()
+	mark := len(auditEvents(w.t, w.cp))
+	time.Sleep(10 * time.Second)
+	for _, e := range auditEvents(w.t, w.cp)[mark:] {
+		if strings.HasPrefix(e.UserAgent, "kubecel/") && e.ObjectRef.Resource != "leases" {
+			w.t.Errorf("a write at rest: %s %s by %s", e.Verb, e.RequestURI, e.UserAgent)
+		}
+	}
+}
+
+// reports checks what a replica says of the ring on /readyz and in its metrics.
+func (w *shardWorld) reports(name string, ring shard.Ring) {
+	w.t.Helper()
+	id := w.replicas[name].identity
+	owned := ring.Owned(id)
+	parents := 0
+	for i := range shardParents {
+		if owned.Has(rules.Bucket(w.ns, parentName(i))) {
+			parents++
+		}
+	}
+	readyz := fmt.Sprintf("ok\nring %s: serving %d of 256 buckets, %d members\n", ring.Version(), owned.Len(), len(ring))
+	metrics := []string{
+		fmt.Sprintf("kubecel_shard_members %d\n", len(ring)),
+		fmt.Sprintf("kubecel_shard_buckets %d\n", owned.Len()),
+		fmt.Sprintf("kubecel_shard_owned_parents %d\n", parents),
+		"kubecel_shard_handover_duration_seconds_count ",
+		"kubecel_shard_handovers_total ",
+	}
+	testenv.Eventually(w.t, time.Minute, func() (bool, string) {
+		code, body := httpGet(w.health[name] + "/readyz")
+		if code != 200 || body != readyz {
+			return false, fmt.Sprintf("replica %s /readyz: %d %q, want 200 %q", name, code, body, readyz)
+		}
+		_, body = httpGet(w.metrics[name] + "/metrics")
+		for _, m := range metrics {
+			if !strings.Contains(body, m) {
+				return false, fmt.Sprintf("replica %s /metrics lacks %q", name, m)
+			}
+		}
+		return true, ""
+	})
+}
+
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return resp.StatusCode, string(body)
 }
 
 func parentName(i int) string { return fmt.Sprintf("p%02d", i) }
@@ -109,8 +198,18 @@ func parentName(i int) string { return fmt.Sprintf("p%02d", i) }
 // start starts a replica with --sharding and short lease timings.
 func (w *shardWorld) start(name string) {
 	w.t.Helper()
+	port, err := freePort()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	metricsPort, err := freePort()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.health[name] = fmt.Sprintf("http://127.0.0.1:%d", port)
+	w.metrics[name] = fmt.Sprintf("http://127.0.0.1:%d", metricsPort)
 	r := startRun(w.t, w.bin, name, "--rules", w.rules, "--kubeconfig", w.cp.Kubeconfig,
-		"--metrics-addr", "", "--health-addr", "", "--workers", "4",
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-addr", fmt.Sprintf("127.0.0.1:%d", port), "--workers", "4",
 		"--sharding", "--sharding-namespace", w.ns,
 		"--sharding-lease-duration", "6s", "--sharding-renew-deadline", "4s", "--sharding-retry-period", "1s")
 	testenv.Eventually(w.t, time.Minute, func() (bool, string) {

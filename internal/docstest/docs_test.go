@@ -26,7 +26,7 @@ package docstest
 //     `make run`); the test waits until the cluster matches bin/dev/rules.yaml (kubecel
 //     plan of them exits 0) before it runs the first such command.
 //
-// Commands write only inside the copy (a redirect such as `> deploy/rules-rbac.yaml`
+// Commands write only inside the copy (a redirect such as `> deploy/base/rules-rbac.yaml`
 // changes the copy's file), never the repository.
 
 import (

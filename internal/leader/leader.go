@@ -75,12 +75,7 @@ func New(o Options, cfg *rest.Config, reg *prometheus.Registry) (*Elector, error
 	if o.Namespace == "" {
 		o.Namespace = PodNamespace()
 	}
-	identity, err := NewIdentity()
-	if err != nil {
-		return nil, err
-	}
-	cfg.UserAgent = "kubecel/" + identity
-	kube, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	identity, kube, err := Identify(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +108,23 @@ func PodNamespace() string {
 		return strings.TrimSpace(string(data))
 	}
 	return "kubecel-system"
+}
+
+// Identify gives this replica an identity (NewIdentity) and every request made with
+// cfg the user agent kubecel/<identity>, so the API server's audit log tells replicas
+// apart. It returns a client made from cfg as it is then, before any fencing is added
+// to cfg, for the replica's own Lease.
+func Identify(cfg *rest.Config) (string, kubernetes.Interface, error) {
+	identity, err := NewIdentity()
+	if err != nil {
+		return "", nil, err
+	}
+	cfg.UserAgent = "kubecel/" + identity
+	kube, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return "", nil, err
+	}
+	return identity, kube, nil
 }
 
 // NewIdentity is the hostname (the pod's name in a cluster) and a random suffix, so a

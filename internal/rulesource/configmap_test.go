@@ -162,7 +162,7 @@ func TestConfigMapSelectorGathersConfigMaps(t *testing.T) {
 }
 
 // TestConfigMapNeedsOnlyItsName runs the named ConfigMap source as a user that may only
-// list and watch that one ConfigMap (and record Events), as deploy/rbac.yaml grants.
+// list and watch that one ConfigMap (and record Events), as deploy/base/rbac.yaml grants.
 func TestConfigMapNeedsOnlyItsName(t *testing.T) {
 	ns := testenv.Namespace(t)
 	admin := testenv.Kube(t)

@@ -226,13 +226,15 @@ func (l *leaseClient) deleteExpired(ctx context.Context, expired []*coordination
 	return errors.Join(errs...)
 }
 
-// leave deletes the member's own Lease.
+// leave deletes the member's own Lease, unless the member lost it already: then the
+// others have dropped it or will, and a member that lost its Lease writes nothing.
 func (l *leaseClient) leave(ctx context.Context) error {
+	lost := l.lost()
 	l.mu.Lock()
 	own := l.own
 	l.gone = true
 	l.mu.Unlock()
-	if own == nil {
+	if own == nil || lost {
 		return nil
 	}
 	err := l.leases.Delete(ctx, own.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(own.UID)}})

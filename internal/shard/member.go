@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -87,12 +86,7 @@ func New(o Options, cfg *rest.Config, reg *prometheus.Registry) (*Member, error)
 	if o.RenewDeadline >= o.LeaseDuration || o.RetryPeriod >= o.RenewDeadline {
 		return nil, fmt.Errorf("sharding timings: want retry period (%s) < renew deadline (%s) < lease duration (%s)", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
 	}
-	identity, err := leader.NewIdentity()
-	if err != nil {
-		return nil, err
-	}
-	cfg.UserAgent = "kubecel/" + identity
-	kube, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	identity, kube, err := leader.Identify(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,102 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// staticShard serves the buckets it is given, and counts the work it let through.
+type staticShard struct {
+	mu      sync.Mutex
+	buckets map[int]bool
+	begun   map[int]int
+}
+
+func (s *staticShard) Begin(b int) (func(), bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.buckets[b] {
+		return nil, false
+	}
+	s.begun[b]++
+	return func() {}, true
+}
+
+func (s *staticShard) Serves(b int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buckets[b]
+}
+
+func (s *staticShard) serve(buckets ...int) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range buckets {
+		s.buckets[b] = true
+	}
+	var all []int
+	for b := range s.buckets {
+		all = append(all, b)
+	}
+	slices.Sort(all)
+	return all
+}
+
+// otherName is a name in namespace ns whose bucket differs from not's.
+func otherName(ns, prefix string, not int) string {
+	for i := 0; ; i++ {
+		if name := fmt.Sprintf("%s%d", prefix, i); rules.Bucket(ns, name) != not {
+			return name
+		}
+	}
+}
+
+// TestShardedController runs a controller that serves one bucket: only the parent of
+// that bucket gets children, a ref still reads an object kubecel made for a parent of
+// another bucket (the children's informers hold only the served buckets, the refs'
+// everything), and serving a second bucket brings its parent in.
+func TestShardedController(t *testing.T) {
+	shard := &staticShard{buckets: map[int]bool{}, begun: map[int]int{}}
+	f := startControllerWith(t, refRules, rules.Options{}, engine.Options{Workers: 2, Shard: shard})
+	mine := rules.Bucket(f.ns, "mine")
+	other := otherName(f.ns, "other", mine)
+	otherBucket := rules.Bucket(f.ns, other)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := f.ctrl.WatchBuckets(ctx, shard.serve(mine)); err != nil {
+		t.Fatal(err)
+	}
+
+	// An object kubecel made for a parent of another bucket (as another replica would).
+	f.create(configMaps, refConfigMap(f.ns, "foreign", map[string]any{
+		rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "elsewhere",
+		rules.LabelParentUID: "0000", rules.LabelChild: "c", rules.LabelBucket: rules.BucketLabel(otherBucket),
+	}, map[string]any{"value": "from-another-bucket"}))
+	f.create(configMaps, refConfigMap(f.ns, "s", nil, map[string]any{"value": "1"}))
+	f.create(widgets, widget(f.ns, "mine", map[string]any{"settings": "foreign"}))
+	f.create(widgets, widget(f.ns, other, map[string]any{"settings": "s"}))
+	f.waitData("mine-out", "value", "from-another-bucket")
+	f.waitIdle()
+	if got := f.childNames("configmaps", "out"); !slices.Equal(got, []string{"mine-out"}) {
+		t.Errorf("children %v, want only mine-out: %s is in bucket %d, which the controller does not serve", got, other, otherBucket)
+	}
+
+	if err := f.ctrl.WatchBuckets(ctx, shard.serve(otherBucket)); err != nil {
+		t.Fatal(err)
+	}
+	moved := make(chan struct{})
+	f.ctrl.EnqueueMoved(func(b int) bool { return b == otherBucket }, func() { close(moved) })
+	f.waitData(other+"-out", "value", "1")
+	select {
+	case <-moved:
+	case <-time.After(time.Minute):
+		t.Error("EnqueueMoved never reported the moved parent reconciled")
+	}
+}
