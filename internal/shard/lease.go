@@ -30,6 +30,8 @@ type leaseClient struct {
 	kube     kubernetes.Interface
 	lister   cache.Indexer
 
+	writing sync.Mutex // one write of the member's Lease at a time
+
 	mu        sync.Mutex
 	own       *coordinationv1.Lease // as last written
 	lastRenew time.Time             // start of the last successful write of own (monotonic)
@@ -113,6 +115,8 @@ func (l *leaseClient) join(ctx context.Context) error {
 // renew writes the member's Lease with a new renew time and ack. A member that did not
 // renew within the renew deadline does not try: others may count it gone by now.
 func (l *leaseClient) renew(ctx context.Context, ack string) error {
+	l.writing.Lock()
+	defer l.writing.Unlock()
 	if l.lost() {
 		return errors.New("the last renewal is older than the renew deadline")
 	}

@@ -158,22 +158,13 @@ func (m *Member) Run(ctx context.Context, ctrl Controller) error {
 	}
 	logger.Info("Joined the ring", "lease", m.lease.describe())
 	close(m.joined)
+	// Renewals run on their own, so that a long step (a cache sync at a handover) never
+	// delays them past the renew deadline.
+	lost := make(chan error, 1)
+	go func() { lost <- m.renewLoop(ctx) }()
 	tick := time.NewTicker(m.opts.RetryPeriod)
 	defer tick.Stop()
-	renewDue := time.Now().Add(m.opts.RetryPeriod)
 	for {
-		if time.Now().After(renewDue) {
-			if err := m.lease.renew(ctx, m.currentAck()); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				if m.lease.lost() {
-					return fmt.Errorf("membership Lease %s not renewed within %s: stopping, so that the other members take its buckets over: %w", m.lease.describe(), m.opts.RenewDeadline, err)
-				}
-				logger.Error(err, "Cannot renew the membership Lease; retrying")
-			}
-			renewDue = time.Now().Add(m.opts.RetryPeriod)
-		}
 		if err := m.step(ctx, ctrl); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -186,8 +177,34 @@ func (m *Member) Run(ctx context.Context, ctrl Controller) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case err := <-lost:
+			return err
 		case <-tick.C:
 		case <-changed:
+		}
+	}
+}
+
+// renewLoop renews the member's Lease every retry period until ctx ends (nil) or the
+// member lost it (an error).
+func (m *Member) renewLoop(ctx context.Context) error {
+	tick := time.NewTicker(m.opts.RetryPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		err := m.lease.renew(ctx, m.currentAck())
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil
+		case m.lease.lost():
+			return fmt.Errorf("membership Lease %s not renewed within %s: stopping, so that the other members take its buckets over: %w", m.lease.describe(), m.opts.RenewDeadline, err)
+		default:
+			klog.FromContext(ctx).Error(err, "Cannot renew the membership Lease; retrying")
 		}
 	}
 }
@@ -228,7 +245,7 @@ func (m *Member) step(ctx context.Context, ctrl Controller) error {
 		logger.Info("Ring changed", "version", version, "members", strings.Join(ring, ","), "gave", lost.String())
 		if lost.Len() > 0 {
 			// The caches may let go of what the member no longer serves.
-			return ctrl.WatchBuckets(ctx, m.servingNow().List())
+			return m.watchBuckets(ctx, ctrl, m.servingNow())
 		}
 		return nil
 	}
@@ -244,7 +261,7 @@ func (m *Member) step(ctx context.Context, ctrl Controller) error {
 		return nil
 	}
 	// Every member acknowledged: none serves a bucket that this ring gives this one.
-	if err := ctrl.WatchBuckets(ctx, owned.List()); err != nil {
+	if err := m.watchBuckets(ctx, ctrl, owned); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -256,6 +273,16 @@ func (m *Member) step(ctx context.Context, ctrl Controller) error {
 	logger.Info("Serving the ring", "version", version, "buckets", owned.Len(), "gained", gained.String())
 	ctrl.EnqueueMoved(gained.Has, func() { m.metrics.handoverSeconds.Observe(time.Since(acked).Seconds()) })
 	return nil
+}
+
+// syncTimeout bounds a cache sync in a step: a sync that hangs must not keep the member
+// from acknowledging the next ring, which every other member would wait for.
+const syncTimeout = 2 * time.Minute
+
+func (m *Member) watchBuckets(ctx context.Context, ctrl Controller, buckets Set) error {
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	return ctrl.WatchBuckets(ctx, buckets.List())
 }
 
 // shrink stops serving the buckets that owned leaves out, and waits until no reconcile
