@@ -117,6 +117,7 @@ func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
 		c.mu.Unlock()
 		return nil
 	}
+	previous := c.buckets
 	c.buckets = selector
 	next := map[*childKind]*informers.Watch{}
 	var err error
@@ -154,6 +155,10 @@ func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
 		c.watches.Release(old)
 	}
 	if err != nil {
+		// The old informers stay; the next call tries the new selector again. (A rule
+		// started meanwhile keeps the new one: its caches hold at least as much as
+		// the member serves, whichever way the buckets change.)
+		c.buckets = previous
 		return fmt.Errorf("watch the children of buckets %s: %w", selector, err)
 	}
 	klog.FromContext(ctx).V(1).Info("Child informers follow the buckets", "buckets", len(buckets))

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -88,6 +91,13 @@ func TestShardedController(t *testing.T) {
 		t.Errorf("children %v, want only mine-out: %s is in bucket %d, which the controller does not serve", got, other, otherBucket)
 	}
 
+	// A sync that fails (here: its context is over) keeps the old informers, and the
+	// same buckets asked again are then watched.
+	over, stop := context.WithCancel(ctx)
+	stop()
+	if err := f.ctrl.WatchBuckets(over, shard.serve(otherBucket)); err == nil {
+		t.Error("WatchBuckets with an ended context succeeded")
+	}
 	if err := f.ctrl.WatchBuckets(ctx, shard.serve(otherBucket)); err != nil {
 		t.Fatal(err)
 	}
@@ -99,4 +109,14 @@ func TestShardedController(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Error("EnqueueMoved never reported the moved parent reconciled")
 	}
+	// Once the children's events have come back, the parent is in sync: its child
+	// caches hold them (a cache without them would take them for missing, and
+	// creating them again fails with ChildExists).
+	f.patchData("s", `{"value":"2"}`)
+	f.waitData(other+"-out", "value", "2")
+	f.waitIdle()
+	f.waitFor(widgets, f.ns, other, func(o *unstructured.Unstructured) (bool, string) {
+		s, r, m := testenv.Condition(o, rules.ConditionSynced)
+		return s == "True", fmt.Sprintf("Synced=%s %s %q", s, r, m)
+	})
 }

@@ -35,6 +35,9 @@ type Watch struct {
 	HandlerSynced func() bool
 }
 
+// Key is what the informer watches.
+func (w *Watch) Key() Key { return w.key }
+
 // Synced reports whether the informer and, for a child informer, its index have synced.
 func (w *Watch) Synced() bool {
 	return w.Informer.HasSynced() && (w.HandlerSynced == nil || w.HandlerSynced())
