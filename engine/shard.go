@@ -121,11 +121,12 @@ func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
 	c.buckets = selector
 	next := map[*childKind]*informers.Watch{}
 	var err error
+acquire:
 	for _, st := range c.rules {
 		for _, ck := range st.children {
 			var w *informers.Watch
 			if w, err = c.watches.Acquire(ctx, c.childWatchKey(ck.GVR), c.setupChildInformer); err != nil {
-				break
+				break acquire
 			}
 			next[ck] = w
 		}
