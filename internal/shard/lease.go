@@ -112,14 +112,18 @@ func (l *leaseClient) join(ctx context.Context) error {
 	return nil
 }
 
-// renew writes the member's Lease with a new renew time and ack. A member that did not
-// renew within the renew deadline does not try: others may count it gone by now.
-func (l *leaseClient) renew(ctx context.Context, ack string) error {
+// renew writes the member's Lease with a new renew time and the ring version that ack
+// gives. ack is called once the write is this one's turn, so that a renewal that waited
+// for an acknowledgement's write never writes back the version before it. A member
+// that did not renew within the renew deadline does not try: others may count it gone
+// by now.
+func (l *leaseClient) renew(ctx context.Context, ackOf func() string) error {
 	l.writing.Lock()
 	defer l.writing.Unlock()
 	if l.lost() {
 		return errors.New("the last renewal is older than the renew deadline")
 	}
+	ack := ackOf()
 	l.mu.Lock()
 	lease := l.own.DeepCopy()
 	l.mu.Unlock()

@@ -196,7 +196,7 @@ func (m *Member) renewLoop(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 		}
-		err := m.lease.renew(ctx, m.currentAck())
+		err := m.lease.renew(ctx, m.currentAck)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
@@ -239,7 +239,7 @@ func (m *Member) step(ctx context.Context, ctrl Controller) error {
 		m.mu.Lock()
 		m.ack, m.acked = version, time.Now()
 		m.mu.Unlock()
-		if err := m.lease.renew(ctx, version); err != nil {
+		if err := m.lease.renew(ctx, m.currentAck); err != nil {
 			return fmt.Errorf("acknowledge ring %s: %w", version, err)
 		}
 		logger.Info("Ring changed", "version", version, "members", strings.Join(ring, ","), "gave", lost.String())
