@@ -275,10 +275,19 @@ func (st *ruleState) ownedChildren(parentUID string) []*informers.Object {
 }
 
 func (st *ruleState) enqueueAll(q workqueue.TypedRateLimitingInterface[queueKey]) {
+	for _, key := range st.parentKeys() {
+		q.Add(key)
+	}
+}
+
+// parentKeys are the queue keys of every parent the rule's caches hold.
+func (st *ruleState) parentKeys() []queueKey {
+	var keys []queueKey
 	for _, w := range st.parents {
 		for _, o := range w.Informer.GetStore().List() {
 			u := o.(*informers.Object)
-			q.Add(queueKey{Rule: st.rule.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
+			keys = append(keys, queueKey{Rule: st.rule.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
 		}
 	}
+	return keys
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -182,12 +181,9 @@ func (c *Controller) EnqueueMoved(gained func(bucket int) bool, done func()) {
 	c.mu.RLock()
 	var keys []queueKey
 	for _, st := range c.rules {
-		for _, w := range st.parents {
-			for _, o := range w.Informer.GetStore().List() {
-				u := o.(*informers.Object)
-				if key := (queueKey{Rule: st.rule.Name, Namespace: u.GetNamespace(), Name: u.GetName()}); gained(bucketOf(key)) {
-					keys = append(keys, key)
-				}
+		for _, key := range st.parentKeys() {
+			if gained(bucketOf(key)) {
+				keys = append(keys, key)
 			}
 		}
 	}
@@ -246,12 +242,9 @@ func (c *Controller) registerOwnedParents(reg *prometheus.Registry) error {
 		defer c.mu.RUnlock()
 		n := 0
 		for _, st := range c.rules {
-			for _, w := range st.parents {
-				for _, key := range w.Informer.GetStore().ListKeys() {
-					ns, name, err := cache.SplitMetaNamespaceKey(key)
-					if err == nil && c.opts.Shard.Serves(rules.Bucket(ns, name)) {
-						n++
-					}
+			for _, key := range st.parentKeys() {
+				if c.opts.Shard.Serves(bucketOf(key)) {
+					n++
 				}
 			}
 		}

@@ -21,6 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+var errLeaseGone = errors.New("the membership Lease was deleted: another member found it expired")
+
 // leaseClient is a member's own Lease and its view of the ring's other Leases.
 type leaseClient struct {
 	opts     Options

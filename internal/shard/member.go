@@ -2,7 +2,6 @@ package shard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -310,13 +309,6 @@ func (m *Member) shrink(ctx context.Context, owned Set) (Set, error) {
 	return lost, nil
 }
 
-// agreed reports whether the member serves the ring of this version.
-func (m *Member) agreed(version string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.served == version && m.ack == version
-}
-
 func (m *Member) servingNow() Set {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -350,5 +342,3 @@ func validRing(name string) string {
 	}
 	return ""
 }
-
-var errLeaseGone = errors.New("the membership Lease was deleted: another member found it expired")

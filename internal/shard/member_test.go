@@ -167,3 +167,10 @@ func TestHandover(t *testing.T) {
 	}
 	t.Logf("buckets taken %d times", h.worked.Load())
 }
+
+// agreed reports whether the member serves the ring of this version.
+func (m *Member) agreed(version string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.served == version && m.ack == version
+}
