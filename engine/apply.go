@@ -50,13 +50,17 @@ func (c *Controller) apply(ctx context.Context, st *ruleState, child string, obj
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
+	memo := keyOf(obj).String()
+	if !c.opts.DryRun {
+		c.written.Sending(memo)
+	}
 	got, err := c.client.Resource(ck.GVR).Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, opts)
+	if !c.opts.DryRun {
+		c.written.Settle(memo, got)
+	}
 	if err != nil {
 		return nil, childError(st.rule.Name, child, keyOf(obj), fmt.Errorf("apply: %w", err))
 	}
 	c.metrics.Applies.WithLabelValues(st.rule.Name).Inc()
-	if !c.opts.DryRun {
-		c.written.Remember(keyOf(got).String(), got)
-	}
 	return got, nil
 }

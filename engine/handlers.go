@@ -6,7 +6,8 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/informers"
 )
 
-// Event handlers only compute a key and enqueue it; all work happens in reconcile.
+// Event handlers only compute a key and enqueue it; all work happens in reconcile. An
+// event that only echoes one of our own writes enqueues nothing (informers.Written.Echo).
 
 // asObject unwraps a delete tombstone and returns the cached object, if it is one.
 func asObject(obj any) (*informers.Object, bool) {
@@ -26,8 +27,13 @@ func (c *Controller) parentHandler(rule string, selected bool) cache.ResourceEve
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, newObj any) { enqueue(newObj) },
+		AddFunc: enqueue,
+		UpdateFunc: func(_, newObj any) {
+			if u, ok := asObject(newObj); ok && c.written.Echo(statusMemo(rule, u.GetUID()), u, func() { enqueue(newObj) }) {
+				return // our own status write: the reconcile that made it saw this state
+			}
+			enqueue(newObj)
+		},
 		DeleteFunc: func(obj any) {
 			c.parentDeleted(rule, selected, obj)
 			enqueue(obj)
@@ -57,6 +63,9 @@ func (c *Controller) setupChildInformer(w *informers.Watch) error {
 		}
 		if old != nil && old.ParentUID() != o.ParentUID() {
 			c.unblock(o)
+		}
+		if c.written.Echo(keyOf(o).String(), o, func() { enqueue(o) }) {
+			return // our own write: the reconcile that made it saw this state
 		}
 		enqueue(o)
 	}

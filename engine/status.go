@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine/internal/compare"
@@ -132,7 +133,7 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 		return nil
 	}
 	current := parent
-	memo := "status/" + st.rule.Name + "/" + uidKey
+	memo := statusMemo(st.rule.Name, parent.GetUID())
 	if mine := c.written.Newer(memo, parent); mine != nil {
 		current = mine
 	}
@@ -162,9 +163,12 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
+	if !c.opts.DryRun {
+		c.written.Sending(memo)
+	}
 	got, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), patch, opts)
-	if err == nil && !c.opts.DryRun {
-		c.written.Remember(memo, got)
+	if !c.opts.DryRun {
+		c.written.Settle(memo, got)
 	}
 	if err == nil {
 		out.record(plan.ActionStatus, "", current, got)
@@ -182,6 +186,10 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	}
 	return nil
 }
+
+// statusMemo is the key under which the response to a rule's status write to a parent
+// is remembered (informers.Written).
+func statusMemo(rule string, uid types.UID) string { return "status/" + rule + "/" + string(uid) }
 
 // keepOthersConditions adds to want's conditions every condition of the parent that is
 // not the rule's own, as it is, in the parent's order with the rule's own last. A rule

@@ -13,14 +13,21 @@ import (
 // write and its watch event would see the stale cached object (or none), compute a
 // different status or write the same child again. Responses are held in their cached
 // form: while a large cluster converges, the watch events lag and thousands wait here.
+//
+// It also tells the watch events that only echo our own writes (echo.go).
 type Written struct {
 	mu       sync.Mutex
 	objs     map[string]*Object
 	byParent map[string]map[string]bool // parent UID -> keys of its children in objs
+	// sending counts our writes of a key in flight; held keeps the events of the key
+	// that arrived meanwhile, until the response tells whether they were its echo.
+	sending map[string]int
+	held    map[string][]heldEvent
 }
 
 func NewWritten() *Written {
-	return &Written{objs: map[string]*Object{}, byParent: map[string]map[string]bool{}}
+	return &Written{objs: map[string]*Object{}, byParent: map[string]map[string]bool{},
+		sending: map[string]int{}, held: map[string][]heldEvent{}}
 }
 
 // remember keeps got, the server's response to a write, in its cached form. got is
@@ -37,6 +44,10 @@ func (w *Written) Remember(key string, got *unstructured.Unstructured) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.rememberLocked(key, obj)
+}
+
+func (w *Written) rememberLocked(key string, obj *Object) {
 	w.objs[key] = obj
 	if uid := obj.parentUID; uid != "" {
 		if w.byParent[uid] == nil {
