@@ -37,13 +37,14 @@ func (b *bench) limits(ctx context.Context, res *results) error {
 		return err
 	}
 	var written [][]*unstructured.Unstructured
-	cpu0 := b.sampleCPU()
+	cpu0, server0 := b.sampleCPU(), b.serverSample(ctx)
 	if res.limit, written, err = b.sameWrites(ctx); err != nil {
 		watch.stop()
 		return fmt.Errorf("same-writes limit: %w", err)
 	}
 	res.limitCPU = b.sampleCPU().minus(cpu0)
 	logf("same-writes limit: machine CPU %s", res.limitCPU)
+	logf("same-writes limit: kube-apiserver served %s", b.serverSample(ctx).minus(server0))
 	if !b.cfg.skipDelete {
 		if res.deleteLimit, err = b.directDelete(ctx, written); err != nil {
 			watch.stop()

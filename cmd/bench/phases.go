@@ -92,7 +92,7 @@ func (b *bench) converge(ctx context.Context, res *results) error {
 	writes0, agents0 := b.audit.snapshot(), b.audit.agentSnapshot()
 	cpu0 := b.ctrls.cpuSeconds()
 	work0 := b.ctrls.workStats(ctx)
-	machine0 := b.sampleCPU()
+	machine0, server0 := b.sampleCPU(), b.serverSample(ctx)
 	stopProfiles := b.ctrls.profileCPU(ctx)
 	logf("convergence: creating %d parents", b.cfg.n)
 	start := time.Now()
@@ -108,6 +108,7 @@ func (b *bench) converge(ctx context.Context, res *results) error {
 	err = b.watch.waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged)
 	res.converge = time.Since(start)
 	res.convergeCPU = b.sampleCPU().minus(machine0)
+	logf("convergence: kube-apiserver served %s", b.serverSample(ctx).minus(server0))
 	work1 := b.ctrls.workStats(ctx)
 	stopProfiles()
 	if err != nil {
