@@ -51,6 +51,7 @@ type config struct {
 	kubecelEnv  string
 	skipDelete  bool
 	skipLimits  bool
+	pairs       int
 	refs        bool
 	// replicas is the number of kubecel processes; sharding runs each with --sharding
 	// and shardingArgs; workers, when above 0, is each one's --workers.
@@ -74,6 +75,7 @@ func main() {
 	flag.StringVar(&c.kubecelEnv, "kubecel-env", "", "extra environment for the controller, space separated (e.g. \"GOGC=50 GOMEMLIMIT=100MiB\")")
 	flag.BoolVar(&c.skipDelete, "skip-deletion", false, "skip the direct-delete limit and the deletion phase")
 	flag.BoolVar(&c.skipLimits, "skip-limits", false, "skip the baseline and both limits (their columns read \"skipped\")")
+	flag.IntVar(&c.pairs, "pairs", 1, "measure convergence and deletion against their limits this many times, alternating which goes first, and report the median ratios (one unsharded replica, with limits and deletion)")
 	flag.IntVar(&c.replicas, "replicas", 1, "number of kubecel run processes; above 1 implies --sharding")
 	flag.BoolVar(&c.sharding, "sharding", false, "run every replica with --sharding (with --replicas 1: the 1-replica reference for the speedup)")
 	flag.StringVar(&c.shardingArgs, "sharding-args", defaultShardingArgs, "flags added to `kubecel run --sharding`: the bench's lease timings")
@@ -91,6 +93,10 @@ func main() {
 		os.Exit(2)
 	}
 	c.sharding = c.sharding || c.replicas > 1
+	if c.pairs < 1 || c.pairs > 1 && (c.sharding || c.skipLimits || c.skipDelete) {
+		fmt.Fprintln(os.Stderr, "bench: --pairs must be at least 1, and above 1 needs one unsharded replica, the limits and the deletion phase")
+		os.Exit(2)
+	}
 	dir, err := filepath.Abs(c.dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -197,6 +203,9 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 	for i, c := range b.ctrls {
 		res.replicas[i].cpuTotal = c.cpuSeconds()
 		res.replicas[i].peak = c.rss().peak
+	}
+	if b.cfg.pairs > 1 {
+		return b.morePairs(ctx, res)
 	}
 	return nil
 }

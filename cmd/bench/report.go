@@ -35,6 +35,9 @@ type results struct {
 	// convergeCPU is where the machine's CPU went during convergence, limitCPU during
 	// the same-writes limit.
 	convergeCPU, limitCPU cpuUse
+	// pairs are every measurement of convergence and deletion against their limits,
+	// the run's own first, with --pairs above 1 (pairs.go); nil otherwise.
+	pairs []pair
 	replicas              []replicaResult
 	// oneReplica is the convergence of the latest 1-replica sharded row with the same N
 	// and flags (speedupRef is its date), speedup that over this run's; 0 when unknown.
@@ -147,11 +150,17 @@ func (r *results) print(w io.Writer) {
 		row("  ring agreed after the replicas started", secs(r.ringAgreed), "")
 	}
 	row("2 convergence", fmt.Sprintf("%s (%s same-writes limit, %s baseline)", secs(r.converge), times(r.limitRatio()), times(r.ratio())), "<= 1.15x same-writes limit")
+	if len(r.pairs) > 1 {
+		row(fmt.Sprintf("2 convergence over %d pairs (x same-writes limit)", len(r.pairs)), pairsSummary(r.pairs, pair.convergeRatio), "median <= 1.15x")
+	}
 	row("3 writes per parent", fmt.Sprintf("%.2f (%s)", r.writesPerParent(), r.writes), "<= 4 (children + 1)")
 	row("4 steady-state writes", fmt.Sprintf("%d (%d reconciles)", r.steadyWrites.total(), r.steadyReconciles), "0")
 	row("5 update propagation", secs(r.update), "")
 	if r.deletion > 0 {
 		row("6 deletion", fmt.Sprintf("%s (%s direct-delete limit)", secs(r.deletion), times(r.deleteRatio())), "<= 1.5x direct-delete limit")
+		if len(r.pairs) > 1 {
+			row(fmt.Sprintf("6 deletion over %d pairs (x direct-delete limit)", len(r.pairs)), pairsSummary(r.pairs, pair.deleteRatio), "median <= 1.5x")
+		}
 	} else {
 		row("6 deletion", "skipped", "")
 	}
@@ -250,5 +259,16 @@ func (r *results) row() string {
 		time.Now().UTC().Format("2006-01-02 15:04"), r.n, r.machine.cpus, r.machine.memGiB, r.machine.goVersion,
 		r.machine.load, r.machine.loadAfter, cell(r.baseline), cell(r.limit), r.converge.Seconds(), times(r.limitRatio()), times(r.ratio()),
 		r.writesPerParent(), r.steadyWrites.total(), r.update.Seconds(), deleteLimit, deletion,
-		mb(one.peak), mb(one.settled), mb(one.settledAnon), r.cpuConverge(), r.cpuTotal(), r.flags(), r.note)
+		mb(one.peak), mb(one.settled), mb(one.settledAnon), r.cpuConverge(), r.cpuTotal(), r.flags(), joinNotes(r.note, r.pairsNote()))
+}
+
+// joinNotes joins the non-empty notes with "; ".
+func joinNotes(notes ...string) string {
+	var out []string
+	for _, n := range notes {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, "; ")
 }

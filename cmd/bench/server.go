@@ -78,8 +78,9 @@ func (s serverCounts) minus(earlier serverCounts) serverCounts {
 	return out
 }
 
-// String lists the counts from the largest, those under min left out:
-// "PATCH configmaps 1000, WATCH webapps 2, ...".
+// String lists the counts from the largest, leaving out what is too small to matter
+// (fewer than 10 requests or 100 events, under 1 MB): "APPLY configmaps 1000, ...,
+// watch event bytes services 37.8 MB".
 func (s serverCounts) String() string {
 	keys := make([]string, 0, len(s))
 	for k := range s {
@@ -96,8 +97,17 @@ func (s serverCounts) String() string {
 	})
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		if s[k] >= 1 {
-			parts = append(parts, fmt.Sprintf("%s %.0f", k, s[k]))
+		switch v := s[k]; {
+		case strings.HasPrefix(k, "watch event bytes "):
+			if v >= 1e6 {
+				parts = append(parts, fmt.Sprintf("%s %.1f MB", k, v/1e6))
+			}
+		case strings.HasPrefix(k, "watch events "):
+			if v >= 100 {
+				parts = append(parts, fmt.Sprintf("%s %.0f", k, v))
+			}
+		case v >= 10:
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, v))
 		}
 	}
 	if len(parts) == 0 {
