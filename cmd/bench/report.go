@@ -37,8 +37,8 @@ type results struct {
 	convergeCPU, limitCPU cpuUse
 	// pairs are every measurement of convergence and deletion against their limits,
 	// the run's own first, with --pairs above 1 (pairs.go); nil otherwise.
-	pairs []pair
-	replicas              []replicaResult
+	pairs    []pair
+	replicas []replicaResult
 	// oneReplica is the convergence of the latest 1-replica sharded row with the same N
 	// and flags (speedupRef is its date), speedup that over this run's; 0 when unknown.
 	oneReplica time.Duration
