@@ -175,6 +175,10 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 		releaseWhenIdle(ctx, ctrl, time.Second, 5*time.Second, freeOSMemory(ctx))
 		return nil
 	})
+	g.Go(func() error {
+		boundHeapGrowth(ctx, time.Second)
+		return nil
+	})
 	return g.Wait()
 }
 
