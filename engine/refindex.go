@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -17,7 +18,7 @@ import (
 type refIndex struct {
 	mu sync.Mutex
 	// byName holds the parents that read one object by name.
-	byName map[refTarget]map[queueKey]struct{}
+	byName map[refTarget]parentSet
 	// bySelector holds the parents that list objects of a kind in a namespace ("" for
 	// every namespace), with the selector each used.
 	bySelector map[refTarget]map[queueKey]labels.Selector
@@ -47,7 +48,7 @@ func (x *refIndex) set(parent queueKey, lookups []rules.Lookup) {
 		return
 	}
 	if x.byName == nil {
-		x.byName = map[refTarget]map[queueKey]struct{}{}
+		x.byName = map[refTarget]parentSet{}
 		x.bySelector = map[refTarget]map[queueKey]labels.Selector{}
 		x.reads = map[queueKey][]refTarget{}
 	}
@@ -56,10 +57,9 @@ func (x *refIndex) set(parent queueKey, lookups []rules.Lookup) {
 		t := refTarget{gk: l.GVK.GroupKind(), namespace: l.Namespace, name: l.Name}
 		targets = append(targets, t)
 		if l.Selector == nil {
-			if x.byName[t] == nil {
-				x.byName[t] = map[queueKey]struct{}{}
-			}
-			x.byName[t][parent] = struct{}{}
+			set := x.byName[t]
+			set.add(parent)
+			x.byName[t] = set
 			continue
 		}
 		if x.bySelector[t] == nil {
@@ -80,9 +80,11 @@ func (x *refIndex) drop(parent queueKey) {
 func (x *refIndex) dropLocked(parent queueKey) {
 	for _, t := range x.reads[parent] {
 		if t.name != "" {
-			delete(x.byName[t], parent)
-			if len(x.byName[t]) == 0 {
+			set := x.byName[t]
+			if set.remove(parent); set.len() == 0 {
 				delete(x.byName, t)
+			} else {
+				x.byName[t] = set
 			}
 			continue
 		}
@@ -112,9 +114,7 @@ func (x *refIndex) readers(gk schema.GroupKind, oldObj, newObj any) []queueKey {
 		if !ok {
 			continue
 		}
-		for k := range x.byName[refTarget{gk: gk, namespace: o.GetNamespace(), name: o.GetName()}] {
-			add(k)
-		}
+		x.byName[refTarget{gk: gk, namespace: o.GetNamespace(), name: o.GetName()}].each(add)
 		lists := []map[queueKey]labels.Selector{x.bySelector[refTarget{gk: gk, namespace: o.GetNamespace()}]}
 		if o.GetNamespace() != "" {
 			lists = append(lists, x.bySelector[refTarget{gk: gk}])
@@ -142,4 +142,54 @@ func objectLabels(o *informers.Object) labels.Set {
 		return nil
 	}
 	return u.GetLabels()
+}
+
+// parentSet is a set of parents: a short list while small, since most objects read by
+// name are read by one parent each (a Go map for one entry takes about 400 bytes, and
+// the index holds one per object read), and a map once large, for an object that
+// thousands of parents read.
+type parentSet struct {
+	few  []queueKey
+	many map[queueKey]struct{}
+}
+
+// fewParents is the largest set kept as a list.
+const fewParents = 8
+
+func (s *parentSet) add(k queueKey) {
+	switch {
+	case s.many != nil:
+		s.many[k] = struct{}{}
+	case slices.Contains(s.few, k):
+	case len(s.few) < fewParents:
+		s.few = append(s.few, k)
+	default:
+		s.many = make(map[queueKey]struct{}, len(s.few)+1)
+		for _, f := range s.few {
+			s.many[f] = struct{}{}
+		}
+		s.many[k] = struct{}{}
+		s.few = nil
+	}
+}
+
+func (s *parentSet) remove(k queueKey) {
+	if s.many != nil {
+		delete(s.many, k)
+		return
+	}
+	if i := slices.Index(s.few, k); i >= 0 {
+		s.few = slices.Delete(s.few, i, i+1)
+	}
+}
+
+func (s parentSet) len() int { return len(s.few) + len(s.many) }
+
+func (s parentSet) each(fn func(queueKey)) {
+	for _, k := range s.few {
+		fn(k)
+	}
+	for k := range s.many {
+		fn(k)
+	}
 }
