@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +33,11 @@ import (
 // limits measures both limits, under a tracker of the bench's own (as the controller's
 // phases run under one), and leaves their namespace deleted.
 func (b *bench) limits(ctx context.Context, res *results) error {
+	// The namespace is there at the first run, and made again for later pairs.
+	_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: limitNS}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", limitNS, err)
+	}
 	watch, err := startTracker(ctx, b.kube, b.clients[0], limitNS, b.cfg.n)
 	if err != nil {
 		return err
