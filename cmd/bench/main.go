@@ -205,6 +205,7 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 		res.replicas[i].peak = c.rss().peak
 	}
 	if b.cfg.pairs > 1 {
+		b.ctrls.identify(res) // before the pairs stop the replicas
 		return b.morePairs(ctx, res)
 	}
 	return nil
