@@ -82,7 +82,8 @@ func loadSize() loadShape {
 
 // memoryGrowth is how much the controller's memory may grow from the first third of the
 // edits to the last third (means over the samples), checked on two figures. The heap goal
-// (go_memstats_next_gc_bytes) is twice the heap that survived the last collection: unlike
+// (go_memstats_next_gc_bytes) follows the heap that survived the last collection (twice
+// it, or at most 32 MiB more above 32 MiB: `kubecel run` bounds the growth): unlike
 // the allocated heap it does not saw up and down with each collection, so a few samples
 // give a steady mean; it is the figure a leak moves. The RSS is what the process costs.
 // The edits keep the same rate and spread over the same widgets throughout, so a
