@@ -50,17 +50,30 @@ func (c *Controller) apply(ctx context.Context, st *ruleState, child string, obj
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	memo := keyOf(obj).String()
-	if !c.opts.DryRun {
-		c.written.Sending(memo)
-	}
-	got, err := c.client.Resource(ck.GVR).Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, opts)
-	if !c.opts.DryRun {
-		c.written.Settle(memo, got)
-	}
+	got, err := c.remembered(keyOf(obj).String(), func() (*unstructured.Unstructured, error) {
+		return c.client.Resource(ck.GVR).Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, opts)
+	})
 	if err != nil {
 		return nil, childError(st.rule.Name, child, keyOf(obj), fmt.Errorf("apply: %w", err))
 	}
 	c.metrics.Applies.WithLabelValues(st.rule.Name).Inc()
 	return got, nil
+}
+
+// remembered sends a write whose response is remembered under key (informers.Written):
+// announced before it is sent, so that its watch echo is told apart, and settled even
+// when write panics, so that the events held back meanwhile are not lost. The response
+// is trimmed as the caches trim. A dry run remembers nothing.
+func (c *Controller) remembered(key string, write func() (*unstructured.Unstructured, error)) (got *unstructured.Unstructured, err error) {
+	if c.opts.DryRun {
+		return write()
+	}
+	c.written.Sending(key)
+	defer func() {
+		if err != nil {
+			got = nil
+		}
+		c.written.Settle(key, got)
+	}()
+	return write()
 }

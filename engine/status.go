@@ -163,13 +163,9 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 	if c.opts.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	if !c.opts.DryRun {
-		c.written.Sending(memo)
-	}
-	got, err := c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), patch, opts)
-	if !c.opts.DryRun {
-		c.written.Settle(memo, got)
-	}
+	got, err := c.remembered(memo, func() (*unstructured.Unstructured, error) {
+		return c.client.Resource(st.parent.GVR).Namespace(parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), patch, opts)
+	})
 	if err == nil {
 		out.record(plan.ActionStatus, "", current, got)
 	}
