@@ -6,9 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 )
 
 // A single comparison of convergence with its limit is not precise to better than about
@@ -97,23 +94,16 @@ func (b *bench) pairController(ctx context.Context, p *pair) error {
 	defer b.stopControllers()
 	logf("pair convergence: creating %d parents", b.cfg.n)
 	start := time.Now()
-	err := b.parallel(ctx, b.cfg.n, func(ctx context.Context, c dynamic.Interface, i int) error {
-		_, err := c.Resource(webapps).Namespace(benchNS).Create(ctx, newParent(benchNS, i), metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
+	if err := b.createParents(ctx); err != nil {
 		return err
 	}
 	if err := b.watch.waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged); err != nil {
 		return err
 	}
 	p.converge = time.Since(start)
-	if !b.cfg.skipDelete {
-		if p.deletion, err = b.deletion(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	var err error
+	p.deletion, err = b.deletion(ctx)
+	return err
 }
 
 // median of the pairs' ratios; 0 when there are none.

@@ -96,16 +96,12 @@ func (b *bench) converge(ctx context.Context, res *results) error {
 	stopProfiles := b.ctrls.profileCPU(ctx)
 	logf("convergence: creating %d parents", b.cfg.n)
 	start := time.Now()
-	err := b.parallel(ctx, b.cfg.n, func(ctx context.Context, c dynamic.Interface, i int) error {
-		_, err := c.Resource(webapps).Namespace(benchNS).Create(ctx, newParent(benchNS, i), metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
+	if err := b.createParents(ctx); err != nil {
 		stopProfiles()
 		return err
 	}
 	created := time.Since(start)
-	err = b.watch.waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged)
+	err := b.watch.waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged)
 	res.converge = time.Since(start)
 	res.convergeCPU = b.sampleCPU().minus(machine0)
 	logf("convergence: kube-apiserver served %s", b.serverSample(ctx).minus(server0))
@@ -129,6 +125,14 @@ func (b *bench) converge(ctx context.Context, res *results) error {
 	res.writes = b.audit.snapshot().minus(writes0)
 	res.agentWrites = b.audit.agentSnapshot().minus(agents0)
 	return nil
+}
+
+// createParents creates the N parents in the bench namespace with the bench's clients.
+func (b *bench) createParents(ctx context.Context) error {
+	return b.parallel(ctx, b.cfg.n, func(ctx context.Context, c dynamic.Interface, i int) error {
+		_, err := c.Resource(webapps).Namespace(benchNS).Create(ctx, newParent(benchNS, i), metav1.CreateOptions{})
+		return err
+	})
 }
 
 // quiet waits until the controller has sent no write for 3s, so that writes still in
