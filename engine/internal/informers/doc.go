@@ -14,4 +14,7 @@
 //     may change.
 //   - Written returns a remembered write only while it is newer than the cache (same
 //     UID, a later resourceVersion), and forgets it once the cache caught up.
+//   - Written.Echo drops only a watch event that shows an object exactly as our own
+//     write returned it; an event that arrives while a write of its object is in flight
+//     is held back and replayed once the write has ended, if it was not the echo.
 package informers

@@ -33,14 +33,18 @@ func (w *Written) Sending(key string) {
 }
 
 // Settle ends a write announced by Sending. got is the server's response, nil when the
-// write failed. got is remembered as Remember does, unless its echo was already held
-// back (then the cache has it). Held events that were not got's echo are replayed once
-// no write of the key is in flight; it is trimmed in place like Remember's.
+// write failed. It is trimmed in place, as the informers trim what they cache, so the
+// caller goes on with what a cache would show, and remembered in its cached form until
+// the cache catches up, unless its echo was already held back (then the cache has it).
+// Held events that were not got's echo are replayed once no write of the key is in
+// flight.
 func (w *Written) Settle(key string, got *unstructured.Unstructured) {
 	var obj *Object
 	if got != nil {
 		Trim(got)
-		obj, _ = NewObject(got) // a failure leaves it unremembered, as Remember does
+		// Not remembered when it cannot be encoded: the next reconcile reads the
+		// cache, as without this memory.
+		obj, _ = NewObject(got)
 	}
 	w.mu.Lock()
 	if w.sending[key]--; w.sending[key] <= 0 {

@@ -30,23 +30,8 @@ func NewWritten() *Written {
 		sending: map[string]int{}, held: map[string][]heldEvent{}}
 }
 
-// remember keeps got, the server's response to a write, in its cached form. got is
-// trimmed in place first, as the informers trim what they cache, so the caller goes on
-// with what a cache would show.
-func (w *Written) Remember(key string, got *unstructured.Unstructured) {
-	if got == nil {
-		return
-	}
-	Trim(got)
-	obj, err := NewObject(got)
-	if err != nil {
-		return // not remembered: the next reconcile reads the cache, as without this memory
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.rememberLocked(key, obj)
-}
-
+// rememberLocked keeps obj, the cached form of the server's response to a write of key
+// (Settle makes it).
 func (w *Written) rememberLocked(key string, obj *Object) {
 	w.objs[key] = obj
 	if uid := obj.parentUID; uid != "" {
