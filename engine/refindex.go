@@ -145,9 +145,9 @@ func objectLabels(o *informers.Object) labels.Set {
 }
 
 // parentSet is a set of parents: a short list while small, since most objects read by
-// name are read by one parent each (a Go map for one entry takes about 400 bytes, and
-// the index holds one per object read), and a map once large, for an object that
-// thousands of parents read.
+// name are read by one parent each (for 10,000 objects read by one parent each, byName
+// took 659 bytes per object with a map per object, 105 with a list), and a map once
+// large, for an object that thousands of parents read.
 type parentSet struct {
 	few  []queueKey
 	many map[queueKey]struct{}

@@ -15,7 +15,7 @@ import (
 // bursts of work, among the garbage of decoding and evaluating; the caches' objects
 // then sit in memory pages that the burst's garbage shared, and those pages stay
 // resident after the garbage is collected. With a large cache, the heap settles near
-// twice the live data (docs/benchmarks.md, *Where the memory goes*).
+// twice the live data (docs/benchmarks.md, *Pages shared with garbage*).
 //
 // So kubecel bounds the growth instead: at most gcHeadroom over the live data, and
 // never more than GOGC=100 allows. A small controller collects as any Go program does;
