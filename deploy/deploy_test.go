@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -355,6 +356,13 @@ var commonAccess = []access{
 	{"", "configmaps", "list", namespace, "", false},
 	{"", "configmaps", "get", namespace, "other", false},
 	{"", "configmaps", "update", namespace, "kubecel-rules", false},
+	// The installation's identity Secret: read by name, created once.
+	{"", "secrets", "get", namespace, "kubecel-identity", true},
+	{"", "secrets", "create", namespace, "", true},
+	{"", "secrets", "update", namespace, "kubecel-identity", false},
+	{"", "secrets", "list", namespace, "", false},
+	{"", "secrets", "watch", namespace, "", false},
+	{"", "secrets", "create", "team-a", "", false},
 	// Nothing else.
 	{"", "secrets", "get", namespace, "anything", false},
 	{"", "configmaps", "list", "team-a", "", false},
@@ -395,6 +403,7 @@ func TestPermissions(t *testing.T) {
 			grant(t, render(t, tt.dir))
 			checkAccess(t, append(slices.Clone(commonAccess), leaseAccess(tt.leases...)...))
 			readRulesConfigMap(t)
+			loadIdentity(t)
 			if tt.ring {
 				joinRing(t)
 			}
@@ -511,6 +520,25 @@ func readRulesConfigMap(t *testing.T) {
 	w.Stop()
 	if _, err := configMaps.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("list every ConfigMap of %s: err = %v, want Forbidden", namespace, err)
+	}
+}
+
+// loadIdentity reads, as the controller's ServiceAccount, the installation's identity
+// as `kubecel run` does: creating its Secret when it is missing, reading it otherwise.
+func loadIdentity(t *testing.T) {
+	t.Helper()
+	s := identity.Secret{Installation: rules.DefaultInstallation, Namespace: namespace, Name: identity.SecretName(rules.DefaultInstallation)}
+	first, err := identity.Load(t.Context(), asController(t), s, true)
+	if err != nil {
+		t.Fatalf("load the identity as the controller: %v", err)
+	}
+	again, err := identity.Load(t.Context(), asController(t), s, true)
+	if err != nil {
+		t.Fatalf("load the identity again as the controller: %v", err)
+	}
+	claim := rules.ChildClaim{Installation: rules.DefaultInstallation, Rule: "r", ParentUID: "u"}
+	if !again.Proves(claim, first.Proof(claim)) {
+		t.Error("the second load read another key than the first made")
 	}
 }
 

@@ -22,7 +22,7 @@ func (c *Controller) prepareChild(st *ruleState, parent *unstructured.Unstructur
 	if ck == nil {
 		return nil, childError(st.rule.Name, d.ID, keyOf(probe), fmt.Errorf("kind %s is not among the rule's child kinds", gk))
 	}
-	obj, err := st.rule.Shape(st.parentRef(parent), d, ck.Namespaced)
+	obj, err := st.rule.Shape(c.opts.Identity, st.parentRef(parent), d, ck.Namespaced)
 	if err != nil {
 		return nil, err
 	}

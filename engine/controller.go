@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/metrics"
+	"github.com/kubecel/kubecel/rules"
 )
 
 // Options configures a Controller. The zero value is usable.
@@ -44,6 +47,14 @@ type Options struct {
 	// Shard, when set, restricts the controller to the parents of the buckets it
 	// serves (kubecel run --sharding); nil serves every parent.
 	Shard Shard
+	// Identity is the installation the controller acts for (required): it proves the
+	// children it creates, and takes for children only the objects that carry its proof
+	// (rules.Identity). Replicas of one installation share it.
+	Identity *rules.Identity
+	// AdoptUnproven takes over, as the rule's child of a parent, an object that carries
+	// the rule's and the parent's labels but no installation label: a child made by a
+	// kubecel before proofs (kubecel run --adopt-unproven, for an upgrade).
+	AdoptUnproven bool
 	// Notify, when set, is told once when a rule cannot run (reason rules.PendingNotServed,
 	// rules.PendingForbidden or rules.PendingError) with a message naming what is missing.
 	Notify func(ctx context.Context, rule, reason, message string)
@@ -113,6 +124,10 @@ type Controller struct {
 // New builds a controller for the cluster that cfg points at.
 func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	opts.defaults()
+	if opts.Identity == nil {
+		return nil, errors.New("engine: Options.Identity is required: the controller proves its children with it")
+	}
+	prove := func(u *unstructured.Unstructured) bool { return opts.Identity.ProvesObject(u) }
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -139,14 +154,14 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		kube:    kube,
 		meta:    metaClient,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
-		watches: informers.NewSet(client, opts.Resync),
+		watches: informers.NewSet(client, opts.Resync, prove),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[queueKey](),
 			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: "kubecel", MetricsProvider: m.QueueProvider()}),
 		metrics: m,
 		rules:   map[string]*ruleState{},
 		pending: map[string]*pendingRule{},
-		written: informers.NewWritten(),
+		written: informers.NewWritten(prove),
 		waiting: newWaiters(),
 		gone:    newGoneParents(),
 	}

@@ -179,7 +179,7 @@ func TestDeletionByKubecel(t *testing.T) {
 	}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.UserAgent = userAgent
-	ctrl, err := engine.New(cfg, engine.Options{Workers: 4})
+	ctrl, err := engine.New(cfg, engine.Options{Workers: 4, Identity: testenv.Identity(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

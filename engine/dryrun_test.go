@@ -54,7 +54,7 @@ func TestDryRunWritesNothingAndLogsThePlan(t *testing.T) {
 	before := testenv.Writes(t, mine)
 
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-	ctrl, err := engine.New(testenv.Config(t), engine.Options{Workers: 2, DryRun: true})
+	ctrl, err := engine.New(testenv.Config(t), engine.Options{Workers: 2, DryRun: true, Identity: testenv.Identity(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

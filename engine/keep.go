@@ -48,10 +48,11 @@ func (c *Controller) releaseChild(ctx context.Context, st *ruleState, child *inf
 		"resourceVersion": child.GetResourceVersion(),
 		"labels": map[string]any{
 			rules.LabelManagedBy: nil, rules.LabelRule: nil, rules.LabelParentUID: nil, rules.LabelChild: nil, rules.LabelBucket: nil,
-			rules.LabelReleased: st.rule.Name,
+			rules.LabelInstallation: nil,
+			rules.LabelReleased:     st.rule.Name,
 		},
 		"annotations": map[string]any{
-			rules.AnnotationParent: nil, rules.AnnotationAppliedHash: nil,
+			rules.AnnotationParent: nil, rules.AnnotationAppliedHash: nil, rules.AnnotationProof: nil, rules.AnnotationOrigin: nil,
 			rules.AnnotationReleasedFrom: child.Parent(),
 		},
 		"ownerReferences": refs, // a merge patch replaces the list

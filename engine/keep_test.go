@@ -123,7 +123,7 @@ func TestPlanShowsRelease(t *testing.T) {
 	f.stop()
 	f.patchSpec(widgets, f.ns, "w1", `{"cache":false}`)
 
-	ctrl, err := engine.New(testenv.Config(t), engine.Options{Workers: 1, DryRun: true})
+	ctrl, err := engine.New(testenv.Config(t), engine.Options{Workers: 1, DryRun: true, Identity: testenv.Identity(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,6 +95,8 @@ type fixture struct {
 	rulesTemplate string
 	opts          engine.Options
 	stop          func() // stops ctrl
+	// agent, when set, is the controller's user agent instead of userAgent's.
+	agent string
 }
 
 // startController renders rulesTemplate (with .NS and .Rule) and runs a controller with
@@ -121,6 +123,9 @@ func (f *fixture) run() {
 	rs := f.loadRules(f.rulesTemplate)
 	cfg := rest.CopyConfig(testenv.Config(f.t))
 	cfg.UserAgent = f.userAgent()
+	if f.opts.Identity == nil {
+		f.opts.Identity = testenv.Identity(f.t)
+	}
 	ctrl, err := engine.New(cfg, f.opts)
 	if err != nil {
 		f.t.Fatal(err)
@@ -147,7 +152,12 @@ func (f *fixture) run() {
 
 // userAgent is the fixture's controller's, so that the audit log tells its requests
 // from the test's own and from kube-controller-manager's.
-func (f *fixture) userAgent() string { return "kubecel-engine-test/" + f.rule }
+func (f *fixture) userAgent() string {
+	if f.agent != "" {
+		return f.agent
+	}
+	return "kubecel-engine-test/" + f.rule
+}
 
 // restart stops the running controller and starts a new one, with nothing in memory.
 func (f *fixture) restart() {

@@ -32,6 +32,9 @@ func runWithLoader(t *testing.T, src rulesource.Source, reg *prometheus.Registry
 	t.Helper()
 	opts.Registry = reg
 	opts.PendingRetry = 500 * time.Millisecond
+	if opts.Identity == nil {
+		opts.Identity = testenv.Identity(t)
+	}
 	ctrl, err := engine.New(testenv.Config(t), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,17 +18,20 @@ import (
 // Whether an object is a parent's child is decided before the first write to it, never
 // by the write: kubecel creates its children and does not take over what it finds.
 //
-//   - An object the child informers hold (they see only kubecel's objects) that carries
-//     another rule's or parent's labels is a conflict, found without a request.
+//   - An object is one of this installation's children only when it carries its proof
+//     (rules.Identity): the caches keep kubecel's labels of no other object, so a
+//     look-alike is never read as a child, counted, written or deleted.
+//   - An object the child informers hold with a proof for another rule or parent is a
+//     conflict, found without a request.
 //   - An object the caches do not show is created with a server-side apply that carries
 //     a resourceVersion precondition no stored object can meet (createOnly): the server
 //     creates it if the name is free and answers 409 Conflict if any object has it. A
 //     create is still one write, owned by the apply field manager like every later one.
-//   - On that 409 kubecel reads the object: labelled for this rule and parent, it is ours
-//     (the cache lags our own create) and is applied; without any kubecel parent and
-//     without a controller, it is adopted only when the child says adopt: true; anything
-//     else is a ChildExists conflict reported on the parent, and the object is left as it
-//     is, never pruned (it does not carry our labels).
+//   - On that 409 kubecel reads the object and decides by its proof (decide): ours, or
+//     left by an earlier parent of the same name, it is applied; without any kubecel
+//     parent and without a controller, it is adopted only when the child says adopt:
+//     true; anything else is a ChildExists conflict reported on the parent, and the
+//     object is left as it is.
 
 // createOnly is a resourceVersion no stored object has: etcd revisions are positive
 // int64s, so the largest uint64 never matches, and on a create the server ignores it.
@@ -39,6 +43,10 @@ type conflictError struct {
 	rule, child string
 	obj         objectKey
 	holder      string
+	// twin is set when the object claims, without this installation's proof, to be
+	// this very child: another installation serves the same rule on the same parent
+	// (or someone copied its labels). The parent's status is then left to the other.
+	twin bool
 }
 
 func (e *conflictError) Error() string {
@@ -51,27 +59,82 @@ func isConflict(err error) bool {
 	return errors.As(err, &c)
 }
 
-// holderOf says who holds obj when it is not (rule, parentUID)'s child, or "" when it is.
-// A child that kubecel made for the same parent under a rule that no longer exists
-// (removed or renamed; live says which rules do) is the parent's to take.
-func holderOf(rule, parentUID string, labels, annotations map[string]string, owners []metav1.OwnerReference, live func(rule string) bool) string {
-	kubecel := labels[rules.LabelManagedBy] == rules.ManagedByValue
+// isTwin reports whether err holds a conflictError with another installation's twin.
+func isTwin(err error) bool {
+	var c *conflictError
+	return errors.As(err, &c) && c.twin
+}
+
+// holding is what decide makes of an object found at a child's name.
+type holding int
+
+const (
+	foreign  holding = iota // someone else's: a conflict
+	ours                    // this parent's child under this rule
+	leftover                // this rule's child of an earlier parent of the same name: ours to take
+)
+
+// decide says whether the object found at a child's name is the parent's to write, and
+// who holds it when it is not. proven is whether the object carries this installation's
+// proof of claim (rules.Identity.Proves). A child made for the same parent under a rule
+// of the same origin that no longer exists (removed or renamed; live says which rules
+// do) is the parent's to take.
+func decide(r *rules.Rule, p rules.ParentRef, claim rules.ChildClaim, proven bool, live func(rule string) bool) (holding, string) {
+	sameOrigin := claim.Origin == r.Origin
 	switch {
-	case kubecel && labels[rules.LabelParentUID] == parentUID && (labels[rules.LabelRule] == rule || !live(labels[rules.LabelRule])):
-		return ""
-	case kubecel && labels[rules.LabelParentUID] != "":
-		who := annotations[rules.AnnotationParent]
-		if who == "" {
-			who = "uid " + labels[rules.LabelParentUID]
-		}
-		return fmt.Sprintf("belongs to parent %s of rule %q", who, labels[rules.LabelRule])
+	case proven && sameOrigin && claim.ParentUID == p.UID && (claim.Rule == r.Name || !live(claim.Rule)):
+		return ours, ""
+	case proven && sameOrigin && claim.Rule == r.Name && claim.Parent == p.Annotation():
+		return leftover, ""
+	case proven:
+		return foreign, fmt.Sprintf("belongs to %s of rule %q", otherParent(p, claim.Parent), claim.Rule)
 	}
-	for _, o := range owners {
-		if o.Controller != nil && *o.Controller {
-			return fmt.Sprintf("is controlled by %s %s", o.Kind, o.Name)
-		}
+	return foreign, ""
+}
+
+// otherParent names the parent a child belongs to, as the annotation says, in a message
+// on parent p: by name in p's own namespace, and not named in another, whose tenant may
+// not be p's.
+func otherParent(p rules.ParentRef, annotation string) string {
+	parts := strings.Split(annotation, "/")
+	if len(parts) == 4 && parts[2] == p.Namespace {
+		return "parent " + parts[3]
 	}
-	return "was not created by kubecel for this parent"
+	return "a parent in another namespace"
+}
+
+// unprovenHolder says who holds an object that carries no proof of this installation.
+// twin reports an object whose labels claim to be this very child.
+func unprovenHolder(r *rules.Rule, p rules.ParentRef, obj *unstructured.Unstructured) (holder string, twin bool) {
+	labels, ann := obj.GetLabels(), obj.GetAnnotations()
+	if legacyChild(r, p, obj) {
+		return "carries kubecel's labels for this parent and rule but no proof, as a kubecel before proofs made it: run the controller once with --adopt-unproven to take such children over", false
+	}
+	if labels[rules.LabelManagedBy] == rules.ManagedByValue && labels[rules.LabelParentUID] != "" {
+		inst := labels[rules.LabelInstallation]
+		if inst == "" {
+			inst = "none"
+		}
+		if labels[rules.LabelParentUID] == p.UID && labels[rules.LabelRule] == r.Name {
+			return fmt.Sprintf("carries kubecel's labels for this parent and rule but not this installation's proof (%s=%s): another kubecel installation serves rule %q on the same parents, or its labels were copied; run one installation per rule and parent", rules.LabelInstallation, inst, r.Name), true
+		}
+		return fmt.Sprintf("carries kubecel's labels (%s=%s) but no proof that this installation made it for this parent", rules.LabelInstallation, inst), false
+	}
+	if from := ann[rules.AnnotationReleasedFrom]; from != "" || labels[rules.LabelReleased] != "" {
+		return "was released by kubecel (lifecycle Keep) and is no longer managed: delete it to let this parent create its own, or set adopt: true on the child to take it over", false
+	}
+	if owner := metav1.GetControllerOfNoCopy(obj); owner != nil {
+		return fmt.Sprintf("is controlled by %s %s", owner.Kind, owner.Name), false
+	}
+	return "was not created by kubecel for this parent", false
+}
+
+// legacyChild reports whether obj looks like r's child of p made by a kubecel before
+// proofs: this rule's and this parent's labels, and no installation label.
+func legacyChild(r *rules.Rule, p rules.ParentRef, obj *unstructured.Unstructured) bool {
+	labels := obj.GetLabels()
+	return labels[rules.LabelManagedBy] == rules.ManagedByValue && labels[rules.LabelInstallation] == "" &&
+		labels[rules.LabelRule] == r.Name && labels[rules.LabelParentUID] == p.UID
 }
 
 // adoptable reports whether an existing object that is not ours may be adopted by a child
@@ -83,9 +146,10 @@ func adoptable(obj *unstructured.Unstructured) bool {
 	return metav1.GetControllerOfNoCopy(obj) == nil
 }
 
-// cachedHolder looks for obj in its kind's child cache: when an object of that name is
-// cached (so kubecel labelled it) for another rule or parent, it says who holds it.
-func (c *Controller) cachedHolder(st *ruleState, parentUID string, obj *unstructured.Unstructured) string {
+// cachedHolder looks for obj in its kind's child cache: when a proven child of that name
+// is cached for another rule or parent, it says who holds it. Anything else the cache
+// holds under that name is decided by create, from the object itself.
+func (c *Controller) cachedHolder(st *ruleState, parent rules.ParentRef, obj *unstructured.Unstructured) string {
 	ck := st.children[obj.GroupVersionKind().GroupKind()]
 	if ck == nil || ck.watch == nil {
 		return ""
@@ -99,8 +163,12 @@ func (c *Controller) cachedHolder(st *ruleState, parentUID string, obj *unstruct
 		return ""
 	}
 	o := item.(*informers.Object)
-	labels := map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: o.Rule(), rules.LabelParentUID: o.ParentUID()}
-	return holderOf(st.rule.Name, parentUID, labels, map[string]string{rules.AnnotationParent: o.Parent()}, nil, c.ruleKnown)
+	if o.Rule() == "" {
+		return "" // not a proven child
+	}
+	claim := rules.ChildClaim{Rule: o.Rule(), Origin: o.Origin(), ParentUID: o.ParentUID(), Parent: o.Parent()}
+	_, holder := decide(st.rule, parent, claim, true, c.ruleKnown)
+	return holder
 }
 
 // ruleKnown reports whether a rule of that name runs or waits to run.
@@ -113,9 +181,9 @@ func (c *Controller) ruleKnown(name string) bool {
 // create writes a child that the caches do not show: created when its name is free; when
 // it is taken, applied only if the object turns out to be ours or adoptable.
 func (c *Controller) create(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, child string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	uid := string(parent.GetUID())
+	ref := st.parentRef(parent)
 	k := keyOf(obj)
-	if holder := c.cachedHolder(st, uid, obj); holder != "" {
+	if holder := c.cachedHolder(st, ref, obj); holder != "" {
 		return nil, &conflictError{rule: st.rule.Name, child: child, obj: k, holder: holder}
 	}
 	first := obj.DeepCopy()
@@ -133,11 +201,27 @@ func (c *Controller) create(ctx context.Context, st *ruleState, parent *unstruct
 	case gerr != nil:
 		return nil, childError(st.rule.Name, child, k, fmt.Errorf("read the existing object: %w", gerr))
 	}
-	holder := holderOf(st.rule.Name, uid, existing.GetLabels(), existing.GetAnnotations(), existing.GetOwnerReferences(), c.ruleKnown)
+	claim := rules.ClaimOf(k.GK, existing.GetNamespace(), existing.GetName(), existing.GetLabels(), existing.GetAnnotations())
+	proven := c.opts.Identity.Proves(claim, existing.GetAnnotations()[rules.AnnotationProof])
+	held, holder := decide(st.rule, ref, claim, proven, c.ruleKnown)
+	twin := false
 	switch {
-	case holder == "":
-		return c.apply(ctx, st, child, obj) // ours: the cache has not seen our create yet
-	case childByID(st, child).Adopt && adoptable(existing):
+	case !proven && c.opts.AdoptUnproven && legacyChild(st.rule, ref, existing):
+		held = ours // an upgrade: the apply gives it its proof
+	case !proven:
+		holder, twin = unprovenHolder(st.rule, ref, existing)
+	}
+	switch {
+	case held == ours:
+		return c.apply(ctx, st, child, obj) // the cache has not seen our create yet
+	case held == leftover:
+		got, err := c.apply(ctx, st, child, obj)
+		if err == nil {
+			klog.FromContext(ctx).Info("Took over child left by an earlier parent of the same name", "child", child, "object", k.String(), "earlierParentUID", claim.ParentUID)
+			c.event(parent, "Normal", rules.ReasonAdopted, "took over %s as child %q: this rule made it for an earlier parent of the same name", k, child)
+		}
+		return got, err
+	case !proven && childByID(st, child).Adopt && adoptable(existing):
 		got, err := c.apply(ctx, st, child, obj)
 		if err == nil {
 			klog.FromContext(ctx).Info("Adopted existing object", "child", child, "object", k.String())
@@ -145,5 +229,5 @@ func (c *Controller) create(ctx context.Context, st *ruleState, parent *unstruct
 		}
 		return got, err
 	}
-	return nil, &conflictError{rule: st.rule.Name, child: child, obj: k, holder: holder}
+	return nil, &conflictError{rule: st.rule.Name, child: child, obj: k, holder: holder, twin: twin}
 }

@@ -7,15 +7,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubecel/kubecel/rules"
 )
 
 // TestCreateNeverAdopts: a child the caches do not show is created only when its name is
-// free. An existing object is applied only when it carries this rule's and parent's
-// labels, or when the child opts in with adopt: true and the object has no controller and
-// no other kubecel parent; otherwise it is a conflict and the object is left unchanged.
+// free. An existing object is applied only when it carries this installation's proof
+// that it is this rule's child of this parent (or of an earlier parent of the same name,
+// or of this parent under a removed rule), or when the child opts in with adopt: true and
+// the object has no controller and no other kubecel parent; otherwise it is a conflict
+// and the object is left unchanged. Labels without the proof count for nothing.
 func TestCreateNeverAdopts(t *testing.T) {
 	c, ns := newTestController(t)
 	const uid = "aaaaaaaa-0000-0000-0000-000000000001"
@@ -23,13 +24,24 @@ func TestCreateNeverAdopts(t *testing.T) {
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "parent", "namespace": ns, "uid": uid},
 	}}
-	ours := map[string]any{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "own", rules.LabelParentUID: uid, rules.LabelChild: "cm"}
+	annotation := "/configmaps/" + ns + "/parent"
+	labels := func(rule, parentUID string) map[string]any {
+		return map[string]any{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: rule, rules.LabelParentUID: parentUID, rules.LabelChild: "cm"}
+	}
+	ours := labels("own", uid)
+	// What a copier writes: kubecel's labels as a real child carries them.
+	forged := labels("own", uid)
+	forged[rules.LabelInstallation] = testIdentity.Name()
 	controller := true
 	tests := []struct {
 		name     string
 		existing map[string]any // metadata of an object already there; nil for none
+		proven   bool           // the existing object carries testIdentity's proof of what it claims
 		adopt    bool
-		want     string // "created", "applied" or "conflict"
+		// adoptUnproven sets Options.AdoptUnproven (kubecel run --adopt-unproven).
+		adoptUnproven bool
+		want          string // "created", "applied" or "conflict"
+		twin          bool   // a conflict with an object that claims to be this very child
 	}{
 		{name: "free", want: "created"},
 		{name: "foreign", existing: map[string]any{"labels": map[string]any{"team": "x"}}, want: "conflict"},
@@ -37,27 +49,43 @@ func TestCreateNeverAdopts(t *testing.T) {
 		{name: "controlled-adopt", existing: map[string]any{"ownerReferences": []any{map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap", "name": "boss", "uid": "bbbbbbbb-0000-0000-0000-000000000002", "controller": controller,
 		}}}, adopt: true, want: "conflict"},
-		{name: "other-parent", existing: map[string]any{"labels": map[string]any{
-			rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "own", rules.LabelParentUID: "cccccccc-0000-0000-0000-000000000003", rules.LabelChild: "cm",
-		}}, adopt: true, want: "conflict"},
-		{name: "other-rule", existing: map[string]any{"labels": map[string]any{
-			rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "another", rules.LabelParentUID: uid, rules.LabelChild: "cm",
-		}}, want: "conflict"},
-		{name: "ours-not-cached-yet", existing: map[string]any{"labels": ours}, want: "applied"},
-		{name: "left-by-a-removed-rule", existing: map[string]any{"labels": map[string]any{
-			rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "removed", rules.LabelParentUID: uid, rules.LabelChild: "cm",
-		}}, want: "applied"},
+		{name: "other-parent", existing: map[string]any{"labels": labels("own", "cccccccc-0000-0000-0000-000000000003"),
+			"annotations": map[string]any{rules.AnnotationParent: "/configmaps/" + ns + "/other"}}, proven: true, adopt: true, want: "conflict"},
+		{name: "other-rule", existing: map[string]any{"labels": labels("another", uid)}, proven: true, want: "conflict"},
+		{name: "ours-not-cached-yet", existing: map[string]any{"labels": ours, "annotations": map[string]any{rules.AnnotationParent: annotation}}, proven: true, want: "applied"},
+		{name: "left-by-a-removed-rule", existing: map[string]any{"labels": labels("removed", uid)}, proven: true, want: "applied"},
+		{name: "left-by-an-earlier-parent-of-the-same-name", existing: map[string]any{"labels": labels("own", "dddddddd-0000-0000-0000-000000000004"),
+			"annotations": map[string]any{rules.AnnotationParent: annotation}}, proven: true, want: "applied"},
+		// What anyone who may label an object can write: kubecel's labels, without the proof.
+		{name: "forged-labels", existing: map[string]any{"labels": forged, "annotations": map[string]any{rules.AnnotationParent: annotation}}, want: "conflict", twin: true},
+		{name: "forged-labels-adopt", existing: map[string]any{"labels": forged}, adopt: true, want: "conflict", twin: true},
+		{name: "forged-labels-adopt-unproven", existing: map[string]any{"labels": forged}, adoptUnproven: true, want: "conflict", twin: true},
+		// Made by a kubecel before proofs: no installation label, no proof.
+		{name: "legacy", existing: map[string]any{"labels": ours}, want: "conflict"},
+		{name: "legacy-adopt-unproven", existing: map[string]any{"labels": ours}, adoptUnproven: true, want: "applied"},
+		{name: "legacy-of-another-parent-adopt-unproven", existing: map[string]any{"labels": labels("own", "cccccccc-0000-0000-0000-000000000003")}, adoptUnproven: true, want: "conflict"},
+		{name: "forged-removed-rule", existing: map[string]any{"labels": labels("removed", uid)}, want: "conflict"},
+		{name: "forged-earlier-parent", existing: map[string]any{"labels": labels("own", "dddddddd-0000-0000-0000-000000000004"),
+			"annotations": map[string]any{rules.AnnotationParent: annotation}}, want: "conflict"},
+		{name: "proof-of-another-object", existing: map[string]any{"labels": forged, "annotations": map[string]any{
+			rules.AnnotationParent: annotation, rules.AnnotationProof: testIdentity.Proof(rules.ChildClaim{GK: schema.GroupKind{Kind: "ConfigMap"}, Namespace: ns,
+				Name: "cm-elsewhere", Installation: testIdentity.Name(), Rule: "own", ParentUID: uid, Parent: annotation, Child: "cm"}),
+		}}, want: "conflict", twin: true},
+		{name: "another-origin", existing: map[string]any{"labels": ours, "annotations": map[string]any{
+			rules.AnnotationParent: annotation, rules.AnnotationOrigin: "configmap kubecel-system/team-b"}}, proven: true, want: "conflict"},
 	}
 	// "another" runs: its children are not this rule's to take.
 	c.rules["another"] = &ruleState{rule: &rules.Rule{Name: "another"}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &ruleState{
-				rule: &rules.Rule{Name: "own", Children: []*rules.Child{{ID: "cm", Adopt: tt.adopt}}},
+				rule:   &rules.Rule{Name: "own", Children: []*rules.Child{{ID: "cm", Adopt: tt.adopt}}},
+				parent: kindInfo{GVR: cmGVR, Namespaced: true},
 				children: map[schema.GroupKind]*childKind{
 					{Kind: "ConfigMap"}: {kindInfo: kindInfo{GVR: cmGVR, Namespaced: true}},
 				},
 			}
+			c.opts.AdoptUnproven = tt.adoptUnproven
 			name := "cm-" + tt.name
 			var before *unstructured.Unstructured
 			if tt.existing != nil {
@@ -66,6 +94,9 @@ func TestCreateNeverAdopts(t *testing.T) {
 				obj := &unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": map[string]any{"owner": "someone"},
 				}}
+				if tt.proven {
+					sign(t, obj)
+				}
 				var err error
 				if before, err = c.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
@@ -85,6 +116,9 @@ func TestCreateNeverAdopts(t *testing.T) {
 			case "conflict":
 				if !isConflict(err) {
 					t.Fatalf("create: err = %v, want a conflict", err)
+				}
+				if isTwin(err) != tt.twin {
+					t.Errorf("twin = %v, want %v: %v", isTwin(err), tt.twin, err)
 				}
 				if after.GetResourceVersion() != before.GetResourceVersion() {
 					t.Errorf("the existing object was written: %s", cmp.Diff(before.Object, after.Object))
@@ -110,34 +144,42 @@ func TestCreateNeverAdopts(t *testing.T) {
 	}
 }
 
-// TestHolderOf names who holds an object that is not a rule's child of a parent.
-func TestHolderOf(t *testing.T) {
-	controller := true
+// TestDecide decides, from an object's proven claim, whether it is a rule's child of a
+// parent, and names its holder otherwise, without naming a parent of another namespace.
+func TestDecide(t *testing.T) {
+	p := rules.ParentRef{Resource: schema.GroupResource{Group: "example.com", Resource: "webapps"}, Namespace: "ns", Name: "web", UID: "u1", Namespaced: true}
 	tests := []struct {
 		name   string
-		labels map[string]string
-		ann    map[string]string
-		owners []metav1.OwnerReference
-		want   string
+		claim  rules.ChildClaim
+		proven bool
+		want   holding
+		holder string
 	}{
-		{name: "ours", labels: map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "r", rules.LabelParentUID: "u1"}, want: ""},
-		{name: "another parent", labels: map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "r", rules.LabelParentUID: "u2"},
-			ann: map[string]string{rules.AnnotationParent: "example.com/webapps/ns/other"}, want: `belongs to parent example.com/webapps/ns/other of rule "r"`},
-		{name: "another rule", labels: map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "s", rules.LabelParentUID: "u1"},
-			want: `belongs to parent uid u1 of rule "s"`},
-		{name: "a removed rule of the same parent", labels: map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "gone", rules.LabelParentUID: "u1"}, want: ""},
-		{name: "a removed rule of another parent", labels: map[string]string{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "gone", rules.LabelParentUID: "u2"},
-			want: `belongs to parent uid u2 of rule "gone"`},
-		{name: "labels copied without managed-by", labels: map[string]string{rules.LabelRule: "r", rules.LabelParentUID: "u1"}, want: "was not created by kubecel for this parent"},
-		{name: "controlled", owners: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", UID: types.UID("x"), Controller: &controller}},
-			want: "is controlled by Deployment web"},
-		{name: "foreign", want: "was not created by kubecel for this parent"},
+		{name: "ours", claim: rules.ChildClaim{Rule: "r", ParentUID: "u1", Parent: p.Annotation()}, proven: true, want: ours},
+		{name: "ours without proof", claim: rules.ChildClaim{Rule: "r", ParentUID: "u1", Parent: p.Annotation()}, want: foreign},
+		{name: "another parent here", claim: rules.ChildClaim{Rule: "r", ParentUID: "u2", Parent: "example.com/webapps/ns/other"}, proven: true,
+			want: foreign, holder: `belongs to parent other of rule "r"`},
+		{name: "another parent elsewhere", claim: rules.ChildClaim{Rule: "r", ParentUID: "u2", Parent: "example.com/webapps/secret-team/db"}, proven: true,
+			want: foreign, holder: `belongs to a parent in another namespace of rule "r"`},
+		{name: "an earlier parent of the same name", claim: rules.ChildClaim{Rule: "r", ParentUID: "u0", Parent: p.Annotation()}, proven: true, want: leftover},
+		{name: "an earlier parent of the same name under another rule", claim: rules.ChildClaim{Rule: "s", ParentUID: "u0", Parent: p.Annotation()}, proven: true,
+			want: foreign, holder: `belongs to parent web of rule "s"`},
+		{name: "another rule", claim: rules.ChildClaim{Rule: "s", ParentUID: "u1", Parent: p.Annotation()}, proven: true,
+			want: foreign, holder: `belongs to parent web of rule "s"`},
+		{name: "a removed rule of the same parent", claim: rules.ChildClaim{Rule: "gone", ParentUID: "u1"}, proven: true, want: ours},
+		{name: "a removed rule of another origin", claim: rules.ChildClaim{Rule: "gone", Origin: "configmap x/y", ParentUID: "u1", Parent: p.Annotation()}, proven: true,
+			want: foreign, holder: `belongs to parent web of rule "gone"`},
+		{name: "a removed rule of another parent", claim: rules.ChildClaim{Rule: "gone", ParentUID: "u2", Parent: "example.com/webapps/ns/other"}, proven: true,
+			want: foreign, holder: `belongs to parent other of rule "gone"`},
+		{name: "the same rule name from another origin", claim: rules.ChildClaim{Rule: "r", Origin: "configmap x/y", ParentUID: "u1", Parent: p.Annotation()}, proven: true,
+			want: foreign, holder: `belongs to parent web of rule "r"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			live := func(rule string) bool { return rule == "r" || rule == "s" }
-			if got := holderOf("r", "u1", tt.labels, tt.ann, tt.owners, live); got != tt.want {
-				t.Errorf("holderOf = %q, want %q", got, tt.want)
+			got, holder := decide(&rules.Rule{Name: "r"}, p, tt.claim, tt.proven, live)
+			if got != tt.want || holder != tt.holder {
+				t.Errorf("decide = %v, %q; want %v, %q", got, holder, tt.want, tt.holder)
 			}
 		})
 	}

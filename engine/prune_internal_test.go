@@ -45,7 +45,7 @@ func TestDeleteChildChecksUID(t *testing.T) {
 
 func mustCache(t *testing.T, u *unstructured.Unstructured) *informers.Object {
 	t.Helper()
-	c, err := informers.NewObject(u)
+	c, err := informers.NewObject(u, trustLabels)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 // for tests that call its steps directly, and a namespace of the test's own.
 func newTestController(t *testing.T) (*Controller, string) {
 	t.Helper()
-	c, err := New(testenv.Config(t), Options{})
+	c, err := New(testenv.Config(t), Options{Identity: testIdentity})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,7 +247,7 @@ func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) (
 		out = append(out, u)
 	}
 	for _, o := range c.written.Children(uid, seen) {
-		if o.GetLabels()[rules.LabelRule] == st.rule.Name {
+		if o.GetLabels()[rules.LabelRule] == st.rule.Name && o.GetAnnotations()[rules.AnnotationOrigin] == st.rule.Origin {
 			out = append(out, o)
 		}
 	}

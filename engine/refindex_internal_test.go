@@ -27,7 +27,7 @@ func TestRefIndexReaders(t *testing.T) {
 		u.SetKind("ConfigMap")
 		u.SetNamespace("ns")
 		u.SetName(name)
-		o, err := informers.NewObject(u)
+		o, err := informers.NewObject(u, trustLabels)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ func TestRememberedReplaysWhatItHeld(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Controller{written: informers.NewWritten()}
+			c := &Controller{written: informers.NewWritten(trustLabels)}
 			replayed := 0
 			func() {
 				defer func() { _ = recover() }()

@@ -253,8 +253,9 @@ func (st *ruleState) getParent(key queueKey) (*unstructured.Unstructured, bool, 
 	return u, err == nil, err
 }
 
-// ownedChildren returns the cached objects that carry this rule's and this parent's
-// labels, in a stable order.
+// ownedChildren returns the cached children this rule made for this parent, in a stable
+// order: objects whose proof (the caches keep kubecel's labels of proven objects
+// alone) names this rule, its origin and the parent's UID.
 func (st *ruleState) ownedChildren(parentUID string) []*informers.Object {
 	var out []*informers.Object
 	for _, ck := range st.children {
@@ -265,7 +266,7 @@ func (st *ruleState) ownedChildren(parentUID string) []*informers.Object {
 				continue // deleted since: its delete event updates the index next
 			}
 			u := o.(*informers.Object)
-			if u.Rule() == st.rule.Name && u.ParentUID() == parentUID {
+			if u.Rule() == st.rule.Name && u.Origin() == st.rule.Origin && u.ParentUID() == parentUID {
 				out = append(out, u)
 			}
 		}

@@ -58,7 +58,7 @@ func (everyBucket) Serves(int) bool          { return true }
 // informers, and asking for the same buckets again then watches them (it is not taken
 // for done).
 func TestWatchBucketsAfterAFailedSync(t *testing.T) {
-	c, err := New(testenv.Config(t), Options{Shard: everyBucket{}})
+	c, err := New(testenv.Config(t), Options{Shard: everyBucket{}, Identity: testIdentity})
 	if err != nil {
 		t.Fatal(err)
 	}

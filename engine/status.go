@@ -128,6 +128,12 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 		// to describe: its status is left alone.
 		return nil
 	}
+	if slices.ContainsFunc(out.applyErr, isTwin) {
+		// Another installation serves this rule on this parent: the status is its to
+		// write, and two writers would undo each other at every event. The conflict is
+		// reported in an Event and the log.
+		return nil
+	}
 	uidKey := string(parent.GetUID())
 	if uid, bad := c.statusless.Load(keyFor(st, parent)); bad && uid == uidKey {
 		return nil

@@ -70,7 +70,7 @@ func TestSendDeleteExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cached, err := informers.NewObject(created)
+			cached, err := informers.NewObject(created, trustLabels)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func TestStillChildOf(t *testing.T) {
 			if tt.owners != nil {
 				md["ownerReferences"] = tt.owners
 			}
-			cached, err := informers.NewObject(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md}})
+			cached, err := informers.NewObject(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md}}, trustLabels)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,7 +75,7 @@ func runExample(t *testing.T, dir string) *cluster {
 		t.Fatalf("load %s/rules.yaml against the cluster's schemas:\n%v", dir, err)
 	}
 	c.rule = rs.Rules[0]
-	if c.ctrl, err = engine.New(cfg, engine.Options{}); err != nil {
+	if c.ctrl, err = engine.New(cfg, engine.Options{Identity: testenv.Identity(t)}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())))

@@ -263,7 +263,7 @@ func (ex *example) render(t *testing.T, parent map[string]any, observed rules.Ob
 		if !known {
 			t.Fatalf("child %s: the scope of its kind is unknown", d.ID)
 		}
-		obj, err := ex.rule.Shape(ref, d, namespaced)
+		obj, err := ex.rule.Shape(nil, ref, d, namespaced)
 		if err != nil {
 			t.Errorf("child %s: %v", d.ID, err)
 			continue

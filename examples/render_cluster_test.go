@@ -15,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
 )
 
 // kubecelBinary builds the kubecel command once for the package's tests.
@@ -36,7 +39,7 @@ var kubecelBinary = sync.OnceValues(func() (string, error) {
 // children as the observed objects, as a user would with `kubectl get -o yaml`, and
 // checks that it prints exactly the children the controller applied: the same objects,
 // each with every field render shows (labels, annotation, owner reference included)
-// equal on the cluster. Fields only the server fills in (uid, resourceVersion,
+// equal on the cluster, but the proof, which render cannot make offline. Fields only the server fills in (uid, resourceVersion,
 // defaults, status) are the only difference allowed.
 func (c *cluster) checkRender(dir string, gvr schema.GroupVersionResource, ns, name string) {
 	c.t.Helper()
@@ -85,6 +88,15 @@ func (c *cluster) checkRender(dir string, gvr schema.GroupVersionResource, ns, n
 		if err != nil {
 			c.t.Errorf("render prints %s, the cluster has none: %v", key, err)
 			continue
+		}
+		// Only the installation's key makes the proof: render prints a placeholder, and
+		// the live one must prove the child.
+		if u.GetAnnotations()[rules.AnnotationProof] != rules.PlaceholderProof {
+			c.t.Errorf("render prints %s with proof %q, want %s", key, u.GetAnnotations()[rules.AnnotationProof], rules.PlaceholderProof)
+		}
+		unstructured.RemoveNestedField(item, "metadata", "annotations", rules.AnnotationProof)
+		if !testenv.Identity(c.t).ProvesObject(got) {
+			c.t.Errorf("%s on the cluster carries no proof of the installation: %v", key, got.GetAnnotations())
 		}
 		if at, ok := contains(got.Object, item, ""); !ok {
 			c.t.Errorf("render prints %s with %s", key, at)

@@ -32,6 +32,10 @@ type Rule struct {
 	// Source is the Document.Source of the document the rule was loaded from; empty for
 	// Load.
 	Source string
+	// Origin is the Document.Origin of the document the rule was loaded from: where its
+	// children were made, part of their proof (see identity.go). Empty for files and a
+	// single named ConfigMap, which the operator alone writes.
+	Origin string
 	Parent Parent
 	// Children in dependency order (a child comes after every child it reads).
 	Children []*Child

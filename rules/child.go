@@ -104,10 +104,15 @@ func ObjectName(gk schema.GroupKind, namespace, name string) string {
 // Shape turns a desired child of parent into the object the controller applies:
 // a copy of the manifest with its namespace defaulted to the parent's, kubecel's labels
 // and annotation, and an owner reference (controller: true) where Kubernetes garbage
-// collection is to delete it with the parent (GarbageCollected). childNamespaced is the scope of the child's kind. A namespaced
+// collection is to delete it with the parent (GarbageCollected).
+// childNamespaced is the scope of the child's kind. A namespaced
 // parent's child that is cluster-scoped or in another namespace needs crossNamespace: true
 // on the child; otherwise Shape returns a *ChildError, as it does for a child with no name.
-func (r *Rule) Shape(p ParentRef, d Desired, childNamespaced bool) (map[string]any, error) {
+//
+// id is the installation that applies the child: its name goes into LabelInstallation
+// and its proof of the child into AnnotationProof (identity.go). A nil id (offline)
+// writes DefaultInstallation and PlaceholderProof.
+func (r *Rule) Shape(id *Identity, p ParentRef, d Desired, childNamespaced bool) (map[string]any, error) {
 	obj := runtime.DeepCopyJSON(d.Object)
 	md, _ := obj["metadata"].(map[string]any)
 	if md == nil {
@@ -157,6 +162,14 @@ func (r *Rule) Shape(p ParentRef, d Desired, childNamespaced bool) (map[string]a
 		ann = map[string]any{}
 	}
 	ann[AnnotationParent] = p.Annotation()
+	lbls[LabelInstallation] = id.Name()
+	if r.Origin != "" {
+		ann[AnnotationOrigin] = r.Origin
+	}
+	ann[AnnotationProof] = id.Proof(ChildClaim{
+		GK: gk, Namespace: namespace, Name: name, Installation: id.Name(), Rule: r.Name, Origin: r.Origin,
+		ParentUID: p.UID, Parent: p.Annotation(), Child: d.ID,
+	})
 	md["annotations"] = ann
 	if r.GarbageCollected(p, d.ID, namespace, childNamespaced) {
 		md["ownerReferences"] = []any{map[string]any{
@@ -172,10 +185,12 @@ func (r *Rule) Shape(p ParentRef, d Desired, childNamespaced bool) (map[string]a
 }
 
 // AppliedHash is the value of AnnotationAppliedHash for a shaped child: a hash of the
-// object without that annotation. 128 bits: two versions of one child never collide,
-// and each cached child pays for the annotation's incompressible text.
+// object without that annotation and without its proof, so that what render prints
+// offline (PlaceholderProof) carries the hash the controller writes. 128 bits: two
+// versions of one child never collide, and each cached child pays for the annotation's
+// incompressible text.
 func AppliedHash(obj map[string]any) (string, error) {
-	text, err := json.Marshal(WithoutAppliedHash(obj))
+	text, err := json.Marshal(withoutAnnotations(obj, AnnotationAppliedHash, AnnotationProof))
 	if err != nil {
 		return "", fmt.Errorf("encode: %w", err)
 	}
@@ -186,13 +201,21 @@ func AppliedHash(obj map[string]any) (string, error) {
 // WithoutAppliedHash returns obj without AnnotationAppliedHash, sharing with obj what it
 // does not change.
 func WithoutAppliedHash(obj map[string]any) map[string]any {
+	return withoutAnnotations(obj, AnnotationAppliedHash)
+}
+
+// withoutAnnotations returns obj without the annotations keys, sharing with obj what it
+// does not change.
+func withoutAnnotations(obj map[string]any, keys ...string) map[string]any {
 	md, _ := obj["metadata"].(map[string]any)
 	ann, _ := md["annotations"].(map[string]any)
-	if _, ok := ann[AnnotationAppliedHash]; !ok {
+	if !slices.ContainsFunc(keys, func(k string) bool { _, ok := ann[k]; return ok }) {
 		return obj
 	}
 	ann = maps.Clone(ann)
-	delete(ann, AnnotationAppliedHash)
+	for _, k := range keys {
+		delete(ann, k)
+	}
 	md = maps.Clone(md)
 	md["annotations"] = ann
 	if len(ann) == 0 {

@@ -29,7 +29,7 @@ func TestShape(t *testing.T) {
 	labels := func(child, uid string, extra ...string) map[string]any {
 		// team/shop (u-1) falls into bucket 37, all (u-2) into 45.
 		bucket := map[string]string{"u-1": "37", "u-2": "45"}[uid]
-		m := map[string]any{LabelManagedBy: ManagedByValue, LabelRule: "web", LabelParentUID: uid, LabelChild: child, LabelBucket: bucket}
+		m := map[string]any{LabelManagedBy: ManagedByValue, LabelRule: "web", LabelParentUID: uid, LabelChild: child, LabelBucket: bucket, LabelInstallation: DefaultInstallation}
 		for i := 0; i < len(extra); i += 2 {
 			m[extra[i]] = extra[i+1]
 		}
@@ -51,7 +51,7 @@ func TestShape(t *testing.T) {
 			d: Desired{ID: "cm", Object: cm(map[string]any{"name": "x", "labels": map[string]any{"app": "shop"}})},
 			want: cm(map[string]any{
 				"name": "x", "namespace": "team", "labels": labels("cm", "u-1", "app", "shop"),
-				"annotations":     map[string]any{AnnotationParent: "example.com/webapps/team/shop"},
+				"annotations":     map[string]any{AnnotationParent: "example.com/webapps/team/shop", AnnotationProof: PlaceholderProof},
 				"ownerReferences": owner(parent),
 			}),
 		},
@@ -60,7 +60,7 @@ func TestShape(t *testing.T) {
 			d: Desired{ID: "far", Object: cm(map[string]any{"name": "x", "namespace": "other"})},
 			want: cm(map[string]any{
 				"name": "x", "namespace": "other", "labels": labels("far", "u-1"),
-				"annotations": map[string]any{AnnotationParent: "example.com/webapps/team/shop"},
+				"annotations": map[string]any{AnnotationParent: "example.com/webapps/team/shop", AnnotationProof: PlaceholderProof},
 			}),
 		},
 		{
@@ -83,7 +83,7 @@ func TestShape(t *testing.T) {
 			d: Desired{ID: "far", Object: cm(map[string]any{"name": "x", "namespace": "other"})},
 			want: cm(map[string]any{
 				"name": "x", "namespace": "other", "labels": labels("far", "u-2"),
-				"annotations":     map[string]any{AnnotationParent: "example.com/sites//all"},
+				"annotations":     map[string]any{AnnotationParent: "example.com/sites//all", AnnotationProof: PlaceholderProof},
 				"ownerReferences": owner(clusterParent),
 			}),
 		},
@@ -101,7 +101,7 @@ func TestShape(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := cmp.Diff(nil, tt.d.Object)
-			got, err := r.Shape(tt.parent, tt.d, tt.namespaced)
+			got, err := r.Shape(nil, tt.parent, tt.d, tt.namespaced)
 			if tt.wantErr != "" {
 				var ce *ChildError
 				if !errors.As(err, &ce) || err.Error() != tt.wantErr {

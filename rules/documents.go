@@ -15,12 +15,17 @@ type Document struct {
 	// Source names the document in messages, e.g. "rules/web.yaml" or
 	// "configmap team-a/rules key web.yaml". Errors and rules carry it.
 	Source string
+	// Origin, when set, binds the children of the document's rules to where they came
+	// from: a rule of the same name from another origin never counts them as its own
+	// (Rule.Origin). Sources that different teams may write set it.
+	Origin string
 	Data   []byte
 }
 
 // piece is one YAML document of a Document: the unit that parseFile decodes.
 type piece struct {
 	source string
+	origin string
 	data   []byte
 	// offset is the number of lines of the Document before the piece.
 	offset int
@@ -41,6 +46,7 @@ func splitDocuments(docs []Document) []piece {
 		}
 		for _, p := range parts {
 			p.source = d.Source
+			p.origin = d.Origin
 			p.root = path("#" + strconv.Itoa(len(out)))
 			out = append(out, p)
 		}

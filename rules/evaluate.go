@@ -71,11 +71,13 @@ func (r *Rule) EvaluateWithRefs(ctx context.Context, parent map[string]any, obse
 
 // evaluation is the state of one Evaluate call.
 type evaluation struct {
-	ctx      context.Context
-	rule     *Rule
-	observed Observed
-	res      *Result
-	errs     ErrorList
+	ctx  context.Context
+	rule *Rule
+	// parentNamespace is the parent's namespace ("" when cluster-scoped).
+	parentNamespace string
+	observed        Observed
+	res             *Result
+	errs            ErrorList
 	// vars holds parent and children for every expression.
 	vars activation
 	// children is what `children` reads: observed objects by child id.
@@ -103,6 +105,8 @@ func (ev *evaluation) run(parent map[string]any, refs RefSource) {
 	if r.coerce {
 		p, _ = coerceNumbers(parent, r.parentType)
 	}
+	md, _ := parent["metadata"].(map[string]any)
+	ev.parentNamespace, _ = md["namespace"].(string)
 	ev.children = make(map[string]any, len(r.Children))
 	ev.states = make([]childState, len(r.Children))
 	ev.vars = activation{
@@ -264,7 +268,7 @@ func (ev *evaluation) object(ch *Child, vars *activation, index int, results tra
 		return false
 	}
 	d := Desired{ID: ch.ID, Index: index, Object: obj}
-	matched := findObserved(key, ev.observed[ch.ID])
+	matched := findObserved(key, ev.observed[ch.ID], ev.parentNamespace)
 	if matched != nil {
 		d.Observed, d.Ready = true, true
 		if ch.readyWhen != nil {

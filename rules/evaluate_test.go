@@ -281,7 +281,9 @@ func TestEvaluate(t *testing.T) {
 			},
 		},
 		{
-			name: "observed objects match by group, kind, name and a set namespace",
+			// A child that sets no namespace is applied in the parent's: an object of its
+			// name in another namespace (which anyone there may have made) is not it.
+			name: "observed objects match by group, kind, name and namespace, the parent's when the child sets none",
 			rule: `- name: match
   parent: {apiVersion: v1, resource: configmaps}
   children:
@@ -289,19 +291,27 @@ func TestEvaluate(t *testing.T) {
     template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: x, namespace: ns}}
   - id: b
     template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: web}}
+    readyWhen: self.metadata.namespace == "team"
+  - id: c
+    template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: other}}
 `,
-			parent: configMap("p", nil),
+			parent: object("v1", "ConfigMap", "p", map[string]any{"metadata": map[string]any{"name": "p", "namespace": "team"}}),
 			observed: Observed{
 				"a": {
 					{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "x", "namespace": "other"}},
 					{"apiVersion": "extensions/v1beta1", "kind": "Deployment", "metadata": map[string]any{"name": "x", "namespace": "ns"}},
 					{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": map[string]any{"name": "x", "namespace": "ns"}},
 				},
-				"b": {{"apiVersion": "apps/v1beta2", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "any"}}},
+				"b": {
+					{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "any"}},
+					{"apiVersion": "apps/v1beta2", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "team"}},
+				},
+				"c": {{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "other", "namespace": "tenant-a"}}},
 			},
 			want: &Result{Children: []Desired{
 				{ID: "a", Index: -1, Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "x", "namespace": "ns"}}},
 				{ID: "b", Index: -1, Object: object("apps/v1", "Deployment", "web", nil), Observed: true, Ready: true},
+				{ID: "c", Index: -1, Object: object("apps/v1", "Deployment", "other", nil)},
 			}},
 		},
 		{

@@ -49,6 +49,7 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 	for _, src := range sources {
 		if r := compileRule(src, opts, &errs); r != nil {
 			r.Source = pieces[src.piece].source
+			r.Origin = pieces[src.piece].origin
 			rs.Rules = append(rs.Rules, r)
 		}
 	}
@@ -75,7 +76,7 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 // changed although its own source did not.
 func sealFingerprint(r *Rule) {
 	sum := sha256.New()
-	for _, part := range []string{r.Fingerprint, r.ReadyCondition, r.SyncedCondition, strconv.Itoa(r.MaxChildren)} {
+	for _, part := range []string{r.Fingerprint, r.Origin, r.ReadyCondition, r.SyncedCondition, strconv.Itoa(r.MaxChildren)} {
 		sum.Write([]byte(part))
 		sum.Write([]byte{0})
 	}

@@ -114,8 +114,10 @@ func (s *claimSet) add(key objectKey, id string) {
 }
 
 // findObserved returns the observed object that matches the desired key: same group,
-// kind and name, and the same namespace when the desired object sets one.
-func findObserved(key objectKey, candidates []map[string]any) map[string]any {
+// kind, name and namespace. A desired object that sets no namespace is applied in the
+// parent's (parentNamespace; "" for a cluster-scoped parent) or, for a cluster-scoped
+// kind, in none: an object of that name in any other namespace is not it.
+func findObserved(key objectKey, candidates []map[string]any, parentNamespace string) map[string]any {
 	for _, c := range candidates {
 		if c["kind"] != key.kind {
 			continue
@@ -128,7 +130,8 @@ func findObserved(key objectKey, candidates []map[string]any) map[string]any {
 		if md["name"] != key.name {
 			continue
 		}
-		if key.namespace != "" && md["namespace"] != key.namespace {
+		ns, _ := md["namespace"].(string)
+		if key.namespace != "" && ns != key.namespace || key.namespace == "" && ns != "" && ns != parentNamespace {
 			continue
 		}
 		return c

@@ -107,7 +107,7 @@ func writeLikeController(ctx context.Context, c dynamic.Interface, rule *rules.R
 	var applied []*unstructured.Unstructured
 	var observed []map[string]any
 	for _, d := range res.Children {
-		obj, err := rule.Shape(ref, d, true)
+		obj, err := rule.Shape(nil, ref, d, true)
 		if err != nil {
 			return nil, err
 		}

@@ -28,6 +28,7 @@ type planOptions struct {
 	output      outputFlag
 	timeout     time.Duration
 	maxChildren maxChildrenFlag
+	identity    identityFlags
 }
 
 func newPlanCommand() *cobra.Command {
@@ -68,6 +69,7 @@ terraform plan -detailed-exitcode.`,
 	f := cmd.Flags()
 	addRulesFlag(f, &o.rules)
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.identity.addFlags(f)
 	f.StringVar(&o.rule, "rule", "", "plan only this rule")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "plan only the parents in this namespace")
 	o.output.addFlag(f, "text", "json", "yaml")
@@ -139,7 +141,12 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 	if o.rule != "" && !slices.ContainsFunc(rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
 		return nil, fmt.Errorf("%s has no rule %q", rulesName(o.rules), o.rule)
 	}
-	ctrl, err := engine.New(cfg, engine.Options{DryRun: true, Workers: 1})
+	// The installation's key tells its children from look-alikes; plan only reads it.
+	id, err := o.identity.load(ctx, cfg, false, false)
+	if err != nil {
+		return nil, err
+	}
+	ctrl, err := engine.New(cfg, engine.Options{DryRun: true, Workers: 1, Identity: id})
 	if err != nil {
 		return nil, err
 	}

@@ -165,7 +165,7 @@ func (p jsonPlan) summary(withCreateFields bool) map[string][]string {
 // sets each rules file in turn, as when the controller reloads edited rules.
 func (e *planEnv) converge(done func() (bool, string), rulesFiles ...string) {
 	e.t.Helper()
-	ctrl, err := engine.New(testenv.Config(e.t), engine.Options{Workers: 2})
+	ctrl, err := engine.New(testenv.Config(e.t), engine.Options{Workers: 2, Identity: testenv.Identity(e.t)})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":kubecel"}
 	var mu sync.Mutex
 	var notes []string
-	ctrl, err := engine.New(cfg, engine.Options{Notify: func(_ context.Context, rule, reason, msg string) {
+	ctrl, err := engine.New(cfg, engine.Options{Identity: testenv.Identity(t), Notify: func(_ context.Context, rule, reason, msg string) {
 		mu.Lock()
 		defer mu.Unlock()
 		notes = append(notes, fmt.Sprintf("%s %s %s", rule, reason, msg))

@@ -81,7 +81,7 @@ rules:
 
 	cfg := testenv.Config(t)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":kubecel"}
-	ctrl, err := engine.New(cfg, engine.Options{})
+	ctrl, err := engine.New(cfg, engine.Options{Identity: testenv.Identity(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

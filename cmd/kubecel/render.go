@@ -37,7 +37,8 @@ children exactly as the controller would apply them (namespace, kubecel's labels
 annotation, owner reference) and the status it would write.
 
 The first -f file holds the parents (one or several YAML documents). A parent without
-metadata.uid gets the placeholder <parent-uid> where the API server's UID would be.
+metadata.uid gets the placeholder <parent-uid> where the API server's UID would be, and
+the kubecel.dev/proof annotation, which only the installation's key makes, is <proof>.
 Every further -f file holds observed objects (multi-document YAML): the children as they
 exist, so that readyWhen, children.<id> and the status fields that read children can be
 tried. An observed object belongs to the child named by its kubecel.dev/child label
@@ -391,7 +392,7 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 				comment += "; " + c.Policy()
 			}
 		}
-		obj, err := r.Shape(ref, d, o.childNamespaced(r, d))
+		obj, err := r.Shape(nil, ref, d, o.childNamespaced(r, d))
 		if err != nil {
 			failed = append(failed, err)
 			continue

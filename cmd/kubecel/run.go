@@ -39,6 +39,8 @@ type runOptions struct {
 	maxChildren    maxChildrenFlag
 	leader         leaderOptions
 	sharding       shardOptions
+	identity       identityFlags
+	adoptUnproven  bool
 }
 
 func newRunCommand() *cobra.Command {
@@ -77,6 +79,8 @@ each holds a membership Lease, and the parents are spread over the live members.
 	o.maxChildren.addFlag(f)
 	o.leader.addFlags(f)
 	o.sharding.addFlags(f)
+	o.identity.addFlags(f)
+	f.BoolVar(&o.adoptUnproven, "adopt-unproven", false, "take over children made by a kubecel before proofs (this rule's and parent's labels, no installation label); for an upgrade only")
 	return cmd
 }
 
@@ -99,6 +103,12 @@ func (o *runOptions) run(ctx context.Context) error {
 	cfg.UserAgent = "kubecel"
 	reg := prometheus.NewRegistry()
 	if err := registerBuildInfo(reg); err != nil {
+		return err
+	}
+	// Before leader election and sharding fence the writes: replicas that start together
+	// may each try to create the identity Secret, and all read the one that was made.
+	id, err := o.identity.load(ctx, cfg, !o.dryRun, true)
+	if err != nil {
 		return err
 	}
 	elected, err := newLeader(o.leader, cfg, reg)
@@ -127,7 +137,7 @@ func (o *runOptions) run(ctx context.Context) error {
 		g.Go(func() error { return serveErr("pprof", servePprof(ctx, o.pprofAddr)) })
 	}
 	g.Go(func() error {
-		return elected.Run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, sources, member, &running) })
+		return elected.Run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, id, sources, member, &running) })
 	})
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
@@ -139,13 +149,13 @@ func (o *runOptions) run(ctx context.Context) error {
 // control runs the controller until ctx ends; with leader election, while leading;
 // with sharding, for the parents of the buckets the member serves, and then leaves the
 // ring.
-func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometheus.Registry, sources []rulesource.Source, member *shard.Member, running *atomic.Pointer[engine.Controller]) error {
+func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometheus.Registry, id *rules.Identity, sources []rulesource.Source, member *shard.Member, running *atomic.Pointer[engine.Controller]) error {
 	var ctrl *engine.Controller
 	loader, err := o.newLoader(cfg, reg, sources, func(ctx context.Context, rs *rules.RuleSet) { ctrl.SetRules(ctx, rs) })
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Notify: ruleNotifier(loader)}
+	opts := engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Identity: id, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader)}
 	if member != nil {
 		opts.Shard = member
 	}

@@ -11,7 +11,11 @@ import (
 
 	"github.com/go-logr/logr"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -100,12 +104,33 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.startAPIServer(binDir, opts); err != nil {
 		return cp, err
 	}
+	if err := createNamespace(ctx, cp.Config, InstallNamespace); err != nil {
+		return cp, err
+	}
 	if opts.ControllerManager {
 		if cp.manager, err = startControllerManager(ctx, binDir, cp.Dir, cp.Kubeconfig, opts.timeout()); err != nil {
 			return cp, fmt.Errorf("start kube-controller-manager (log: %s): %w", filepath.Join(cp.Dir, "kube-controller-manager.log"), err)
 		}
 	}
 	return cp, nil
+}
+
+// InstallNamespace is the namespace kubecel keeps its own objects in outside a cluster
+// (its installation's identity Secret, Leases): it exists on a new control plane, as it
+// does where kubecel is deployed.
+const InstallNamespace = "kubecel-system"
+
+// createNamespace creates namespace ns.
+func createNamespace(ctx context.Context, cfg *rest.Config, ns string) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	return nil
 }
 
 func (o Options) timeout() time.Duration {

@@ -115,9 +115,16 @@ func parseBlock(b block) ([]step, error) {
 	return out, nil
 }
 
-var uuid = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+var (
+	uuid = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	// proof is a child's kubecel.dev/proof annotation as YAML or a plan's field diff
+	// shows it: its value depends on the installation's key.
+	proof = regexp.MustCompile(`(kubecel\.dev/proof(?:"\])?: "?)[A-Za-z0-9_-]{22}\b`)
+)
 
-func normalise(s string) string { return uuid.ReplaceAllString(s, "<uid>") }
+func normalise(s string) string {
+	return proof.ReplaceAllString(uuid.ReplaceAllString(s, "<uid>"), "${1}<proof>")
+}
 
 // matchLines reports whether got matches want, where a want line that is only ...
 // matches any number of lines. When it does not, wi and gi are the lines of want and got

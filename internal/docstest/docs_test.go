@@ -19,8 +19,9 @@ package docstest
 //     compared line by line. A line that is only `...` (indented or not) stands for any
 //     number of lines, so a document can show an excerpt. The command must exit 0 unless
 //     the next command is `$ echo $?`, whose expected output is the exit code.
-//   - Before comparing, every UUID in both texts becomes <uid> (UIDs change each run);
-//     nothing else is normalised.
+//   - Before comparing, every UUID in both texts becomes <uid> (UIDs change each run),
+//     and the value of every kubecel.dev/proof annotation <proof> (it depends on the
+//     installation's key); nothing else is normalised.
 //   - A command that names bin/dev/kubeconfig runs against `kubecel dev --dir bin/dev`
 //     started in the copy (the examples installed and the controller running, as with
 //     `make run`); the test waits until the cluster matches bin/dev/rules.yaml (kubecel

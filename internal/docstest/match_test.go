@@ -99,3 +99,19 @@ func TestParseBlock(t *testing.T) {
 		})
 	}
 }
+
+func TestNormalise(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`uid: 5b6193d4-e32b-4a53-95c7-eed712c20e50`, `uid: <uid>`},
+		{`    kubecel.dev/proof: 3g6WsK16DXDeTqzIdT40bg`, `    kubecel.dev/proof: <proof>`},
+		{`      + metadata.annotations["kubecel.dev/proof"]: "5d5GdVa2pwBzPVpuaKQ27w"`, `      + metadata.annotations["kubecel.dev/proof"]: "<proof>"`},
+		{`    kubecel.dev/proof: <proof>`, `    kubecel.dev/proof: <proof>`},
+		// Only proofs: another annotation's value of the same shape stays.
+		{`    kubecel.dev/applied-hash: MPCPTOd77rVhXkuaIJv0yQ`, `    kubecel.dev/applied-hash: MPCPTOd77rVhXkuaIJv0yQ`},
+	}
+	for _, tt := range tests {
+		if got := normalise(tt.in); got != tt.want {
+			t.Errorf("normalise(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

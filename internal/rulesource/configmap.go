@@ -108,9 +108,15 @@ func (s *configMapSource) parts() []part {
 // configMapPart reads the rules of a ConfigMap: every key ending in .yaml, sorted.
 func configMapPart(cm *corev1.ConfigMap, optional bool) part {
 	p := part{name: "configmap " + cm.Namespace + "/" + cm.Name, object: cm.DeepCopy(), optional: optional}
+	// ConfigMaps found by a selector may be written by different teams: each one's rules
+	// own only the children they made (rules.Document.Origin).
+	origin := ""
+	if optional {
+		origin = p.name
+	}
 	for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
 		if strings.HasSuffix(key, ".yaml") {
-			p.docs = append(p.docs, rules.Document{Source: p.name + " key " + key, Data: []byte(cm.Data[key])})
+			p.docs = append(p.docs, rules.Document{Source: p.name + " key " + key, Origin: origin, Data: []byte(cm.Data[key])})
 		}
 	}
 	if len(p.docs) == 0 {

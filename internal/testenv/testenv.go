@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/identity"
+	"github.com/kubecel/kubecel/rules"
 )
 
 var shared *controlplane.ControlPlane
@@ -165,4 +167,17 @@ func Condition(obj *unstructured.Unstructured, typ string) (status, reason, mess
 		}
 	}
 	return "", "", ""
+}
+
+// Identity returns the default installation's identity on the shared control plane, as
+// `kubecel run` reads it (creating its Secret in kubecel-system on first use), so that
+// in-process controllers and kubecel processes of one package are one installation.
+func Identity(t testing.TB) *rules.Identity {
+	t.Helper()
+	s := identity.Secret{Installation: rules.DefaultInstallation, Namespace: controlplane.InstallNamespace, Name: identity.SecretName(rules.DefaultInstallation)}
+	id, err := identity.Load(context.Background(), Kube(t), s, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

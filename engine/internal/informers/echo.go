@@ -44,7 +44,7 @@ func (w *Written) Settle(key string, got *unstructured.Unstructured) {
 		Trim(got)
 		// Not remembered when it cannot be encoded: the next reconcile reads the
 		// cache, as without this memory.
-		obj, _ = NewObject(got)
+		obj, _ = NewObject(got, w.prove)
 	}
 	w.mu.Lock()
 	if w.sending[key]--; w.sending[key] <= 0 {

@@ -43,8 +43,11 @@ type Object struct {
 	uid                              types.UID
 	deletionTimestamp                *metav1.Time
 
-	rule, child, parentUID string // kubecel's labels: rules.LabelRule, LabelChild, LabelParentUID
-	parent                 string // the rules.AnnotationParent annotation
+	// kubecel's labels (rules.LabelRule, LabelChild, LabelParentUID) and annotations
+	// (rules.AnnotationParent, AnnotationOrigin), only on an object whose proof the
+	// Prover accepted: on any other object they are empty, whatever it carries.
+	rule, child, parentUID string
+	parent, origin         string
 
 	dict *s2.Dict // what raw is compressed against
 	raw  []byte   // the object's JSON, compressed
@@ -62,8 +65,14 @@ func nameOf(obj named) string {
 	return rules.ObjectName(obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetNamespace(), obj.GetName())
 }
 
-// NewObject makes the cached form of u (which it does not keep).
-func NewObject(u *unstructured.Unstructured) (*Object, error) {
+// Prover reports whether an object carrying kubecel's labels is one of this
+// installation's children, as its proof says (rules.Identity.Proves). Labels alone are
+// no proof: anyone who can write an object can write them.
+type Prover func(u *unstructured.Unstructured) bool
+
+// NewObject makes the cached form of u (which it does not keep). kubecel's labels and
+// annotations are kept only when prove accepts u (nil accepts nothing).
+func NewObject(u *unstructured.Unstructured, prove Prover) (*Object, error) {
 	text, err := json.Marshal(u.Object)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", nameOf(u), err)
@@ -72,10 +81,13 @@ func NewObject(u *unstructured.Unstructured) (*Object, error) {
 	o := &Object{dict: dict}
 	o.APIVersion, o.Kind = intern(u.GetAPIVersion()), intern(u.GetKind())
 	o.namespace, o.deletionTimestamp = intern(u.GetNamespace()), u.GetDeletionTimestamp()
-	labels := u.GetLabels()
-	o.rule, o.child = intern(labels[rules.LabelRule]), intern(labels[rules.LabelChild])
-	o.pack(dict.Encode(nil, text), u.GetName(), string(u.GetUID()), u.GetResourceVersion(),
-		labels[rules.LabelParentUID], u.GetAnnotations()[rules.AnnotationParent])
+	var parentUID, parent string
+	if labels := u.GetLabels(); labels[rules.LabelManagedBy] == rules.ManagedByValue && prove != nil && prove(u) {
+		ann := u.GetAnnotations()
+		o.rule, o.child, o.origin = intern(labels[rules.LabelRule]), intern(labels[rules.LabelChild]), intern(ann[rules.AnnotationOrigin])
+		parentUID, parent = labels[rules.LabelParentUID], ann[rules.AnnotationParent]
+	}
+	o.pack(dict.Encode(nil, text), u.GetName(), string(u.GetUID()), u.GetResourceVersion(), parentUID, parent)
 	return o, nil
 }
 
@@ -110,16 +122,19 @@ func (o *Object) GetUID() types.UID                  { return o.uid }
 func (o *Object) GetResourceVersion() string         { return o.resourceVersion }
 func (o *Object) GetDeletionTimestamp() *metav1.Time { return o.deletionTimestamp }
 
-// Rule is the value of the object's rules.LabelRule label ("" without it).
+// Rule is the value of a proven child's rules.LabelRule label ("" on any other object).
 func (o *Object) Rule() string { return o.rule }
 
-// Child is the value of the object's rules.LabelChild label.
+// Origin is the value of a proven child's rules.AnnotationOrigin annotation.
+func (o *Object) Origin() string { return o.origin }
+
+// Child is the value of a proven child's rules.LabelChild label.
 func (o *Object) Child() string { return o.child }
 
-// ParentUID is the value of the object's rules.LabelParentUID label.
+// ParentUID is the value of a proven child's rules.LabelParentUID label.
 func (o *Object) ParentUID() string { return o.parentUID }
 
-// Parent is the value of the object's rules.AnnotationParent annotation.
+// Parent is the value of a proven child's rules.AnnotationParent annotation.
 func (o *Object) Parent() string { return o.parent }
 
 // GetObjectMeta makes the object's metadata for client-go (meta.Accessor, which the

@@ -49,7 +49,7 @@ func TestCachedObjectRoundTrip(t *testing.T) {
 			in.SetFinalizers([]string{"example.com/f"})
 			want := in.DeepCopy()
 
-			got, err := toCache(in)
+			got, err := (&Set{prove: acceptAll}).toCache(in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,6 +107,47 @@ func TestCachedObjectRoundTrip(t *testing.T) {
 	}
 }
 
+// acceptAll takes every object's kubecel labels for proven.
+func acceptAll(*unstructured.Unstructured) bool { return true }
+
+// TestUnprovenObjectIsNoChild checks that an object whose proof the Prover rejects is
+// cached without kubecel's labels and annotations: nothing indexes it, requeues a parent
+// for it or counts it as a child, whatever labels it carries.
+func TestUnprovenObjectIsNoChild(t *testing.T) {
+	for _, name := range cachedSamples {
+		t.Run(name, func(t *testing.T) {
+			in := loadSample(t, name)
+			want := in.DeepCopy()
+			var asked *unstructured.Unstructured
+			c, err := NewObject(in, func(u *unstructured.Unstructured) bool { asked = u; return false })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if asked == nil {
+				t.Fatal("the prover was not asked about an object with kubecel's labels")
+			}
+			got := []string{c.Rule(), c.Child(), c.ParentUID(), c.Parent(), c.Origin()}
+			if diff := cmp.Diff([]string{"", "", "", "", ""}, got); diff != "" {
+				t.Errorf("Rule, Child, ParentUID, Parent, Origin of an unproven object (-want +got):\n%s", diff)
+			}
+			acc, err := meta.Accessor(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(acc.GetLabels()) != 0 || len(acc.GetAnnotations()) != 0 {
+				t.Errorf("metadata of an unproven object = %v, %v; want no kubecel labels or annotations", acc.GetLabels(), acc.GetAnnotations())
+			}
+			out, err := c.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want.Object, out.Object); diff != "" {
+				t.Errorf("the object itself is cached as it is (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestCachedObjectSizes(t *testing.T) {
 	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB: about the API server's limit
 	tests := []struct {
@@ -120,7 +161,7 @@ func TestCachedObjectSizes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			want := kruntime.DeepCopyJSON(tt.obj)
-			c, err := NewObject(&unstructured.Unstructured{Object: tt.obj})
+			c, err := NewObject(&unstructured.Unstructured{Object: tt.obj}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,10 +245,10 @@ func BenchmarkCachedObject(b *testing.B) {
 				u := &unstructured.Unstructured{}
 				_ = u.UnmarshalJSON(raws[i%n])
 				i++
-				o, _ := toCache(u)
+				o, _ := (&Set{prove: acceptAll}).toCache(u)
 				return o
 			})
-			c, err := NewObject(objs[n/2])
+			c, err := NewObject(objs[n/2], acceptAll)
 			if err != nil {
 				b.Fatal(err)
 			}

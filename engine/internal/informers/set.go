@@ -48,13 +48,16 @@ func (w *Watch) Synced() bool {
 type Set struct {
 	client dynamic.Interface
 	resync time.Duration
+	prove  Prover
 
 	mu      sync.Mutex
 	watches map[Key]*Watch
 }
 
-func NewSet(client dynamic.Interface, resync time.Duration) *Set {
-	return &Set{client: client, resync: resync, watches: map[Key]*Watch{}}
+// NewSet makes an empty set whose caches take kubecel's labels only from the objects
+// prove accepts.
+func NewSet(client dynamic.Interface, resync time.Duration, prove Prover) *Set {
+	return &Set{client: client, resync: resync, prove: prove, watches: map[Key]*Watch{}}
 }
 
 // acquire returns the running informer for key, starting it when it is new. setup runs
@@ -69,7 +72,7 @@ func (s *Set) Acquire(ctx context.Context, key Key, setup func(*Watch) error) (*
 	}
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = key.Selector }
 	inf := dynamicinformer.NewFilteredDynamicInformer(s.client, key.GVR, key.Namespace, s.resync, cache.Indexers{}, tweak).Informer()
-	if err := inf.SetTransform(toCache); err != nil {
+	if err := inf.SetTransform(s.toCache); err != nil {
 		return nil, err
 	}
 	w := &Watch{key: key, Informer: inf, refs: 1}
@@ -101,13 +104,13 @@ func (s *Set) Release(w *Watch) {
 
 // toCache is the informers' transform: decoded objects from lists and watches enter the
 // caches trimmed and in their cached form.
-func toCache(obj any) (any, error) {
+func (s *Set) toCache(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
 	Trim(u)
-	return NewObject(u)
+	return NewObject(u, s.prove)
 }
 
 // Trim drops what kubecel never reads before an object enters a cache: the

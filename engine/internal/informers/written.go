@@ -23,11 +23,15 @@ type Written struct {
 	// that arrived meanwhile, until the response tells whether they were its echo.
 	sending map[string]int
 	held    map[string][]heldEvent
+	// prove decides which responses are children (NewObject), as the caches do.
+	prove Prover
 }
 
-func NewWritten() *Written {
+// NewWritten makes an empty memory of writes that takes kubecel's labels only from
+// the responses prove accepts.
+func NewWritten(prove Prover) *Written {
 	return &Written{objs: map[string]*Object{}, byParent: map[string]map[string]bool{},
-		sending: map[string]int{}, held: map[string][]heldEvent{}}
+		sending: map[string]int{}, held: map[string][]heldEvent{}, prove: prove}
 }
 
 // rememberLocked keeps obj, the cached form of the server's response to a write of key

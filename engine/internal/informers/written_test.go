@@ -86,7 +86,7 @@ func TestWrittenEcho(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := NewWritten()
+			w := NewWritten(acceptAll)
 			var handled []string
 			for _, s := range tc.steps {
 				switch {

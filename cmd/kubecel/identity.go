@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/internal/identity"
+	"github.com/kubecel/kubecel/internal/leader"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// identityFlags name the installation a command acts for and the Secret that holds its
+// key (package identity).
+type identityFlags struct {
+	installation string
+	secret       string
+}
+
+func (o *identityFlags) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.installation, "installation", rules.DefaultInstallation, "name of this kubecel installation, shared by its replicas; two installations in one cluster never act on each other's children")
+	f.StringVar(&o.secret, "identity-secret", "", "NAMESPACE/NAME of the Secret that holds the installation's key, created when missing (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)")
+}
+
+// secretRef names the identity Secret. Options made without flags (kubecel dev) get
+// the defaults.
+func (o *identityFlags) secretRef() (identity.Secret, error) {
+	s := identity.Secret{Installation: o.installation}
+	if s.Installation == "" {
+		s.Installation = rules.DefaultInstallation
+	}
+	if o.secret == "" {
+		s.Namespace, s.Name = leader.PodNamespace(), identity.SecretName(s.Installation)
+		return s, nil
+	}
+	ns, name, ok := strings.Cut(o.secret, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return s, fmt.Errorf("--identity-secret %q: want NAMESPACE/NAME, such as kubecel-system/kubecel-identity", o.secret)
+	}
+	s.Namespace, s.Name = ns, name
+	return s, nil
+}
+
+// identityRetry is how often a controller that cannot reach the API server tries again
+// to read its identity.
+const identityRetry = 2 * time.Second
+
+// load reads the installation's identity from the cluster; create makes its Secret when
+// it is missing (see identity.Load). With retry (a controller), an API server that
+// cannot be reached is waited for, each failure logged; an answer that refuses
+// (forbidden, a missing namespace, a bad key) ends the wait with that error.
+func (o *identityFlags) load(ctx context.Context, cfg *rest.Config, create, retry bool) (*rules.Identity, error) {
+	s, err := o.secretRef()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rules.NewIdentity(s.Installation, make([]byte, rules.KeySize)); err != nil {
+		return nil, fmt.Errorf("--installation: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		id, err := identity.Load(ctx, kube, s, create)
+		var status apierrors.APIStatus
+		if err == nil || !retry || errors.As(err, &status) || errors.Is(err, identity.ErrKey) {
+			return id, err
+		}
+		klog.FromContext(ctx).Error(err, "Cannot read the installation's identity; retrying", "secret", s.String())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(identityRetry):
+		}
+	}
+}
