@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 var seedFlag = flag.Uint64("faults.seed", 0, "seed of TestPropertyOwnership's random steps (0: one from the clock)")
@@ -66,7 +64,7 @@ var ruleSets = func() [][]propertyRule {
 var (
 	propertyParents  = []string{"p0", "p1", "p2"}
 	propertyNames    = []string{"x", "y", "z"}
-	propertySuffixes = []string{"a", "a2", "b"}
+	propertySuffixes = []string{"a", "a2", "b", "sq"}
 )
 
 func specName(p *unstructured.Unstructured) string {
@@ -87,7 +85,10 @@ func (r propertyRule) selects(p *unstructured.Unstructured) bool {
 // rule that does not select it, every child a widget should have exists (its or someone
 // else's), and every object kubecel labelled belongs to a live widget that still
 // produces it (or to a rule that was removed, whose children may stay, or to a widget
-// whose new child's name is taken, which keeps its old children meanwhile).
+// whose new child's name is taken, which keeps its old children meanwhile). Among the
+// steps, other parties act too (property_parties_test.go): a forger, a second
+// installation, a squatting rules source; nothing they made is touched, and nothing of
+// a removed rule is deleted while its widget lives.
 func TestPropertyOwnership(t *testing.T) {
 	seed := *seedFlag
 	if seed == 0 {
@@ -98,11 +99,12 @@ func TestPropertyOwnership(t *testing.T) {
 		steps = 200
 	}
 	t.Logf("seed %d, %d steps", seed, steps)
-	r := &ownershipRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed)), released: map[types.UID]bool{}}
+	r := &ownershipRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed)), released: map[types.UID]releasedObject{}}
 	r.world = newWorldRules(t, "property", rulesHead) // the rules follow, with r's
+	r.Forge = namespace(t, "property-forge")
 	r.Active = ruleSets[3]
 	r.Rules = writeRules(t, propertyRules, r)
-	r.ctrl = startLoaded(t, r.Rules)
+	r.ctrl = r.startFirst()
 	for range steps {
 		r.do(r.step())
 	}
@@ -117,6 +119,7 @@ func TestPropertyOwnership(t *testing.T) {
 type ownershipRun struct {
 	*world
 	Active []propertyRule
+	parties
 
 	t    *testing.T
 	seed uint64
@@ -124,9 +127,9 @@ type ownershipRun struct {
 	ctrl *controller
 	// foreign holds the objects the run created as another client would.
 	foreign []*frozen
-	// released holds the objects of rules that were removed (by UID): they may stay,
-	// until their rule is back and selects their widget.
-	released map[types.UID]bool
+	// released holds the objects of rules that were removed (by UID): they stay, until
+	// their rule is back and selects their widget, or their widget is gone.
+	released map[types.UID]releasedObject
 	steps    []string
 }
 
@@ -139,7 +142,7 @@ func (r *ownershipRun) do(step string) {
 	fingerprint, since := "", time.Now()
 	quiet, _ := within(settle, func() (bool, string) {
 		s := r.observe()
-		if msg := r.safety(s); msg != "" {
+		if msg := r.safety(s) + r.partySafety(s) + r.releasedSafety(s); msg != "" {
 			r.fail(msg)
 		}
 		if s.fingerprint != fingerprint {
@@ -184,8 +187,12 @@ func (r *ownershipRun) step() string {
 			live = append(live, name)
 		}
 	}
+	var widgets []*unstructured.Unstructured
+	for _, name := range live {
+		widgets = append(widgets, existing[name])
+	}
 	for {
-		switch op := r.rng.IntN(9); {
+		switch op := r.rng.IntN(12); {
 		case op < 2 && len(live) < len(propertyParents):
 			name := pick(slices.DeleteFunc(slices.Clone(propertyParents), func(n string) bool { return existing[n] != nil }))
 			labels := map[string]string{}
@@ -225,6 +232,14 @@ func (r *ownershipRun) step() string {
 			if step, ok := r.createForeign(); ok {
 				return step
 			}
+		case op == 9:
+			if step, ok := r.forge(widgets); ok {
+				return step
+			}
+		case op == 10:
+			return r.toggleSecond()
+		case op == 11:
+			return r.toggleSquat()
 		}
 	}
 }
@@ -237,11 +252,27 @@ func (r *ownershipRun) deleteParent(name string) string {
 // reload switches to another rules file.
 func (r *ownershipRun) reload() string {
 	before := r.Active
-	for slices.Equal(r.Active, before) {
-		r.Active = ruleSets[r.rng.IntN(len(ruleSets))]
+	next := before
+	for slices.Equal(next, before) {
+		next = ruleSets[r.rng.IntN(len(ruleSets))]
 	}
+	first := r.beforeReload(next)
+	r.Active = next
+	secondLoads := 0
+	if r.second != nil {
+		secondLoads = r.second.loads()
+	}
+	_, hadA := ruleNamed(before, "a")
+	_, hasA := ruleNamed(next, "a")
 	r.ctrl.rewriteRules(r.t, r.Rules, propertyRules, r)
-	return fmt.Sprintf("reload rules %s -> %s", describeRules(before), describeRules(r.Active))
+	if r.second != nil {
+		r.second.waitLoaded(r.t, secondLoads)
+	}
+	if r.squat && hadA && !hasA {
+		// The squatter's rule a, refused so far, runs now.
+		r.squatting = true
+	}
+	return fmt.Sprintf("%sreload rules %s -> %s", first, describeRules(before), describeRules(r.Active))
 }
 
 func describeRules(rules []propertyRule) string {
@@ -263,165 +294,4 @@ func (r *ownershipRun) createForeign() (string, bool) {
 	f := createObject(r.t, configMaps, ns, name, map[string]string{"owner": "someone-else"}, map[string]string{"note": "not kubecel's"}, nil)
 	r.foreign = append(r.foreign, f)
 	return "create foreign " + f.String(), true
-}
-
-// snapshot is the state of the run's namespaces.
-type snapshot struct {
-	parents []*unstructured.Unstructured
-	byUID   map[types.UID]*unstructured.Unstructured
-	// objects are the ConfigMaps of both namespaces, by namespace/name.
-	objects map[string]*unstructured.Unstructured
-	// fingerprint changes with any write to a widget or a ConfigMap.
-	fingerprint string
-}
-
-func (r *ownershipRun) observe() *snapshot {
-	ctx := r.t.Context()
-	s := &snapshot{byUID: map[types.UID]*unstructured.Unstructured{}, objects: map[string]*unstructured.Unstructured{}}
-	var fp strings.Builder
-	list, err := dyn(r.t).Resource(widgets).Namespace(r.NS).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		r.t.Fatalf("list widgets: %v", err)
-	}
-	for i := range list.Items {
-		p := &list.Items[i]
-		s.parents = append(s.parents, p)
-		s.byUID[p.GetUID()] = p
-		fmt.Fprintf(&fp, "%s@%s ", p.GetName(), p.GetResourceVersion())
-	}
-	for _, ns := range []string{r.NS, r.Other} {
-		cms, err := dyn(r.t).Resource(configMaps).Namespace(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			r.t.Fatalf("list configmaps: %v", err)
-		}
-		for i := range cms.Items {
-			cm := &cms.Items[i]
-			s.objects[ns+"/"+cm.GetName()] = cm
-			fmt.Fprintf(&fp, "%s/%s@%s ", ns, cm.GetName(), cm.GetResourceVersion())
-		}
-	}
-	s.fingerprint = fp.String()
-	return s
-}
-
-// safety returns what is wrong at any time, quiet or not: a foreign object changed, or
-// an object that belongs to two widgets.
-func (r *ownershipRun) safety(s *snapshot) string {
-	for _, f := range r.foreign {
-		obj := s.objects[f.Namespace+"/"+f.Name]
-		if obj == nil {
-			return fmt.Sprintf("foreign %s was deleted", f)
-		}
-		if diff := untouched(r.t, f); diff != "" {
-			return fmt.Sprintf("foreign %s was modified (-before +after):\n%s", f, diff)
-		}
-	}
-	for key, obj := range s.objects {
-		controllers, owners := 0, map[types.UID]bool{}
-		for _, o := range obj.GetOwnerReferences() {
-			if o.Controller != nil && *o.Controller {
-				controllers++
-			}
-			if o.Kind == "Widget" {
-				owners[o.UID] = true
-			}
-		}
-		label := types.UID(obj.GetLabels()[rules.LabelParentUID])
-		switch {
-		case controllers > 1 || len(owners) > 1:
-			return fmt.Sprintf("ConfigMap %s has owner references to several widgets: %s", key, ownerList(obj))
-		case len(owners) == 1 && label != "" && !owners[label]:
-			return fmt.Sprintf("ConfigMap %s is labelled for widget %s but its owner references are %s", key, label, ownerList(obj))
-		}
-	}
-	return ""
-}
-
-// liveness returns what is not yet as it must be once the cluster is quiet, or "".
-func (r *ownershipRun) liveness(s *snapshot) string {
-	for _, p := range s.parents {
-		if p.GetDeletionTimestamp() != nil {
-			return fmt.Sprintf("widget %s is still deleting, finalizers %v", p.GetName(), p.GetFinalizers())
-		}
-		for _, f := range p.GetFinalizers() {
-			name, ok := strings.CutPrefix(f, "cleanup.kubecel.dev/"+r.Rule+"-")
-			if rule, active := r.rule(name); ok && (!active || !rule.selects(p)) {
-				return fmt.Sprintf("widget %s keeps the finalizer %s of a rule that does not select it", p.GetName(), f)
-			}
-		}
-		for _, rule := range r.Active {
-			if !rule.selects(p) {
-				continue
-			}
-			for _, ns := range []string{r.NS, r.Other} {
-				if key := ns + "/" + specName(p) + "-" + rule.Suffix; s.objects[key] == nil {
-					return fmt.Sprintf("widget %s has no ConfigMap %s (rule %s), neither its own nor another's", p.GetName(), key, rule.Name)
-				}
-			}
-		}
-	}
-	for key, obj := range s.objects {
-		if msg := r.belongs(s, key, obj); msg != "" {
-			return msg
-		}
-	}
-	return ""
-}
-
-// belongs returns why a ConfigMap that kubecel labelled should not be there, or "".
-func (r *ownershipRun) belongs(s *snapshot, key string, obj *unstructured.Unstructured) string {
-	labels := obj.GetLabels()
-	if labels[rules.LabelManagedBy] != rules.ManagedByValue {
-		return ""
-	}
-	rule, active := r.rule(strings.TrimPrefix(labels[rules.LabelRule], r.Rule+"-"))
-	if !active {
-		r.released[obj.GetUID()] = true
-		return ""
-	}
-	p := s.byUID[types.UID(labels[rules.LabelParentUID])]
-	if p == nil || !rule.selects(p) {
-		if r.released[obj.GetUID()] {
-			return ""
-		}
-		return fmt.Sprintf("ConfigMap %s of rule %s is left behind by widget %s, which is gone or not selected", key, rule.Name, labels[rules.LabelParentUID])
-	}
-	// The rule is back and selects the widget: the object is its child again, to be
-	// pruned when no longer produced and deleted with the widget.
-	delete(r.released, obj.GetUID())
-	want := map[string]string{r.NS: "local", r.Other: "remote"}[obj.GetNamespace()]
-	stale := obj.GetName() != specName(p)+"-"+rule.Suffix || labels[rules.LabelChild] != want
-	// Nothing is pruned for a widget whose applies failed: one whose new child's name is
-	// taken keeps its old children until it is free.
-	if stale && !r.blocked(s, rule, p) {
-		return fmt.Sprintf("ConfigMap %s (child %q of rule %s) is left behind by widget %s, which now computes %s-%s",
-			key, labels[rules.LabelChild], rule.Name, p.GetName(), specName(p), rule.Suffix)
-	}
-	return ""
-}
-
-// blocked reports whether a name the rule computes for the widget is taken by an
-// object that is not that widget's child under the rule.
-func (r *ownershipRun) blocked(s *snapshot, rule propertyRule, p *unstructured.Unstructured) bool {
-	for _, ns := range []string{r.NS, r.Other} {
-		obj := s.objects[ns+"/"+specName(p)+"-"+rule.Suffix]
-		if obj == nil {
-			continue
-		}
-		labels := obj.GetLabels()
-		if labels[rules.LabelRule] != r.Rule+"-"+rule.Name || labels[rules.LabelParentUID] != string(p.GetUID()) {
-			return true
-		}
-	}
-	return false
-}
-
-// rule returns the active rule of that name.
-func (r *ownershipRun) rule(name string) (propertyRule, bool) {
-	for _, rule := range r.Active {
-		if rule.Name == name {
-			return rule, true
-		}
-	}
-	return propertyRule{}, false
 }

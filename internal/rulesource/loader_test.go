@@ -283,3 +283,52 @@ func TestStartLeavesOutOptionalParts(t *testing.T) {
 		t.Errorf("reload errors %v, want 2 (team-1 and team-2)", n)
 	}
 }
+
+// mutableSource is a source whose parts the test changes between reloads.
+type mutableSource struct{ ps *[]part }
+
+func (m mutableSource) String() string                                     { return "mutable" }
+func (m mutableSource) start(context.Context, time.Duration, func()) error { return nil }
+func (m mutableSource) parts() []part                                      { return *m.ps }
+
+// TestRefusedPartBlocksNoEdit: a selector's ConfigMap that repeats a rule name of a
+// named source is refused, and stays refused while that source edits the rule: it can
+// neither take the rule nor freeze the source at its last good version. Once the source
+// drops the rule, the ConfigMap's rule runs.
+func TestRefusedPartBlocksNoEdit(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "rules.yaml")
+	write(t, file, ruleDoc("ga", "other"))
+	squat := []part{}
+	squatter := func(rule string) {
+		squat = []part{{name: "configmap rules/team-b", docs: []rules.Document{{Source: "configmap rules/team-b key rules.yaml", Origin: "configmap rules/team-b", Data: []byte(ruleDoc(rule))}}, optional: true}}
+	}
+	var got applied
+	l, err := New(Options{Sources: []Source{File(file), mutableSource{&squat}}, Apply: got.apply, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	squatter("ga")
+	if err := l.reload(ctx, false); err == nil || !strings.Contains(err.Error(), "duplicate rule name") {
+		t.Errorf("reload with the squatter: err = %v, want its duplicate rule name", err)
+	}
+	if diff := cmp.Diff([]string{"ga@" + file, "other@" + file}, got.names()); diff != "" {
+		t.Errorf("squatter refused: running rules (-want +got):\n%s", diff)
+	}
+	write(t, file, ruleDoc("ga", "other", "third"))
+	_ = l.reload(ctx, false)
+	if diff := cmp.Diff([]string{"ga@" + file, "other@" + file, "third@" + file}, got.names()); diff != "" {
+		t.Errorf("the file edited while the squatter is refused: running rules (-want +got):\n%s", diff)
+	}
+	write(t, file, ruleDoc("other", "third"))
+	if err := l.reload(ctx, false); err != nil {
+		t.Errorf("reload without the file's ga: %v", err)
+	}
+	if diff := cmp.Diff([]string{"other@" + file, "third@" + file, "ga@configmap rules/team-b key rules.yaml"}, got.names()); diff != "" {
+		t.Errorf("the file dropped ga: running rules (-want +got):\n%s", diff)
+	}
+}

@@ -101,10 +101,13 @@ func (l *Loader) candidate(current []keyed, failed map[string]error) []rules.Doc
 	return docs
 }
 
-// guilty picks the parts to fall back for a load error: the changed parts the errors
-// are in, else (a problem between parts) every changed part that still counts at its
-// current version. On the first load, optional parts are picked before the others, so
-// that a selector's ConfigMap that clashes with a named source does not stop the start.
+// guilty picks the parts to fall back for a load error: among the changed parts the
+// errors are in, those whose version was already refused (so that a part that never
+// loaded, such as a ConfigMap repeating another's rule name, cannot block the other's
+// next edit), else the changed parts the errors are in, else (a problem between parts)
+// every changed part that still counts at its current version. On the first load,
+// optional parts are picked before the others, so that a selector's ConfigMap that
+// clashes with a named source does not stop the start.
 func (l *Loader) guilty(current []keyed, failed map[string]error, err error, first bool) []keyed {
 	var list rules.ErrorList
 	errors.As(err, &list)
@@ -112,23 +115,27 @@ func (l *Loader) guilty(current []keyed, failed map[string]error, err error, fir
 	for _, e := range list {
 		named[e.Source] = true
 	}
-	var changed, in []keyed
+	var changed, in, refused []keyed
 	for _, p := range current {
 		if _, bad := failed[p.key]; bad {
 			continue
 		}
-		if st := l.states[p.key]; st != nil && st.goodVersion == p.version {
+		st := l.states[p.key]
+		if st != nil && st.goodVersion == p.version {
 			continue
 		}
 		changed = append(changed, p)
 		for _, d := range p.docs {
 			if named[d.Source] {
 				in = append(in, p)
+				if st != nil && st.seen == p.version {
+					refused = append(refused, p)
+				}
 				break
 			}
 		}
 	}
-	for _, set := range [][]keyed{in, changed} {
+	for _, set := range [][]keyed{refused, in, changed} {
 		if len(set) == 0 {
 			continue
 		}
