@@ -19,8 +19,12 @@
 //     an apply that fails when the name is taken, and an object that is not this rule's
 //     child of this parent is a ChildExists conflict on the parent, never written to
 //     (unless the child says adopt: true and the object has no controller).
+//   - An object is a child only when it carries the installation's proof that it was
+//     made as that child of that parent (rules.Identity; Options.Identity): the caches
+//     keep kubecel's labels of no other object, so labels, annotations and owner
+//     references that anyone can write make nothing a child.
 //   - Nothing is pruned in a reconcile whose evaluation or applies failed, and only
-//     objects carrying the rule's and the parent's labels are pruned or deleted.
+//     proven children of the rule and the parent are pruned or deleted.
 //   - Each rule writes to its parents (status, finalizer) with its own field manager
 //     and finalizer, so rules sharing a parent never undo each other; a parent the rule
 //     no longer selects is released (its children pruned, its finalizer removed).

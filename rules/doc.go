@@ -9,6 +9,11 @@
 // line. Evaluate turns a parent object and the observed children into desired children
 // and status.
 //
+// It also holds the object contract: how a child is shaped and labelled (Shape), and how
+// an installation proves that an object is a child it made (Identity, identity.go):
+// labels can be written by anyone who can write the object, a proof only with the
+// installation's key.
+//
 // Expressions and templates are type-checked against the OpenAPI schemas of the parents
 // and children: those of Options.Schemas (CRDs), else those of the built-in Kubernetes
 // kinds embedded in builtin.json.gz (see BuiltinSchemas; `go generate` writes it from the

@@ -10,7 +10,10 @@
 //     the context of the call that started it.
 //   - Objects enter the caches trimmed (Trim): without the managedFields entries of
 //     other managers and kubectl's last-applied annotation; kubecel's own managedFields
-//     entries stay. Cached objects are never modified; Decode returns a copy the caller
+//     entries stay.
+//   - A cached object carries kubecel's labels (Rule, Child, ParentUID, Parent, Origin)
+//     only when the Set's Prover accepts its proof; every other object is cached without
+//     them, whatever it carries, so nothing indexes it as a child. Cached objects are never modified; Decode returns a copy the caller
 //     may change.
 //   - Written returns a remembered write only while it is newer than the cache (same
 //     UID, a later resourceVersion), and forgets it once the cache caught up.
