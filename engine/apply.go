@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -54,6 +56,9 @@ func (c *Controller) apply(ctx context.Context, st *ruleState, child string, obj
 		return c.client.Resource(ck.GVR).Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, opts)
 	})
 	if err != nil {
+		if childByID(st, child).Sensitive {
+			err = withholdMessage(err)
+		}
 		return nil, childError(st.rule.Name, child, keyOf(obj), fmt.Errorf("apply: %w", err))
 	}
 	c.metrics.Applies.WithLabelValues(st.rule.Name).Inc()
@@ -76,4 +81,26 @@ func (c *Controller) remembered(key string, write func() (*unstructured.Unstruct
 		c.written.Settle(key, got)
 	}()
 	return write()
+}
+
+// withholdMessage replaces the API server's message about a child that holds Secret
+// data, which may quote a value it refused, with its reason and code; the error stays
+// an API status error of the same reason, so callers still tell a conflict from a 403.
+// The fields of its causes stay, their messages go.
+func withholdMessage(err error) error {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return errors.New("the request failed; its message is withheld because the child holds Secret data")
+	}
+	s := status.Status()
+	s.Message = fmt.Sprintf("the API server refused it (%s, %d); its message is withheld because the child holds Secret data", s.Reason, s.Code)
+	if s.Details != nil {
+		d := *s.Details
+		d.Causes = nil
+		for _, c := range s.Details.Causes {
+			d.Causes = append(d.Causes, metav1.StatusCause{Type: c.Type, Field: c.Field})
+		}
+		s.Details = &d
+	}
+	return &apierrors.StatusError{ErrStatus: s}
 }

@@ -183,6 +183,8 @@ func (c *Controller) writeStatus(ctx context.Context, st *ruleState, parent *uns
 		klog.FromContext(ctx).Error(nil, "Cannot write status", "reason", msg)
 		c.event(parent, "Warning", "StatusNotWritable", "%s", msg)
 		return nil
+	case err != nil && st.rule.StatusReadsSecrets():
+		return fmt.Errorf("rule %q: write status: %w", st.rule.Name, withholdMessage(err))
 	case err != nil:
 		return fmt.Errorf("rule %q: write status: %w", st.rule.Name, err)
 	}

@@ -71,6 +71,10 @@ type Rule struct {
 	coerce     bool
 	// refsType is the declared type of `refs` (nil when no ref's kind has a schema).
 	refsType *apiservercel.DeclType
+	// sens says what the rule reads of Secrets (sensitive.go); warnings are its load
+	// warnings about Secret data flowing out.
+	sens     *sensitivity
+	warnings []*Error
 }
 
 // ParentTypeChecked reports whether `parent` is typed from a schema of the parent
@@ -106,6 +110,9 @@ type Child struct {
 	// deleting them when the rule stops producing them, or when the parent is deleted
 	// (lifecycle: onRemove / onParentDelete: Keep; see lifecycle.go).
 	KeepOnRemove, KeepOnParentDelete bool
+	// Sensitive is true when the child holds Secret data: it is a Secret, or its
+	// expressions read one (sensitive.go). Messages about it never quote its values.
+	Sensitive bool
 
 	// Compiled parts; nil when not set. An expr child may also have a template: its map
 	// literal split along constant keys (see exprtmpl.go), evaluated instead of expr.

@@ -33,6 +33,9 @@ type program struct {
 	checked *cel.Ast
 	// slot is the expression's index in its template's batch.
 	slot int
+	// sensitive is true when the expression reads Secret data (sensitive.go): its
+	// errors' texts are withheld.
+	sensitive bool
 }
 
 // want is the kind of value an expression must produce.
@@ -64,6 +67,9 @@ func (w want) String() string {
 type compiler struct {
 	envs *envs
 	errs *ErrorList
+	// clusterParent is true when the rule's parent resource is known to be
+	// cluster-scoped.
+	clusterParent bool
 	// childIDs are the ids of the rule's children, for resolving children.X; refIDs
 	// those of its refs, for refs.X.
 	childIDs, refIDs []string

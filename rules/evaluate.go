@@ -73,11 +73,13 @@ func (r *Rule) EvaluateWithRefs(ctx context.Context, parent map[string]any, obse
 type evaluation struct {
 	ctx  context.Context
 	rule *Rule
-	// parentNamespace is the parent's namespace ("" when cluster-scoped).
-	parentNamespace string
-	observed        Observed
-	res             *Result
-	errs            ErrorList
+	// parentNamespace is the parent's namespace ("" when cluster-scoped); parentName its
+	// name; parentIsNamespace whether it is a core Namespace.
+	parentNamespace, parentName string
+	parentIsNamespace           bool
+	observed                    Observed
+	res                         *Result
+	errs                        ErrorList
 	// vars holds parent and children for every expression.
 	vars activation
 	// children is what `children` reads: observed objects by child id.
@@ -107,6 +109,8 @@ func (ev *evaluation) run(parent map[string]any, refs RefSource) {
 	}
 	md, _ := parent["metadata"].(map[string]any)
 	ev.parentNamespace, _ = md["namespace"].(string)
+	ev.parentName, _ = md["name"].(string)
+	ev.parentIsNamespace = parent["apiVersion"] == "v1" && parent["kind"] == "Namespace"
 	ev.children = make(map[string]any, len(r.Children))
 	ev.states = make([]childState, len(r.Children))
 	ev.vars = activation{
@@ -264,7 +268,11 @@ func (ev *evaluation) object(ch *Child, vars *activation, index int, results tra
 		err = ev.claim(key, ch.ID)
 	}
 	if err != nil {
-		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Child: ch.ID, Message: forEachPrefix(at) + err.Error()})
+		msg := err.Error()
+		if ev.rule.sens != nil && ev.rule.sens.derived[ch.ID] {
+			msg = withheld(fmt.Sprintf("the object of child %q is computed from it", ch.ID))
+		}
+		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Child: ch.ID, Message: forEachPrefix(at) + msg})
 		return false
 	}
 	d := Desired{ID: ch.ID, Index: index, Object: obj}
@@ -360,6 +368,9 @@ func (ev *evaluation) fail(p *program, at int, err error) {
 	e := &Error{Rule: ev.rule.Name, Message: forEachPrefix(at) + err.Error(), Err: err}
 	if p != nil {
 		e.Child, e.Ref, e.Field, e.Expr = p.w.child, p.w.ref, string(p.w.field), p.source
+		if p.sensitive {
+			e.Message, e.Err = forEachPrefix(at)+withheld(ev.rule.sens.what(p)), withheldErr(err)
+		}
 	}
 	ev.errs = append(ev.errs, e)
 }

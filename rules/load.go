@@ -46,17 +46,21 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 	checkRuleNames(sources, pieces, &errs)
 	checkStatusOwners(sources, newScopes(opts), &errs)
 	rs := &RuleSet{Hash: documentsHash(docs)}
+	var flows ErrorList
 	for _, src := range sources {
 		if r := compileRule(src, opts, &errs); r != nil {
 			r.Source = pieces[src.piece].source
 			r.Origin = pieces[src.piece].origin
 			rs.Rules = append(rs.Rules, r)
+			flows = append(flows, r.warnings...)
 		}
 	}
 	if len(errs) > 0 {
 		locate(pieces, errs)
 		return nil, errs
 	}
+	locate(pieces, flows)
+	rs.Warnings = append(rs.Warnings, flows...)
 	setConditionTypes(rs.Rules, newScopes(opts))
 	for _, r := range rs.Rules {
 		sealFingerprint(r)
@@ -141,7 +145,8 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	var children []*Child
 	reads := map[string][]string{}
 	scopes := newScopes(opts)
-	parentNamespaced, _ := scopes.resource(gvr.GroupResource())
+	parentNamespaced, parentKnown := scopes.resource(gvr.GroupResource())
+	c.clusterParent = parentKnown && !parentNamespaced
 	r.Refs = c.compileRefs(src, parentNamespaced, scopes)
 	for _, cs := range src.children {
 		if ch := c.child(src, cs, opts); ch != nil {
@@ -182,6 +187,8 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	if len(*errs) > before {
 		return nil
 	}
+	r.sens = markSensitive(r, c.progs)
+	r.warnings = r.sens.flowWarnings(r, c.progs)
 	return r
 }
 

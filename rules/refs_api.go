@@ -35,6 +35,9 @@ type Ref struct {
 	// DependsOn lists the ids of the refs whose values this ref's name, namespace or
 	// selector read.
 	DependsOn []string
+	// Sensitive is true for a Secret, or a ref marked `sensitive: true`: no message ever
+	// quotes a value read from it (sensitive.go).
+	Sensitive bool
 
 	// compiled holds the parts the evaluation needs; see refs.go.
 	compiled *refProgram

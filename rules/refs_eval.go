@@ -53,8 +53,14 @@ func (ev *evaluation) lookupRefs(parent map[string]any, src RefSource) {
 // lookupRef computes where one ref reads, checks that the parent may read there, and
 // looks the object (or objects) up, storing what it finds in values.
 func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values map[string]any) refOutcome {
+	// A name, namespace or selector computed from Secret data is never quoted.
+	sensitive := ev.rule.sens != nil && (ev.rule.sens.parent || ev.rule.sens.readsAny(ref.DependsOn, nil))
 	failed := func(field string, err error) refOutcome {
-		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Ref: ref.ID, Field: field, Message: err.Error(), Err: err})
+		e := &Error{Rule: ev.rule.Name, Ref: ref.ID, Field: field, Message: err.Error(), Err: err}
+		if sensitive {
+			e.Message, e.Err = withheld("its name, namespace or selector is computed from it"), withheldErr(err)
+		}
+		ev.errs = append(ev.errs, e)
 		return refOutcome{failed: true}
 	}
 	rp := ref.compiled
@@ -73,6 +79,17 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 		namespace = ""
 	}
 	isNamespace := ref.GVK.Group == "" && ref.GVK.Kind == "Namespace"
+	if !ref.CrossNamespace {
+		// Checked at load where the kind's scope is known; here for every kind.
+		switch {
+		case isNamespace && rp.selector != nil:
+			return failed("selector", errors.New("a selector over Namespaces reads every namespace: it needs crossNamespace: true on the ref"))
+		case parentNS == "" && !rp.clusterScoped && rp.namespace != nil && ref.Namespace == "" && !ev.ownNamespace(namespace):
+			return failed("namespace", errors.New("the parent is cluster-scoped: a namespace computed with ${} can name any namespace, which needs crossNamespace: true on the ref (a Namespace parent's own namespace needs nothing)"))
+		case parentNS == "" && !rp.clusterScoped && rp.selector != nil && namespace == "":
+			return failed("selector", errors.New("the parent is cluster-scoped: a selector without a namespace reads every namespace, which needs crossNamespace: true on the ref"))
+		}
+	}
 	if parentNS != "" && !ref.CrossNamespace {
 		switch {
 		case rp.clusterScoped && !isNamespace:
@@ -158,7 +175,11 @@ func (ev *evaluation) refString(n *node) (string, bool) {
 		if n.prog != nil {
 			w = n.prog.w
 		}
-		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Ref: w.ref, Field: string(w.field), Message: "must evaluate to a string, not " + describeValue(v)})
+		msg := "must evaluate to a string, not " + describeValue(v)
+		if n.prog != nil && n.prog.sensitive {
+			msg = "must evaluate to a string, not " + describe(v)
+		}
+		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Ref: w.ref, Field: string(w.field), Message: msg})
 		return "", false
 	}
 	return s, true
@@ -201,4 +222,10 @@ func pathSegmentProblem(name string) string {
 		return "may not contain '%'"
 	}
 	return ""
+}
+
+// ownNamespace reports whether namespace is the parent's own: the parent is that
+// Namespace.
+func (ev *evaluation) ownNamespace(namespace string) bool {
+	return ev.parentIsNamespace && namespace == ev.parentName
 }

@@ -24,6 +24,7 @@ type refSource struct {
 	selector       map[string]any
 	optional       bool
 	crossNamespace bool
+	sensitive      bool
 	at             path
 }
 
@@ -45,13 +46,14 @@ func (d *decoder) ref(v any, rw where, at path) *refSource {
 	rs := &refSource{at: at}
 	rs.id = d.str(m, "id", w, true)
 	w.ref = rs.id
-	d.unknown(m, w, "id", "apiVersion", "kind", "name", "namespace", "selector", "optional", "crossNamespace")
+	d.unknown(m, w, "id", "apiVersion", "kind", "name", "namespace", "selector", "optional", "crossNamespace", "sensitive")
 	rs.apiVersion = d.str(m, "apiVersion", w, true)
 	rs.kind = d.str(m, "kind", w, true)
 	rs.name = d.str(m, "name", w, false)
 	rs.namespace = d.str(m, "namespace", w, false)
 	rs.optional = d.boolean(m, "optional", w)
 	rs.crossNamespace = d.boolean(m, "crossNamespace", w)
+	rs.sensitive = d.boolean(m, "sensitive", w)
 	if sel, ok := m["selector"]; ok && sel != nil {
 		sw := w.key("selector")
 		if sm := d.object(sel, sw, "matchLabels", "matchExpressions"); sm != nil {
@@ -146,7 +148,7 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 		return nil
 	}
 	ref := &Ref{ID: rs.id, GVK: gv.WithKind(rs.kind), Selector: rs.selector != nil, Optional: rs.optional,
-		CrossNamespace: rs.crossNamespace, compiled: &refProgram{}}
+		CrossNamespace: rs.crossNamespace, Sensitive: rs.sensitive, compiled: &refProgram{}}
 	if !strings.Contains(rs.namespace, "${") {
 		ref.Namespace = rs.namespace
 	}
@@ -171,13 +173,31 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 }
 
 // refScope checks at load what can be known of where a ref reads: a namespaced parent
-// reads its own namespace unless the ref says crossNamespace.
+// reads its own namespace (and its own Namespace by name) unless the ref says
+// crossNamespace; so does every ref that can reach any namespace: a selector over
+// Namespaces, and, under a cluster-scoped parent, which has no namespace of its own, a
+// computed namespace or a selector across every namespace.
 func (c *compiler) refScope(r *ruleSource, rs *refSource, ref *Ref, parentNamespaced bool, w where) bool {
-	if !parentNamespaced || rs.crossNamespace {
+	if rs.crossNamespace {
 		return true
 	}
+	isNamespace := ref.GVK.GroupKind() == schema.GroupKind{Kind: "Namespace"}
+	computed := strings.Contains(rs.namespace, "${")
+	ownNamespaces := r.parent.apiVersion == "v1" && r.parent.resource == "namespaces"
 	switch {
-	case ref.compiled.clusterScoped && ref.GVK.GroupKind() != (schema.GroupKind{Kind: "Namespace"}):
+	case isNamespace && rs.selector != nil:
+		fail(c.errs, w.key("selector"), "a selector over Namespaces reads every namespace's labels and annotations: it needs crossNamespace: true on the ref")
+		return false
+	case c.clusterParent && ref.compiled.namespaced && computed && !ownNamespaces:
+		// A Namespace parent's ref into its own namespace is checked when evaluated.
+		fail(c.errs, w.key("namespace"), "the parent is cluster-scoped: a namespace computed with ${} can name any namespace, which needs crossNamespace: true on the ref")
+		return false
+	case c.clusterParent && ref.compiled.namespaced && rs.selector != nil && rs.namespace == "":
+		fail(c.errs, w.key("selector"), "the parent is cluster-scoped: a selector without a namespace reads every namespace, which needs crossNamespace: true on the ref")
+		return false
+	case !parentNamespaced:
+		return true
+	case ref.compiled.clusterScoped && !isNamespace:
 		fail(c.errs, w.key("kind"), fmt.Sprintf("%s is cluster-scoped, and the parent is namespaced: reading it needs crossNamespace: true on the ref", rs.kind))
 		return false
 	case ref.Namespace != "" && r.parent.namespaces != nil && !(len(r.parent.namespaces) == 1 && r.parent.namespaces[0] == ref.Namespace):

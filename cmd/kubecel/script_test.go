@@ -59,6 +59,7 @@ import (
 //	waitgone RESOURCE NAME    wait until the object does not exist
 //	waithttp URL [REGEXP]     wait until GET URL answers 200 (with a body that matches REGEXP); prints the body
 //	exitcode N PROG ARGS...   run PROG (as exec does) and check that it exits with code N
+//	events NAME               print the Events about the object NAME of $NS, one "TYPE REASON MESSAGE" line each
 const scriptTimeout = 2 * time.Minute
 
 func TestScripts(t *testing.T) {
@@ -127,6 +128,24 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"waitgone": cmdWaitGone,
 	"waithttp": cmdWaitHTTP,
 	"exitcode": cmdExitCode,
+	"events":   cmdEvents,
+}
+
+func cmdEvents(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: events NAME")
+	}
+	c := newScriptClient(ts)
+	list, err := c.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "events"}).Namespace(c.ns).List(context.Background(),
+		metav1.ListOptions{FieldSelector: "involvedObject.name=" + args[0]})
+	ts.Check(err)
+	for _, e := range list.Items {
+		typ, _, _ := unstructured.NestedString(e.Object, "type")
+		reason, _, _ := unstructured.NestedString(e.Object, "reason")
+		msg, _, _ := unstructured.NestedString(e.Object, "message")
+		_, err := fmt.Fprintf(ts.Stdout(), "%s %s %s\n", typ, reason, msg)
+		ts.Check(err)
+	}
 }
 
 func cmdSubst(ts *testscript.TestScript, neg bool, args []string) {

@@ -1,0 +1,163 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Which values come from Secrets. CEL's error texts quote their inputs (`no such key:
+// <key>`, the string a url() or quantity() could not parse), so an expression that
+// reads Secret data must never have its error text shown: in status, Events, logs,
+// plan, render or check. Load marks, per rule:
+//
+//   - sensitive refs: of kind core v1 Secret, or marked `sensitive: true`;
+//   - sensitive children: of kind Secret, or whose expressions read sensitive data (a
+//     ConfigMap filled from a Secret holds Secret data too);
+//   - sensitive programs: those that read a sensitive ref or child, every expression of
+//     a child whose expressions read one (`each` of a forEach over Secret data), and
+//     every expression of a rule whose parent is a Secret.
+//
+// An evaluation error of a sensitive program keeps its rule, child, ref, field and
+// expression, and says that its text is withheld.
+
+// secretKind is the kind whose data is secret.
+var secretKind = schema.GroupKind{Kind: "Secret"}
+
+// withheld is the message of an error whose text could hold Secret data.
+func withheld(reads string) string {
+	return "evaluation failed; its message is withheld because the expression reads Secret data (" + reads + ")"
+}
+
+// sensitivity records what a rule reads of Secrets.
+type sensitivity struct {
+	parent   bool            // the parent is a Secret
+	refs     map[string]bool // sensitive ref ids
+	children map[string]bool // sensitive child ids (of kind Secret or filled from one)
+	derived  map[string]bool // children whose expressions read sensitive data
+}
+
+// markSensitive sets Ref.Sensitive, Child.Sensitive and the programs' sensitive flags
+// of a compiled rule (children in dependency order).
+func markSensitive(r *Rule, progs []*program) *sensitivity {
+	s := &sensitivity{
+		parent: r.Parent.GVR.GroupResource() == schema.GroupResource{Resource: "secrets"},
+		refs:   map[string]bool{}, children: map[string]bool{}, derived: map[string]bool{},
+	}
+	for _, ref := range r.Refs {
+		ref.Sensitive = ref.Sensitive || ref.GVK.GroupKind() == secretKind
+		s.refs[ref.ID] = ref.Sensitive
+	}
+	for _, ch := range r.Children {
+		s.derived[ch.ID] = s.parent || s.readsAny(ch.refReads, ch.reads)
+		ch.Sensitive = ch.GVK.GroupKind() == secretKind || s.derived[ch.ID]
+		s.children[ch.ID] = ch.Sensitive
+	}
+	for _, p := range progs {
+		p.sensitive = s.parent || s.readsAny(p.refReads, p.reads) || p.w.child != "" && s.derived[p.w.child]
+	}
+	return s
+}
+
+// readsAny reports whether expressions that read these refs and children read
+// sensitive data.
+func (s *sensitivity) readsAny(refs, children []string) bool {
+	return slices.ContainsFunc(refs, func(id string) bool { return s.refs[id] }) ||
+		slices.ContainsFunc(children, func(id string) bool { return s.children[id] })
+}
+
+// what names the sensitive data a program reads, for its withheld message.
+func (s *sensitivity) what(p *program) string {
+	var names []string
+	if s.parent {
+		names = append(names, "parent")
+	}
+	for _, id := range p.refReads {
+		if s.refs[id] {
+			names = append(names, "refs."+id)
+		}
+	}
+	for _, id := range p.reads {
+		if s.children[id] {
+			names = append(names, "children."+id)
+		}
+	}
+	if len(names) == 0 && p.w.child != "" {
+		names = append(names, fmt.Sprintf("child %q reads it", p.w.child))
+	}
+	return strings.Join(names, ", ")
+}
+
+// flowWarnings are the load warnings of a rule whose Secret data flows where people who
+// cannot read Secrets may see it: into a child that is not a Secret, or into the
+// parent's status.
+func (s *sensitivity) flowWarnings(r *Rule, progs []*program) []*Error {
+	var out []*Error
+	seen := map[string]bool{}
+	for _, p := range progs {
+		// Only what reads Secret data itself: the other fields of a child that reads
+		// some are sensitive for their errors, but carry no Secret data.
+		if !p.sensitive || s.parent || !s.readsAny(p.refReads, p.reads) {
+			continue
+		}
+		var target string
+		switch {
+		case p.w.ref != "":
+			continue // a ref's name or selector is not shown
+		case p.w.child != "" && !s.isSecretChild(r, p.w.child):
+			target = fmt.Sprintf("child %q, which is not a Secret", p.w.child)
+		case p.w.child == "" && strings.HasPrefix(string(p.w.field), "status."):
+			target = "the parent's status"
+		default:
+			continue
+		}
+		key := p.w.child + "\x00" + string(p.w.field)
+		if seen[key] || strings.HasSuffix(string(p.w.field), "readyWhen") || string(p.w.field) == "when" {
+			continue
+		}
+		seen[key] = true
+		out = append(out, &Error{Rule: r.Name, Child: p.w.child, Field: string(p.w.field), Expr: p.source, path: string(p.w.path),
+			Message: fmt.Sprintf("Secret data (%s) flows into %s: whoever can read it can read the Secret", s.what(p), target)})
+	}
+	return out
+}
+
+// isSecretChild reports whether the rule's child id is of kind Secret.
+func (s *sensitivity) isSecretChild(r *Rule, id string) bool {
+	for _, ch := range r.Children {
+		if ch.ID == id {
+			return ch.GVK.GroupKind() == secretKind
+		}
+	}
+	return false
+}
+
+// withheldErr keeps what callers test an evaluation error for (a deadline, a cost
+// limit) without its text.
+func withheldErr(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	}
+	return errors.New("withheld")
+}
+
+// StatusReadsSecrets reports whether a status field of the rule reads Secret data: an
+// error about writing the status must not quote it.
+func (r *Rule) StatusReadsSecrets() bool {
+	if r.sens == nil {
+		return false
+	}
+	for _, f := range r.status {
+		if r.sens.parent || r.sens.readsAny(f.refReads, f.reads) {
+			return true
+		}
+	}
+	return false
+}
