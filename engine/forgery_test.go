@@ -66,10 +66,9 @@ func lookalike(ns, name, rule string, parent *unstructured.Unstructured, id stri
 	}}
 }
 
-// injectionRules serve the fixture's namespace (tenant B) and 0-<it> (tenant A, which
-// sorts first): a config child, a summary child that reads it, and a status field that
-// reads it too.
-const injectionRules = `
+// twoTenantsRuleHead begins a rule for the Widgets of the fixture's namespace (tenant
+// B) and of 0-<it> (tenant A, which sorts first); a test appends the children.
+const twoTenantsRuleHead = `
 apiVersion: kubecel.dev/v1alpha1
 kind: RuleSet
 rules:
@@ -79,7 +78,11 @@ rules:
       resource: widgets
       namespaces: [{{.NS}}, 0-{{.NS}}]
     children:
-      - id: config
+`
+
+// injectionRules make a config child, a summary child that reads it, and a status field
+// that reads it too.
+const injectionRules = twoTenantsRuleHead + `      - id: config
         template:
           apiVersion: v1
           kind: ConfigMap
@@ -187,17 +190,7 @@ func TestLabelPatcherCannotDelete(t *testing.T) {
 
 // finalizerRules give each widget a child in 0-<ns>, so that the rule's finalizer
 // guards it.
-const finalizerRules = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}
-    parent:
-      apiVersion: engine.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}]
-    children:
-      - id: far
+const finalizerRules = widgetRuleHead + `      - id: far
         crossNamespace: true
         template:
           apiVersion: v1

@@ -193,17 +193,7 @@ func TestLeftoverTakenOver(t *testing.T) {
 }
 
 // sharedRules give every widget of two namespaces the same child name in a third one.
-const sharedRules = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}
-    parent:
-      apiVersion: engine.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}, 0-{{.NS}}]
-    children:
-      - id: shared
+const sharedRules = twoTenantsRuleHead + `      - id: shared
         crossNamespace: true
         template:
           apiVersion: v1
@@ -262,4 +252,49 @@ func TestReleasedChildMessage(t *testing.T) {
 		return s == "False" && r == rules.ReasonChildExists && strings.Contains(m, "released by kubecel") && strings.Contains(m, "adopt: true"),
 			fmt.Sprintf("Synced=%s %s %q", s, r, m)
 	})
+}
+
+// TestOrphanAmongRecreated is the lifecycle in which orphaned children were once lost:
+// parents deleted and created again under their names, then another parent deleted with
+// --cascade=orphan. Its children stay, five rounds in a row, and kubecel deletes none of
+// them.
+func TestOrphanAmongRecreated(t *testing.T) {
+	f := startController(t, deletionRules)
+	for round := range 5 {
+		names := []string{fmt.Sprintf("a%d", round), fmt.Sprintf("b%d", round), fmt.Sprintf("o%d", round)}
+		for _, name := range names {
+			f.create(widgets, widget(f.ns, name, map[string]any{"size": int64(1)}))
+		}
+		for _, name := range names {
+			for _, child := range childNames(name) {
+				f.waitFor(configMaps, f.ns, child, nil)
+			}
+		}
+		for _, name := range names[:2] {
+			f.deleteWidget(name, metav1.DeletePropagationBackground)
+			f.waitGone(widgets, f.ns, name)
+			f.create(widgets, widget(f.ns, name, map[string]any{"size": int64(1)}))
+		}
+		f.deleteWidget(names[2], metav1.DeletePropagationOrphan)
+		f.waitGone(widgets, f.ns, names[2])
+		for _, name := range names[:2] {
+			for _, child := range childNames(name) {
+				f.waitFor(configMaps, f.ns, child, nil)
+			}
+		}
+		f.waitIdle()
+		for _, child := range childNames(names[2]) {
+			if _, err := f.get(configMaps, f.ns, child); err != nil {
+				t.Errorf("round %d: orphaned child %s: %v", round, child, err)
+			}
+		}
+	}
+	deletes := f.kubecelDeletes()
+	for round := range 5 {
+		for _, child := range childNames(fmt.Sprintf("o%d", round)) {
+			if deletes[child] > 0 {
+				t.Errorf("kubecel deleted the orphaned child %s", child)
+			}
+		}
+	}
 }

@@ -368,7 +368,7 @@ func (ev *evaluation) fail(p *program, at int, err error) {
 	e := &Error{Rule: ev.rule.Name, Message: forEachPrefix(at) + err.Error(), Err: err}
 	if p != nil {
 		e.Child, e.Ref, e.Field, e.Expr = p.w.child, p.w.ref, string(p.w.field), p.source
-		if p.sensitive {
+		if p.sensitive && !quotesNothing(err) {
 			e.Message, e.Err = forEachPrefix(at)+withheld(ev.rule.sens.what(p)), withheldErr(err)
 		}
 	}

@@ -121,7 +121,7 @@ func (s *sensitivity) flowWarnings(r *Rule, progs []*program) []*Error {
 		}
 		seen[key] = true
 		out = append(out, &Error{Rule: r.Name, Child: p.w.child, Field: string(p.w.field), Expr: p.source, path: string(p.w.path),
-			Message: fmt.Sprintf("Secret data (%s) flows into %s: whoever can read it can read the Secret", s.what(p), target)})
+			Message: fmt.Sprintf("puts what it reads of Secret data (%s) into %s: whoever can read that can read it", s.what(p), target)})
 	}
 	return out
 }
@@ -134,6 +134,12 @@ func (s *sensitivity) isSecretChild(r *Rule, id string) bool {
 		}
 	}
 	return false
+}
+
+// quotesNothing reports whether an evaluation error is one whose text kubecel wrote
+// without any value: the cost limit, the deadline.
+func quotesNothing(err error) bool {
+	return errors.Is(err, ErrCostLimit) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // withheldErr keeps what callers test an evaluation error for (a deadline, a cost

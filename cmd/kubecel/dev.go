@@ -101,22 +101,25 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	if err := ctrl.waitReady(ctx, 2*time.Minute); errors.Is(err, errNotReady) {
-		fmt.Fprintf(out, "The controller is not ready yet (see %s and http://%s/readyz).\n", ctrl.logPath, ctrl.opts.healthAddr)
-	} else if err != nil {
-		if ctx.Err() != nil {
-			return nil // interrupted while starting: the defers stop everything
-		}
-		return err
-	}
-	fmt.Fprintf(out, "Controller running on %s with %d sample parents (log: %s; metrics: http://%s/metrics; health: http://%s/readyz).\n\n",
-		rulesFile, parents, ctrl.logPath, ctrl.opts.metricsAddr, ctrl.opts.healthAddr)
+	// What to type comes first, before the wait for the controller: whoever reads it (a
+	// person, a script) may go on as soon as the controller is ready.
 	fmt.Fprintf(out, "export KUBECONFIG=%s\n", cp.Kubeconfig)
 	fmt.Fprintln(out, "Then try:")
 	for _, try := range o.tries(rulesFile) {
 		fmt.Fprintln(out, "  "+try)
 	}
-	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
+	if err := ctrl.waitReady(ctx, 2*time.Minute); errors.Is(err, errNotReady) {
+		fmt.Fprintf(out, "\nThe controller is not ready yet (see %s and http://%s/readyz).\n", ctrl.logPath, ctrl.opts.healthAddr)
+	} else if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(out, "\nStopping...")
+			return nil // interrupted while starting: the defers stop everything
+		}
+		return err
+	}
+	fmt.Fprintf(out, "\nController running on %s with %d sample parents (log: %s; metrics: http://%s/metrics; health: http://%s/readyz).\n",
+		rulesFile, parents, ctrl.logPath, ctrl.opts.metricsAddr, ctrl.opts.healthAddr)
+	fmt.Fprintln(out, "Press Ctrl-C to stop.")
 
 	select {
 	case <-ctx.Done():

@@ -45,8 +45,8 @@ func TestDev(t *testing.T) {
 		default:
 		}
 		m := kubeconfigLine.FindStringSubmatch(out.String())
-		if m == nil {
-			return false, "no kubeconfig line yet:\n" + out.String()
+		if m == nil || !strings.Contains(out.String(), "Press Ctrl-C to stop.") {
+			return false, "not ready yet:\n" + out.String()
 		}
 		kubeconfig = m[1]
 		return true, ""
