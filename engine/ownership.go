@@ -120,7 +120,7 @@ func unprovenHolder(r *rules.Rule, p rules.ParentRef, obj *unstructured.Unstruct
 		}
 		return fmt.Sprintf("carries kubecel's labels (%s=%s) but no proof that this installation made it for this parent", rules.LabelInstallation, inst), false
 	}
-	if from := ann[rules.AnnotationReleasedFrom]; from != "" || labels[rules.LabelReleased] != "" {
+	if ann[rules.AnnotationReleasedFrom] != "" || labels[rules.LabelReleased] != "" {
 		return "was released by kubecel (lifecycle Keep) and is no longer managed: delete it to let this parent create its own, or set adopt: true on the child to take it over", false
 	}
 	if owner := metav1.GetControllerOfNoCopy(obj); owner != nil {

@@ -51,13 +51,22 @@ type Identity struct {
 // NewIdentity returns the identity of installation name with key (at least KeySize
 // bytes, kept secret: whoever holds it can make objects that pass for children).
 func NewIdentity(name string, key []byte) (*Identity, error) {
-	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return nil, fmt.Errorf("installation name %q: %s", name, errs[0])
+	if err := CheckInstallation(name); err != nil {
+		return nil, err
 	}
 	if len(key) < KeySize {
 		return nil, fmt.Errorf("installation %q: the key has %d bytes, want at least %d", name, len(key), KeySize)
 	}
 	return &Identity{name: name, key: append([]byte(nil), key...)}, nil
+}
+
+// CheckInstallation reports whether name can name an installation: a DNS label, as it
+// is a label value and part of Secret names.
+func CheckInstallation(name string) error {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("installation name %q: %s", name, errs[0])
+	}
+	return nil
 }
 
 // NewKey returns a fresh random key for NewIdentity.

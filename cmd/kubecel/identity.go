@@ -62,7 +62,7 @@ func (o *identityFlags) load(ctx context.Context, cfg *rest.Config, create, retr
 	if err != nil {
 		return nil, err
 	}
-	if _, err := rules.NewIdentity(s.Installation, make([]byte, rules.KeySize)); err != nil {
+	if err := rules.CheckInstallation(s.Installation); err != nil {
 		return nil, fmt.Errorf("--installation: %w", err)
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -72,7 +72,8 @@ func (o *identityFlags) load(ctx context.Context, cfg *rest.Config, create, retr
 	for {
 		id, err := identity.Load(ctx, kube, s, create)
 		var status apierrors.APIStatus
-		if err == nil || !retry || errors.As(err, &status) || errors.Is(err, identity.ErrKey) {
+		var noNamespace *identity.NamespaceError
+		if err == nil || !retry || errors.As(err, &status) || errors.As(err, &noNamespace) || errors.Is(err, identity.ErrKey) {
 			return id, err
 		}
 		klog.FromContext(ctx).Error(err, "Cannot read the installation's identity; retrying", "secret", s.String())

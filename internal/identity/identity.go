@@ -24,6 +24,13 @@ const DataKey = "key"
 // ErrKey is the error of an identity Secret whose key is missing or too short.
 var ErrKey = errors.New("the Secret holds no usable key")
 
+// NamespaceError is the error of an identity Secret whose namespace does not exist.
+type NamespaceError struct{ Namespace string }
+
+func (e *NamespaceError) Error() string {
+	return fmt.Sprintf("namespace %s does not exist: create it (kubectl create namespace %s) or name another with --identity-secret", e.Namespace, e.Namespace)
+}
+
 // SecretName is the default name of installation's identity Secret.
 func SecretName(installation string) string { return installation + "-identity" }
 
@@ -40,7 +47,7 @@ func (s Secret) String() string { return s.Namespace + "/" + s.Name }
 // command, a dry run) the installation has made nothing yet, and a new key, used once,
 // proves nothing in the cluster: every child is then a create.
 func Load(ctx context.Context, kube kubernetes.Interface, s Secret, create bool) (*rules.Identity, error) {
-	if _, err := rules.NewIdentity(s.Installation, make([]byte, rules.KeySize)); err != nil {
+	if err := rules.CheckInstallation(s.Installation); err != nil {
 		return nil, err
 	}
 	where := "the installation's identity Secret " + s.String()
@@ -86,7 +93,7 @@ func createSecret(ctx context.Context, kube kubernetes.Interface, s Secret) (*co
 	case apierrors.IsAlreadyExists(err):
 		return kube.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("namespace %s does not exist: create it (kubectl create namespace %s) or name another with --identity-secret", s.Namespace, s.Namespace)
+		return nil, &NamespaceError{Namespace: s.Namespace}
 	case err != nil:
 		return nil, err
 	}
