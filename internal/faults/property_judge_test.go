@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -137,16 +138,23 @@ func (r *ownershipRun) belongs(s *snapshot, key string, obj *unstructured.Unstru
 	}
 	if !active {
 		if _, known := r.released[obj.GetUID()]; !known {
-			r.released[obj.GetUID()] = releasedObject{key: key, widget: types.UID(labels[rules.LabelParentUID]), rule: name, squatter: squatter}
+			r.released[obj.GetUID()] = releasedObject{key: key, widget: types.UID(labels[rules.LabelParentUID]), rule: name, squatter: squatter,
+				widgetName: nameOf(s.byUID[types.UID(labels[rules.LabelParentUID])])}
 		}
 		return ""
 	}
 	p := s.byUID[types.UID(labels[rules.LabelParentUID])]
+	if p == nil && installation == secondInstallation {
+		// The two installations share the rule's finalizer: a parent deleted while the
+		// second was stopped leaves its children in other namespaces behind (see
+		// docs/operations.md, Installations never touch each other's children).
+		return ""
+	}
 	if p == nil || !rule.selects(p) {
 		if _, released := r.released[obj.GetUID()]; released {
 			return ""
 		}
-		return fmt.Sprintf("ConfigMap %s of rule %s is left behind by widget %s, which is gone or not selected", key, rule.Name, labels[rules.LabelParentUID])
+		return fmt.Sprintf("ConfigMap %s of rule %s (installation %s, squatter: %v) is left behind by widget %s, which is gone or not selected", key, rule.Name, installation, squatter, labels[rules.LabelParentUID])
 	}
 	// The rule is back and selects the widget: the object is its child again, to be
 	// pruned when no longer produced and deleted with the widget.
@@ -198,10 +206,19 @@ func (r *ownershipRun) running() []propertyRule {
 
 // releasedObject is an object of a removed rule, as first seen.
 type releasedObject struct {
-	key      string
-	widget   types.UID
-	rule     string
-	squatter bool
+	key        string
+	widget     types.UID
+	widgetName string // "" when the widget was already gone
+	rule       string
+	squatter   bool
+}
+
+// nameOf is p's name, "" for nil.
+func nameOf(p *unstructured.Unstructured) string {
+	if p == nil {
+		return ""
+	}
+	return p.GetName()
 }
 
 // releasedSafety returns what is wrong at any time with the objects of removed rules:
@@ -216,7 +233,7 @@ func (r *ownershipRun) releasedSafety(s *snapshot) string {
 		if o.squatter {
 			back = r.squatting && o.rule == squatRule.Name
 		}
-		if s.byUID[o.widget] != nil && !back {
+		if s.byUID[o.widget] != nil && !back && !r.widgetGoing(o.widgetName, o.widget) {
 			return fmt.Sprintf("ConfigMap %s of removed rule %s (squatter: %v) was deleted while its widget lives", o.key, o.rule, o.squatter)
 		}
 		delete(r.released, uid)
@@ -237,4 +254,21 @@ func ruleNamed(rules []propertyRule, name string) (propertyRule, bool) {
 		}
 	}
 	return propertyRule{}, false
+}
+
+// widgetGoing reports whether the widget of that name and UID is gone or being deleted,
+// read now: garbage collection may take its children at any time then, also between
+// the snapshot's list of widgets and its list of ConfigMaps.
+func (r *ownershipRun) widgetGoing(name string, uid types.UID) bool {
+	if name == "" {
+		return true
+	}
+	w, err := r.widget(name)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return w.GetUID() != uid || w.GetDeletionTimestamp() != nil
 }

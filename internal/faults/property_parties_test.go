@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubecel/kubecel/rules"
 )
@@ -192,27 +191,30 @@ func (r *ownershipRun) beforeReload(active []propertyRule) string {
 func (r *ownershipRun) partySafety(s *snapshot) string {
 	for _, o := range r.orphans {
 		obj := s.objects[o.Namespace+"/"+o.Name]
-		if obj == nil || obj.GetUID() != o.UID {
-			if owner := ownerWidget(o); owner != "" && s.byUID[owner] == nil {
-				continue // garbage collected with its widget
-			}
-			return fmt.Sprintf("%s, made by the stopped second installation, was deleted", o)
+		diff := ""
+		switch {
+		case obj == nil || obj.GetUID() != o.UID:
+			diff = "deleted"
+		default:
+			diff = untouched(r.t, o)
 		}
-		if diff := untouched(r.t, o); diff != "" {
-			return fmt.Sprintf("%s, made by the stopped second installation, was modified (-before +after):\n%s", o, diff)
+		if diff == "" || r.collected(o) {
+			continue
 		}
+		return fmt.Sprintf("%s, made by the stopped second installation, was changed (-before +after):\n%s", o, diff)
 	}
 	return ""
 }
 
-// ownerWidget is the widget a frozen object's owner reference names, or "".
-func ownerWidget(f *frozen) types.UID {
+// collected reports whether garbage collection may have taken f: its owner widget is
+// gone or going (widgetGoing).
+func (r *ownershipRun) collected(f *frozen) bool {
 	for _, o := range f.OwnerReferences {
 		if o.Kind == "Widget" {
-			return o.UID
+			return r.widgetGoing(o.Name, o.UID)
 		}
 	}
-	return ""
+	return false
 }
 
 // squatterConfigMap is the squatter's rules: rule a of its own.
