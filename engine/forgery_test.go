@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,23 +67,19 @@ func lookalike(ns, name, rule string, parent *unstructured.Unstructured, id stri
 	}}
 }
 
-// twoTenantsRuleHead begins a rule for the Widgets of the fixture's namespace (tenant
-// B) and of 0-<it> (tenant A, which sorts first); a test appends the children.
-const twoTenantsRuleHead = `
-apiVersion: kubecel.dev/v1alpha1
-kind: RuleSet
-rules:
-  - name: {{.Rule}}
-    parent:
-      apiVersion: engine.kubecel.dev/v1
-      resource: widgets
-      namespaces: [{{.NS}}, 0-{{.NS}}]
-    children:
-`
+// twoTenantsRuleHead is widgetRuleHead for the Widgets of the fixture's namespace
+// (tenant B) and of 0-<it> (tenant A, which sorts first); a test appends the children.
+var twoTenantsRuleHead = func() string {
+	const one, two = "namespaces: [{{.NS}}]", "namespaces: [{{.NS}}, 0-{{.NS}}]"
+	if !strings.Contains(widgetRuleHead, one) {
+		panic("widgetRuleHead no longer names the fixture's namespace as " + one)
+	}
+	return strings.Replace(widgetRuleHead, one, two, 1)
+}()
 
 // injectionRules make a config child, a summary child that reads it, and a status field
 // that reads it too.
-const injectionRules = twoTenantsRuleHead + `      - id: config
+var injectionRules = twoTenantsRuleHead + `      - id: config
         template:
           apiVersion: v1
           kind: ConfigMap

@@ -193,7 +193,7 @@ func TestLeftoverTakenOver(t *testing.T) {
 }
 
 // sharedRules give every widget of two namespaces the same child name in a third one.
-const sharedRules = twoTenantsRuleHead + `      - id: shared
+var sharedRules = twoTenantsRuleHead + `      - id: shared
         crossNamespace: true
         template:
           apiVersion: v1
