@@ -196,6 +196,9 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 			if !compare.NeedsApply(obj, live[k]) {
 				continue
 			}
+			if live[k] != nil && c.orphaning(ctx, st, parent, obj, live[k]) {
+				continue // the parent's deletion takes it: finalize sees it next
+			}
 			var got *unstructured.Unstructured
 			if live[k] == nil {
 				got, err = c.create(ctx, st, parent, d.ID, obj)
