@@ -28,6 +28,9 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
+// DefaultMaxWritesPerReconcile is Options.MaxWritesPerReconcile's default.
+const DefaultMaxWritesPerReconcile = 100
+
 // Options configures a Controller. The zero value is usable.
 type Options struct {
 	// Workers is the number of parallel reconciles (default 4).
@@ -55,6 +58,11 @@ type Options struct {
 	// the rule's and the parent's labels but no installation label: a child made by a
 	// kubecel before proofs (kubecel run --adopt-unproven, for an upgrade).
 	AdoptUnproven bool
+	// MaxWritesPerReconcile is the most child writes (applies and deletes) one reconcile
+	// sends before it yields its worker: the parent goes to the back of its flow in the
+	// queue and continues on its next turn, so a parent with many children shares the
+	// workers with every other parent (default 100). A dry run has no limit.
+	MaxWritesPerReconcile int
 	// Notify, when set, is told once when a rule cannot run (reason rules.PendingNotServed,
 	// rules.PendingForbidden or rules.PendingError) with a message naming what is missing.
 	Notify func(ctx context.Context, rule, reason, message string)
@@ -73,6 +81,9 @@ func (o *Options) defaults() {
 	if o.PendingRetry <= 0 {
 		o.PendingRetry = 5 * time.Second
 	}
+	if o.MaxWritesPerReconcile <= 0 {
+		o.MaxWritesPerReconcile = DefaultMaxWritesPerReconcile
+	}
 }
 
 // Controller runs rules against a cluster.
@@ -84,6 +95,7 @@ type Controller struct {
 	mapper   meta.ResettableRESTMapper
 	watches  *informers.Set
 	queue    workqueue.TypedRateLimitingInterface[queueKey]
+	fair     *fairQueue // the order of queue's waiting keys
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	metrics  *metrics.Metrics
@@ -116,6 +128,8 @@ type Controller struct {
 	waiting *waiters
 	// gone holds the parents seen deleted whose children are being deleted.
 	gone *goneParents
+	// deleting holds the children deleted whose informers have not shown it yet.
+	deleting *deleting
 
 	// testHook, set only by tests, is called at the start of every reconcile.
 	testHook func(queueKey)
@@ -149,21 +163,24 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		opts:    opts,
-		client:  client,
-		kube:    kube,
-		meta:    metaClient,
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
-		watches: informers.NewSet(client, opts.Resync, prove),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[queueKey](),
-			workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: "kubecel", MetricsProvider: m.QueueProvider()}),
-		metrics: m,
-		rules:   map[string]*ruleState{},
-		pending: map[string]*pendingRule{},
-		written: informers.NewWritten(prove),
-		waiting: newWaiters(),
-		gone:    newGoneParents(),
+		opts:     opts,
+		client:   client,
+		kube:     kube,
+		meta:     metaClient,
+		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+		watches:  informers.NewSet(client, opts.Resync, prove),
+		fair:     newFairQueue(),
+		metrics:  m,
+		rules:    map[string]*ruleState{},
+		pending:  map[string]*pendingRule{},
+		written:  informers.NewWritten(prove),
+		waiting:  newWaiters(),
+		gone:     newGoneParents(),
+		deleting: newDeleting(),
+	}
+	c.queue = newQueue(c.fair, m)
+	if err := m.RegisterFlows(c.fair.snapshot); err != nil {
+		return nil, err
 	}
 	c.events, c.recorder = newRecorder(kube, opts.DryRun)
 	if opts.Shard != nil {

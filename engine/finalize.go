@@ -125,21 +125,15 @@ func (c *Controller) finalize(ctx context.Context, st *ruleState, parent *unstru
 	case !st.holds(parent):
 		return result{}, nil
 	}
-	remaining := 0
-	var errs []error
-	for _, child := range st.ownedChildren(string(parent.GetUID())) {
-		remaining++
-		if child.GetDeletionTimestamp() != nil {
-			continue
-		}
-		if err := c.letGo(ctx, st, parent, child, true, "the parent is being deleted"); err != nil {
-			errs = append(errs, err)
-		}
+	children := st.ownedChildren(string(parent.GetUID()))
+	more, err := c.letGoBatch(ctx, st, parent, children, true, "the parent is being deleted")
+	switch {
+	case err != nil:
+		return result{}, err
+	case more:
+		return result{yield: true}, nil
 	}
-	if len(errs) > 0 {
-		return result{}, errors.Join(errs...)
-	}
-	if remaining > 0 {
+	if len(children) > 0 {
 		// Child delete events requeue the parent; the delay is a safety net.
 		return result{requeueAfter: 5 * time.Second}, nil
 	}

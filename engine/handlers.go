@@ -81,6 +81,7 @@ func (c *Controller) setupChildInformer(w *informers.Watch) error {
 				w.Children.Update(key, o, nil)
 			}
 			c.written.Forget(keyOf(o).String())
+			c.deleting.gone(o.GetUID())
 			c.unblock(o)
 			enqueue(o)
 		},

@@ -38,13 +38,17 @@ func (c *Controller) prune(ctx context.Context, st *ruleState, parent *unstructu
 	for _, child := range st.ownedChildren(string(parent.GetUID())) {
 		k := keyOf(child)
 		id := child.Child()
-		if wanted[k] || keep[id] || child.GetDeletionTimestamp() != nil {
+		if wanted[k] || keep[id] || child.GetDeletionTimestamp() != nil || c.deleting.pending(child.GetUID()) {
 			continue
+		}
+		if out.spent() {
+			break
 		}
 		if err := c.letGo(ctx, st, parent, child, false, fmt.Sprintf("child %q no longer produced", id)); err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		out.left-- // failures do not count: each turn then makes progress
 		action := plan.ActionPrune
 		if st.keeps(id, false) {
 			action = plan.ActionRelease
@@ -108,6 +112,9 @@ func (c *Controller) sendDelete(ctx context.Context, st *ruleState, child *infor
 	}
 	err := c.client.Resource(ck.GVR).Namespace(child.GetNamespace()).Delete(ctx, child.GetName(), opts)
 	switch {
+	case err == nil && !c.opts.DryRun:
+		c.deleting.sent(child.GetUID())
+		return nil
 	case err == nil || apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsConflict(err):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -29,6 +30,30 @@ type outcome struct {
 	applied map[objectKey]*unstructured.Unstructured
 	// panicked is set, alone, when the reconcile panicked (see reportPanic).
 	panicked error
+	// left is how many more child writes this reconcile may send (Controller.batch);
+	// yielded is set when a write was left for the next turn because none were left.
+	left    int
+	yielded bool
+}
+
+// spent reports whether the reconcile's batch of writes is spent; then the write about
+// to be sent waits for the parent's next turn, and the outcome is marked yielded.
+func (o *outcome) spent() bool {
+	if o.left > 0 {
+		return false
+	}
+	o.yielded = true
+	return true
+}
+
+// batch is how many child writes one reconcile sends before it yields
+// (Options.MaxWritesPerReconcile), unlimited in a dry run: nothing a dry run sends shows
+// in the caches, so a next turn would find the same writes to send.
+func (c *Controller) batch() int {
+	if c.opts.DryRun {
+		return math.MaxInt
+	}
+	return c.opts.MaxWritesPerReconcile
 }
 
 func (o *outcome) synced() bool {
@@ -62,7 +87,7 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 	}
 	if g, known := c.gone.get(key); known && g.done.IsZero() && g.uid != parent.GetUID() {
 		// A new parent of the same name: the old one's children go first.
-		if res, err := c.teardown(ctx, st, key, g.uid, g.orphan); err != nil || res.requeueAfter > 0 {
+		if res, err := c.teardown(ctx, st, key, g.uid, g.orphan); err != nil || res.requeueAfter > 0 || res.yield {
 			return res, err
 		}
 	}
@@ -82,6 +107,10 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 	if ctx.Err() != nil {
 		// Stopping: what failed failed because of it, and is not the parent's problem.
 		return result{}, ctx.Err()
+	}
+	if out.yielded {
+		// More to write: the next turn continues, and reports what this one found.
+		return result{yield: true}, nil
 	}
 	if c.opts.DryRun {
 		logPlan(ctx, out.changes())
@@ -135,8 +164,14 @@ func onlyConflicts(out *outcome) bool {
 // sent with DryRun=All, so the changes are exactly what the server would do.
 func (c *Controller) sync(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) *outcome {
 	out := c.converge(ctx, st, parent)
+	if out.yielded {
+		return out // no prune and no status until every child is written
+	}
 	if out.evalErr == nil && len(out.applyErr) == 0 {
 		out.pruneErr = c.prune(ctx, st, parent, out)
+		if out.yielded {
+			return out
+		}
 		if out.result.Skip && len(out.pruneErr) == 0 && st.holds(parent) {
 			// The rule's `when` lets go of the parent: its children are pruned, so
 			// its finalizer has nothing left to guard.
@@ -155,7 +190,7 @@ func (c *Controller) sync(ctx context.Context, st *ruleState, parent *unstructur
 // them (and needs no further readiness) is applied in the same reconcile.
 func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstructured.Unstructured) *outcome {
 	logger := klog.FromContext(ctx)
-	out := &outcome{applied: map[objectKey]*unstructured.Unstructured{}}
+	out := &outcome{applied: map[objectKey]*unstructured.Unstructured{}, left: c.batch()}
 	owned, err := c.observe(st, parent)
 	if err != nil {
 		out.evalErr = fmt.Errorf("rule %q: read children: %w", st.rule.Name, err)
@@ -199,6 +234,9 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 			if live[k] != nil && c.orphaning(ctx, st, parent, obj, live[k]) {
 				continue // the parent's deletion takes it: finalize sees it next
 			}
+			if out.spent() {
+				return out
+			}
 			var got *unstructured.Unstructured
 			if live[k] == nil {
 				got, err = c.create(ctx, st, parent, d.ID, obj)
@@ -213,6 +251,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 				failed[k] = true
 				continue
 			}
+			out.left--
 			logger.V(2).Info("Applied child", "child", d.ID, "object", k.String())
 			action := plan.ActionUpdate
 			if live[k] == nil {
@@ -231,8 +270,15 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 
 // observe returns the parent's children under this rule as the cache shows them,
 // updated with our own writes the cache does not show yet, decoded.
+//
+// Our writes are read before the cache. A watch event that arrives in between moves a
+// child from one to the other (its handler indexes it, then forgets the write), so read
+// the other way round a child created just before would be in neither, and created
+// again: what a parent's next turn after a yield, which follows its last write at once,
+// met a few times per thousand children.
 func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	uid := string(parent.GetUID())
+	mine := c.written.Children(uid)
 	cached := st.ownedChildren(uid)
 	seen := make(map[string]bool, len(cached))
 	out := make([]*unstructured.Unstructured, 0, len(cached))
@@ -249,7 +295,10 @@ func (c *Controller) observe(st *ruleState, parent *unstructured.Unstructured) (
 		}
 		out = append(out, u)
 	}
-	for _, o := range c.written.Children(uid, seen) {
+	for _, o := range mine {
+		if seen[keyOf(o).String()] {
+			continue
+		}
 		if o.GetLabels()[rules.LabelRule] == st.rule.Name && o.GetAnnotations()[rules.AnnotationOrigin] == st.rule.Origin {
 			out = append(out, o)
 		}

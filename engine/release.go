@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,7 +51,7 @@ func (c *Controller) releaseGone(ctx context.Context, st *ruleState, key queueKe
 			return result{}, nil // the cache has not caught up with it yet; its event follows
 		default:
 			c.gone.drop(key)
-			return result{}, c.release(ctx, st, parent, "no longer selected by the rule")
+			return c.release(ctx, st, parent, "no longer selected by the rule")
 		}
 	}
 	if !known {
@@ -62,29 +63,46 @@ func (c *Controller) releaseGone(ctx context.Context, st *ruleState, key queueKe
 }
 
 // release prunes every child the rule made for parent and removes the rule's finalizer.
-// Children are deleted with UID preconditions; the finalizer goes only when every delete
-// was sent.
-func (c *Controller) release(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, why string) error {
+// Children are deleted with UID preconditions, a batch per turn; the finalizer goes only
+// when every delete was sent.
+func (c *Controller) release(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, why string) (result, error) {
 	children := st.ownedChildren(string(parent.GetUID()))
 	if len(children) == 0 && !st.holds(parent) {
-		return nil
+		return result{}, nil
 	}
+	more, err := c.letGoBatch(ctx, st, parent, children, false, why)
+	switch {
+	case err != nil:
+		return result{}, err
+	case more:
+		return result{yield: true}, nil
+	case !st.holds(parent):
+		return result{}, nil
+	}
+	return result{}, c.applyFinalizer(ctx, st, parent, false)
+}
+
+// letGoBatch lets go of (letGo) the children not being deleted already, at most a batch
+// of them (Controller.batch; failures do not count), and reports whether some were left
+// for the parent's next turn.
+func (c *Controller) letGoBatch(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, children []*informers.Object, parentGone bool, why string) (more bool, err error) {
+	left := c.batch()
 	var errs []error
 	for _, child := range children {
-		if child.GetDeletionTimestamp() != nil {
+		if child.GetDeletionTimestamp() != nil || c.deleting.pending(child.GetUID()) {
 			continue
 		}
-		if err := c.letGo(ctx, st, parent, child, false, why); err != nil {
-			errs = append(errs, err)
+		if left == 0 {
+			more = true
+			break
 		}
+		if err := c.letGo(ctx, st, parent, child, parentGone, why); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		left--
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if !st.holds(parent) {
-		return nil
-	}
-	return c.applyFinalizer(ctx, st, parent, false)
+	return more, errors.Join(errs...)
 }
 
 // waiters remembers parents whose child's name is held by another object, by that

@@ -34,7 +34,8 @@ import (
 // touched: a conflict means the cache is behind, and the parent's key is looked at
 // again once it has caught up. Deletes run in the worker that handles the parent's key,
 // under the controller's client rate limit, so they share the workers with the
-// reconciles of live parents instead of taking them over.
+// reconciles of live parents instead of taking them over: a batch of deletes
+// (Options.MaxWritesPerReconcile) per turn.
 
 // Finalizers Kubernetes puts on an object deleted with a propagation policy.
 const (
@@ -150,7 +151,7 @@ func (c *Controller) teardown(ctx context.Context, st *ruleState, key queueKey, 
 	}
 	var doomed []*informers.Object
 	for _, child := range st.ownedChildren(string(uid)) {
-		if child.GetDeletionTimestamp() != nil {
+		if child.GetDeletionTimestamp() != nil || c.deleting.pending(child.GetUID()) {
 			continue
 		}
 		mine, err := st.stillChildOf(key, uid, child)
@@ -160,6 +161,10 @@ func (c *Controller) teardown(ctx context.Context, st *ruleState, key queueKey, 
 		if mine {
 			doomed = append(doomed, child)
 		}
+	}
+	more := len(doomed) > c.batch()
+	if more {
+		doomed = doomed[:c.batch()] // the rest on the parent's next turn
 	}
 	var mu sync.Mutex
 	var errs []error
@@ -194,6 +199,9 @@ func (c *Controller) teardown(ctx context.Context, st *ruleState, key queueKey, 
 	}
 	if again {
 		return result{requeueAfter: time.Second}, nil
+	}
+	if more {
+		return result{yield: true}, nil
 	}
 	if len(doomed) > 0 {
 		klog.FromContext(ctx).Info("Deleted children of deleted parent", "parentUID", string(uid), "children", len(doomed), "dryRun", c.opts.DryRun)

@@ -24,8 +24,12 @@ import (
 //	terminal  any           forgets the key: retrying cannot help, the next change can
 //	other     0             retries with the queue's per-key exponential backoff
 //	other     d             retries after d, neither growing nor resetting the backoff
+//	nil       yield         forgets the key's backoff and queues it again at once
 type result struct {
 	requeueAfter time.Duration
+	// yield is set by a reconcile that sent its batch of writes with more to send: the
+	// key goes to the back of its flow at once (no backoff), and the next turn continues.
+	yield bool
 }
 
 // terminalError is a failure that a retry without a change would only repeat, such as
@@ -50,6 +54,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	defer c.fair.finished(key)
 	if c.opts.Shard != nil {
 		end, ok := c.opts.Shard.Begin(bucketOf(key))
 		if !ok {
@@ -70,6 +75,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	start := time.Now()
 	res, err := c.reconcileCaught(ctx, key)
 	c.metrics.ObserveReconcile(key.Rule, err, time.Since(start))
+	if res.yield && err == nil {
+		c.metrics.Yields.WithLabelValues(key.Rule).Inc()
+	}
 	var p *panicError
 	if errors.As(err, &p) {
 		c.metrics.Panics.WithLabelValues(key.Rule).Inc()
@@ -140,6 +148,10 @@ func (c *Controller) reportPanic(ctx context.Context, key queueKey, p *panicErro
 // result), and says what it did, for the log.
 func requeue(q workqueue.TypedRateLimitingInterface[queueKey], key queueKey, res result, err error) string {
 	switch {
+	case err == nil && res.yield:
+		q.Forget(key)
+		q.Add(key)
+		return "yielded"
 	case err == nil && res.requeueAfter > 0:
 		q.Forget(key)
 		q.AddAfter(key, res.requeueAfter)

@@ -18,6 +18,7 @@ type callQueue struct {
 }
 
 func (q *callQueue) Forget(queueKey)         { q.calls = append(q.calls, "forget") }
+func (q *callQueue) Add(queueKey)            { q.calls = append(q.calls, "add") }
 func (q *callQueue) AddRateLimited(queueKey) { q.calls = append(q.calls, "backoff") }
 func (q *callQueue) AddAfter(_ queueKey, d time.Duration) {
 	q.calls = append(q.calls, "after "+d.String())
@@ -40,6 +41,7 @@ func TestRequeue(t *testing.T) {
 		{"failed for good", result{}, terminal(failed), []string{"forget"}},
 		{"failed for good, wrapped", result{}, fmt.Errorf("rule %q: %w", "r", terminal(failed)), []string{"forget"}},
 		{"failed for good, delay ignored", result{requeueAfter: time.Second}, terminal(failed), []string{"forget"}},
+		{"yielded with writes left", result{yield: true}, nil, []string{"forget", "add"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,6 +62,9 @@ type config struct {
 	dir          string
 	doc          string
 	note         string
+	// noisy runs the noisy-neighbour phase after the others (not sharded); onlyNoisy
+	// runs it alone.
+	noisy, onlyNoisy bool
 }
 
 func main() {
@@ -84,6 +87,8 @@ func main() {
 	flag.StringVar(&c.dir, "dir", "bin/bench", "state directory: control-plane logs, controller log, profiles (replaced on each run)")
 	flag.StringVar(&c.doc, "doc", "docs/benchmarks.md", "markdown file to append the result row to (empty: do not append)")
 	flag.StringVar(&c.note, "note", "", "free text for the row's note column")
+	flag.BoolVar(&c.noisy, "noisy", true, "after the other phases, run the noisy-neighbour phase (noisy.go) on a controller of its own; not with sharding")
+	flag.BoolVar(&c.onlyNoisy, "only-noisy", false, "run only the noisy-neighbour phase and add only its row")
 	flag.Parse()
 	if c.refs {
 		rulesYAML = rulesRefsYAML
@@ -126,24 +131,60 @@ func run(ctx context.Context, c config) error {
 	defer b.close()
 	res := &results{n: c.n, machine: machine, kubecelArgs: c.flagsColumn(), sharding: c.sharding, note: c.note,
 		replicas: make([]replicaResult, c.replicas)}
+	if c.onlyNoisy {
+		return b.noisyOnly(ctx, res)
+	}
 	if err := b.measure(ctx, res); err != nil {
 		return err
 	}
+	b.ctrls.identify(res)
+	var noisy *noisyResult
+	if c.noisy && !c.sharding {
+		if noisy, err = b.noisy(ctx); err != nil {
+			return fmt.Errorf("noisy neighbour: %w", err)
+		}
+	}
 	res.machine.loadAfter = readLoad()
 	res.total = time.Since(start)
-	b.ctrls.identify(res)
 	if c.doc != "" && c.sharding {
 		if data, err := os.ReadFile(c.doc); err == nil {
 			res.compareWithOneReplica(string(data))
 		}
 	}
 	res.print(os.Stdout)
+	if noisy != nil {
+		noisy.print(os.Stdout)
+	}
 	if c.doc != "" {
 		if err := res.appendTo(c.doc); err != nil {
 			return err
 		}
 		logf("appended a row to %s", c.doc)
+		if noisy != nil {
+			if err := addRow(c.doc, noisyHeading, noisyHeader, noisy.row(res)); err != nil {
+				return err
+			}
+			logf("appended a noisy-neighbour row to %s", c.doc)
+		}
 	}
+	return nil
+}
+
+// noisyOnly runs only the noisy-neighbour phase (--only-noisy) and adds only its row.
+func (b *bench) noisyOnly(ctx context.Context, res *results) error {
+	noisy, err := b.noisy(ctx)
+	if err != nil {
+		return fmt.Errorf("noisy neighbour: %w", err)
+	}
+	res.machine.loadAfter = readLoad()
+	noisy.print(os.Stdout)
+	if b.cfg.doc == "" {
+		return nil
+	}
+	if err := addRow(b.cfg.doc, noisyHeading, noisyHeader, noisy.row(res)); err != nil {
+		return err
+	}
+	logf("appended a noisy-neighbour row to %s", b.cfg.doc)
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/examples"
 	"github.com/kubecel/kubecel/internal/controlplane"
 )
@@ -183,6 +184,7 @@ func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp
 			rulesFiles:  []string{rulesFile},
 			cluster:     kubeconfigFile(cp.Kubeconfig),
 			workers:     4,
+			batch:       engine.DefaultMaxWritesPerReconcile,
 			qps:         200,
 			burst:       400,
 			metricsAddr: o.metricsAddr,

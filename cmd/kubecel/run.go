@@ -31,6 +31,7 @@ type runOptions struct {
 	cluster        *clusterFlags
 	dryRun         bool
 	workers        int
+	batch          int
 	qps            float32
 	burst          int
 	metricsAddr    string
@@ -71,6 +72,7 @@ each holds a membership Lease, and the parents are spread over the live members.
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "never write: log each change the controller would make")
 	f.IntVar(&o.workers, "workers", 16, "parallel reconciles")
+	f.IntVar(&o.batch, "max-writes-per-reconcile", engine.DefaultMaxWritesPerReconcile, "child writes (applies and deletes) one reconcile sends before it hands its worker to the next parent and continues on a later turn")
 	f.Float32Var(&o.qps, "qps", 1000, "client-side rate limit on API requests per second")
 	f.IntVar(&o.burst, "burst", 2000, "client-side burst of API requests")
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
@@ -85,6 +87,12 @@ each holds a membership Lease, and the parents are spread over the live members.
 }
 
 func (o *runOptions) run(ctx context.Context) error {
+	if o.batch < 1 {
+		return fmt.Errorf("--max-writes-per-reconcile must be at least 1, not %d", o.batch)
+	}
+	if o.workers < 1 {
+		return fmt.Errorf("--workers must be at least 1, not %d", o.workers)
+	}
 	if o.dryRun && o.leader.enabled {
 		// Leader election creates and renews a Lease: a write, which a dry run never makes.
 		return errors.New("--dry-run and --leader-elect cannot be combined: a dry run writes nothing, and leader election writes a Lease; run the dry run as a single replica")
@@ -155,7 +163,7 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Identity: id, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader)}
+	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, DryRun: o.dryRun, Registry: reg, Identity: id, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader)}
 	if member != nil {
 		opts.Shard = member
 	}

@@ -69,16 +69,13 @@ func (w *Written) Newer(key string, cached versioned) *unstructured.Unstructured
 	return u
 }
 
-// children returns the remembered writes of a parent's children whose keys are not in
-// seen: objects we created that the cache does not show yet.
-func (w *Written) Children(parentUID string, seen map[string]bool) []*unstructured.Unstructured {
+// Children returns the remembered writes of a parent's children, decoded: among them
+// the objects we created that the cache does not show yet.
+func (w *Written) Children(parentUID string) []*unstructured.Unstructured {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []*unstructured.Unstructured
 	for key := range w.byParent[parentUID] {
-		if seen[key] {
-			continue
-		}
 		if u, err := w.objs[key].Decode(); err == nil {
 			out = append(out, u)
 		}

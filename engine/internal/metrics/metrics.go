@@ -26,6 +26,8 @@ type Metrics struct {
 	ActiveRules  prometheus.Gauge
 	PendingRules prometheus.Gauge
 	RuleProblems *prometheus.CounterVec
+	Yields       *prometheus.CounterVec
+	QueueWait    *prometheus.HistogramVec
 }
 
 // New makes the metrics and registers them on reg.
@@ -66,8 +68,15 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 		RuleProblems: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_rule_start_failures_total", Help: "Times a rule could not start, by rule and reason (KindNotServed, Forbidden, StartFailed).",
 		}, []string{"rule", "reason"}),
+		Yields: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_reconcile_yields_total", Help: "Reconciles that sent their batch of writes and handed the worker on with work left (the parent is queued again at the back of its flow), by rule.",
+		}, []string{"rule"}),
+		QueueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "kubecel_queue_wait_seconds", Help: "Time a parent waited in the queue before a worker took it, by whether its flow (namespace) had other parents waiting or running then (flow_busy).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"flow_busy"}),
 	}
-	for _, c := range []prometheus.Collector{m.Reconciles, m.Panics, m.Duration, m.Applies, m.Prunes, m.Teardowns, m.Releases, m.CELErrors, m.ActiveRules, m.PendingRules, m.RuleProblems} {
+	for _, c := range []prometheus.Collector{m.Reconciles, m.Panics, m.Duration, m.Applies, m.Prunes, m.Teardowns, m.Releases, m.CELErrors, m.ActiveRules, m.PendingRules, m.RuleProblems, m.Yields, m.QueueWait} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -83,6 +92,15 @@ func (m *Metrics) ObserveReconcile(rule string, err error, d time.Duration) {
 	}
 	m.Reconciles.WithLabelValues(rule, result).Inc()
 	m.Duration.WithLabelValues(rule).Observe(d.Seconds())
+}
+
+// ObserveWait records how long a parent waited in the queue.
+func (m *Metrics) ObserveWait(busy bool, d time.Duration) {
+	label := "false"
+	if busy {
+		label = "true"
+	}
+	m.QueueWait.WithLabelValues(label).Observe(d.Seconds())
 }
 
 // QueueProvider returns a workqueue metrics provider registering into m's registry,

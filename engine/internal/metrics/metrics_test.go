@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -82,6 +83,49 @@ func TestQueueProvider(t *testing.T) {
 	for key, want := range map[string]float64{"workqueue_adds_total{name=kubecel}": 2, "workqueue_depth{name=kubecel}": 2} {
 		if got[key] != want {
 			t.Errorf("%s = %v, want %v", key, got[key], want)
+		}
+	}
+}
+
+// TestFlows: the busiest TopFlows flows are named; the others are summed under
+// "(other)", so the series stay few with any number of namespaces.
+func TestFlows(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows := []Flow{
+		{Name: "quiet", Waiting: 1, Oldest: time.Second},
+		{Name: "heavy", Waiting: 40, Running: 16, Oldest: 3 * time.Second},
+		{Name: "b", Waiting: 2}, {Name: "c", Waiting: 2}, {Name: "d", Waiting: 2}, {Name: "e", Waiting: 2},
+		{Name: "/cluster-parent", Running: 1, Oldest: 0},
+	}
+	if err := m.RegisterFlows(func() []Flow { return slices.Clone(flows) }); err != nil {
+		t.Fatal(err)
+	}
+	got := gathered(t, reg)
+	want := map[string]float64{
+		"kubecel_queue_flows{}":                                7,
+		"kubecel_queue_flow_waiting{flow=heavy}":               40,
+		"kubecel_queue_flow_waiting{flow=b}":                   2,
+		"kubecel_queue_flow_waiting{flow=c}":                   2,
+		"kubecel_queue_flow_waiting{flow=d}":                   2,
+		"kubecel_queue_flow_waiting{flow=e}":                   2,
+		"kubecel_queue_flow_waiting{flow=(other)}":             1,
+		"kubecel_queue_flow_running{flow=heavy}":               16,
+		"kubecel_queue_flow_running{flow=(other)}":             1,
+		"kubecel_queue_flow_oldest_wait_seconds{flow=heavy}":   3,
+		"kubecel_queue_flow_oldest_wait_seconds{flow=(other)}": 1,
+	}
+	for k, v := range got {
+		if strings.HasPrefix(k, "kubecel_queue_flow") && want[k] != v {
+			t.Errorf("%s = %v, want %v", k, v, want[k])
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v (missing?), want %v", k, got[k], v)
 		}
 	}
 }

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The noisy-neighbour phase: one tenant builds and then deletes a lot of children while
+// another makes small changes, on a controller of its own (a fresh process, so its peak
+// memory is this phase's). The heavy tenant, namespace noisy-heavy, has 16 parents of
+// 1,000 ConfigMaps each (the rule heavy). The light tenant, namespace noisy-light, has
+// parents of the bench's own rule, created and then edited one at a time, each timed
+// until its status shows the change (Ready and Synced for its generation, with the
+// image). The light tenant's times are taken on the idle controller first, then while
+// the heavy tenant builds, then while it is torn down.
+
+const (
+	heavyNS       = "noisy-heavy"
+	lightNS       = "noisy-light"
+	heavyParents  = 16
+	heavyChildren = 1000
+	// lightIdleOps is how many light parents are created and edited on the idle
+	// controller (two timed operations each).
+	lightIdleOps = 20
+)
+
+// heavyRule is the heavy tenant's rule, appended to the bench's rules.
+var heavyRule = fmt.Sprintf(`
+  - name: heavy
+    parent:
+      apiVersion: bench.kubecel.dev/v1
+      resource: webapps
+      namespaces: [%s]
+    children:
+      - id: part
+        forEach: lists.range(%d)
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}-${string(each)}"}
+          data: {image: "${parent.spec.image}"}
+`, heavyNS, heavyChildren)
+
+// noisyRules are the bench's rules with the light tenant's namespace added to the bench
+// rule, and the heavy rule.
+func noisyRules() ([]byte, error) {
+	const one = "namespaces: [bench]"
+	if !bytes.Contains(rulesYAML, []byte(one)) {
+		return nil, fmt.Errorf("the bench's rules no longer say %q", one)
+	}
+	out := bytes.Replace(rulesYAML, []byte(one), []byte("namespaces: [bench, "+lightNS+"]"), 1)
+	return append(bytes.TrimRight(out, "\n"), heavyRule...), nil
+}
+
+// noisyResult is what the phase measured.
+type noisyResult struct {
+	// idle, build and teardown are the light tenant's operation times on the idle
+	// controller, while the heavy tenant builds, and while it is torn down.
+	idle, build, teardown []time.Duration
+	heavyBuild            time.Duration // until all 16,000 children exist
+	heavyTeardown         time.Duration // from deleting the 16 parents until no child is left
+	rssBefore             uint64        // settled, before the heavy tenant starts
+	rssPeak, rssAfter     uint64
+	yields                float64
+}
+
+// noisy runs the phase on a controller of its own and returns its figures.
+func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
+	b.ctrls.stop()
+	b.ctrls = nil
+	data, err := noisyRules()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(b.cfg.dir, "noisy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	rulesPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesPath, data, 0o644); err != nil {
+		return nil, err
+	}
+	for _, ns := range []string{heavyNS, lightNS} {
+		_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	cfg := b.cfg
+	cfg.sharding = false
+	ctrl, err := startProcess(cfg, "noisy", dir, cfg.runArgs(rulesPath, b.cp.Kubeconfig), [3]int{ports[0], ports[1], ports[2]})
+	if err != nil {
+		return nil, err
+	}
+	b.ctrls = fleet{ctrl}
+	if err := ctrl.waitReady(ctx); err != nil {
+		return nil, fmt.Errorf("noisy controller (log: %s): %w", ctrl.log.Name(), err)
+	}
+	w, err := startNoisyWatch(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	defer w.stop()
+	light := &lightTenant{b: b, w: w}
+	res := &noisyResult{}
+
+	logf("noisy neighbour: the light tenant alone, %d parents created and edited", lightIdleOps)
+	if res.idle, err = light.run(ctx, func(ops int) bool { return ops >= 2*lightIdleOps }); err != nil {
+		return nil, err
+	}
+	logf("noisy neighbour: idle light operations: %s", summary(res.idle))
+	res.rssBefore = ctrl.rss().current
+
+	logf("noisy neighbour: the heavy tenant creates %d parents of %d children", heavyParents, heavyChildren)
+	start := time.Now()
+	var built atomic.Bool
+	heavyDone := make(chan error, 1)
+	go func() {
+		err := b.parallel(ctx, heavyParents, func(ctx context.Context, c dynamic.Interface, i int) error {
+			_, err := c.Resource(webapps).Namespace(heavyNS).Create(ctx, newParent(heavyNS, i), metav1.CreateOptions{})
+			return err
+		})
+		if err == nil {
+			err = w.waitChildren(ctx, b.cfg.timeout, heavyParents*heavyChildren)
+		}
+		res.heavyBuild = time.Since(start)
+		built.Store(true)
+		heavyDone <- err
+	}()
+	res.build, err = light.run(ctx, func(int) bool { return built.Load() })
+	if herr := <-heavyDone; herr != nil {
+		return nil, fmt.Errorf("heavy build: %w", herr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	logf("noisy neighbour: heavy build %s; light operations meanwhile: %s", secs(res.heavyBuild), summary(res.build))
+
+	logf("noisy neighbour: the heavy tenant deletes its %d parents", heavyParents)
+	start = time.Now()
+	var gone atomic.Bool
+	go func() {
+		err := b.parallel(ctx, heavyParents, func(ctx context.Context, c dynamic.Interface, i int) error {
+			return c.Resource(webapps).Namespace(heavyNS).Delete(ctx, parentName(i), metav1.DeleteOptions{})
+		})
+		if err == nil {
+			err = w.waitChildren(ctx, b.cfg.timeout, 0)
+		}
+		res.heavyTeardown = time.Since(start)
+		gone.Store(true)
+		heavyDone <- err
+	}()
+	res.teardown, err = light.run(ctx, func(int) bool { return gone.Load() })
+	if herr := <-heavyDone; herr != nil {
+		return nil, fmt.Errorf("heavy teardown: %w", herr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	logf("noisy neighbour: heavy teardown %s; light operations meanwhile: %s", secs(res.heavyTeardown), summary(res.teardown))
+	mem := ctrl.rss()
+	res.rssPeak, res.rssAfter = mem.peak, mem.current
+	if res.yields, err = ctrl.metric(ctx, "kubecel_reconcile_yields_total"); err != nil {
+		logf("noisy neighbour: %v", err)
+	}
+	return res, nil
+}
+
+// lightTenant creates and edits parents one at a time and times each change.
+type lightTenant struct {
+	b    *bench
+	w    *noisyWatch
+	next int
+}
+
+// run creates a parent, waits until it converged, edits its image, waits again, and
+// repeats until stop says so (given the operations done so far; checked between
+// operations, and at least one pair is always done), returning each operation's time.
+func (l *lightTenant) run(ctx context.Context, stop func(ops int) bool) ([]time.Duration, error) {
+	var times []time.Duration
+	c := l.b.clients[0]
+	for len(times) == 0 || !stop(len(times)) {
+		p := newParent(lightNS, l.next)
+		name := p.GetName()
+		l.next++
+		start := time.Now()
+		if _, err := c.Resource(webapps).Namespace(lightNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		if err := l.w.waitParent(ctx, name, image1); err != nil {
+			return nil, err
+		}
+		times = append(times, time.Since(start))
+		patch := []byte(fmt.Sprintf(`{"spec":{"image":%q}}`, image2))
+		start = time.Now()
+		if _, err := c.Resource(webapps).Namespace(lightNS).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return nil, err
+		}
+		if err := l.w.waitParent(ctx, name, image2); err != nil {
+			return nil, err
+		}
+		times = append(times, time.Since(start))
+	}
+	return times, nil
+}
+
+// noisyWatch follows the light tenant's parents and the heavy tenant's children (their
+// metadata only).
+type noisyWatch struct {
+	parents, children cache.SharedIndexInformer
+	cancel            context.CancelFunc
+}
+
+func startNoisyWatch(ctx context.Context, b *bench) (*noisyWatch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	meta, err := metadata.NewForConfig(b.cp.Config)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(b.clients[0], 0, lightNS, nil)
+	mf := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, heavyNS, nil)
+	w := &noisyWatch{parents: df.ForResource(webapps).Informer(), children: mf.ForResource(configmaps).Informer(), cancel: cancel}
+	df.Start(ctx.Done())
+	mf.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), w.parents.HasSynced, w.children.HasSynced) {
+		cancel()
+		return nil, fmt.Errorf("noisy neighbour watches: caches not synced")
+	}
+	return w, nil
+}
+
+func (w *noisyWatch) stop() { w.cancel() }
+
+// waitParent polls the cache (every 5 ms, in memory) until the light parent's status
+// shows image for its generation, Ready and Synced; at most two minutes.
+func (w *noisyWatch) waitParent(ctx context.Context, name, image string) error {
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		obj, ok, err := w.parents.GetStore().GetByKey(lightNS + "/" + name)
+		if err != nil || !ok {
+			return false, err
+		}
+		return convergedTo(obj.(*unstructured.Unstructured), image), nil
+	})
+	if err != nil {
+		return fmt.Errorf("light parent %s did not converge to %s: %w", name, image, err)
+	}
+	return nil
+}
+
+// convergedTo reports whether the parent's status is for its generation, Ready and
+// Synced, and shows image.
+func convergedTo(p *unstructured.Unstructured, image string) bool {
+	gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
+	got, _, _ := unstructured.NestedString(p.Object, "status", "image")
+	if gen != p.GetGeneration() || got != image {
+		return false
+	}
+	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+	ok := 0
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if (m["type"] == "Ready" || m["type"] == "Synced") && m["status"] == "True" {
+			ok++
+		}
+	}
+	return ok == 2
+}
+
+// waitChildren waits until the heavy tenant has n children.
+func (w *noisyWatch) waitChildren(ctx context.Context, timeout time.Duration, n int) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return len(w.children.GetStore().ListKeys()) == n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d heavy children: %w", len(w.children.GetStore().ListKeys()), n, err)
+	}
+	return nil
+}
+
+// quantile is the nearest-rank q-quantile of times.
+func quantile(times []time.Duration, q float64) time.Duration {
+	if len(times) == 0 {
+		return 0
+	}
+	s := slices.Clone(times)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.999999) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// summary is "median M s, p99 P s (N operations)".
+func summary(times []time.Duration) string {
+	return fmt.Sprintf("median %.2f s, p99 %.2f s (%d operations)", quantile(times, 0.5).Seconds(), quantile(times, 0.99).Seconds(), len(times))
+}
