@@ -130,6 +130,8 @@ type Controller struct {
 	gone *goneParents
 	// deleting holds the children deleted whose informers have not shown it yet.
 	deleting *deleting
+	// resume holds the work yielded reconciles left for the parents' next turns.
+	resume *resumePoints
 
 	// testHook, set only by tests, is called at the start of every reconcile.
 	testHook func(queueKey)
@@ -177,6 +179,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		waiting:  newWaiters(),
 		gone:     newGoneParents(),
 		deleting: newDeleting(),
+		resume:   newResumePoints(),
 	}
 	c.queue = newQueue(c.fair, m)
 	if err := m.RegisterFlows(c.fair.snapshot); err != nil {

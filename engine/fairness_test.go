@@ -23,7 +23,7 @@ var tenantsRules = twoTenantsRuleHead + `      - id: many
           apiVersion: v1
           kind: ConfigMap
           metadata: {name: "${parent.metadata.name}-${string(each)}"}
-          data: {index: "${string(each)}"}
+          data: {index: "${string(each)}", value: "${parent.spec.?value.orValue('')}"}
       - id: one
         when: "!has(parent.spec.n)"
         template:
@@ -147,6 +147,72 @@ func heavyWritesMeanwhile(t *testing.T, f *fixture, heavy, verb string) int {
 	}
 	t.Fatalf("no status write of the light parent after its %s in the audit log (start %d)", verb, start)
 	return 0
+}
+
+// TestYieldedParentEdited: a parent edited while its children are written over several
+// turns ends with every child as the edit says, and a turn after the edit does not go
+// on with work computed before it: every child first written after the edit (but for
+// the batch in flight then) is written once.
+func TestYieldedParentEdited(t *testing.T) {
+	const batch, n = 20, 200
+	f := startControllerWith(t, tenantsRules, rules.Options{}, engine.Options{Workers: 1, MaxWritesPerReconcile: batch})
+	f.create(widgets, widget(f.ns, "big", map[string]any{"n": n, "value": "a"}))
+	f.eventually(func() (bool, string) {
+		c := countChildren(t, f.ns, f.rule)
+		return c >= 2*batch, fmt.Sprintf("%d children", c)
+	})
+	f.patchSpec(widgets, f.ns, "big", `{"value":"b"}`)
+	f.eventually(func() (bool, string) {
+		list, err := testenv.Dynamic(t).Resource(configMaps).Namespace(f.ns).List(t.Context(), metav1.ListOptions{LabelSelector: rules.LabelRule + "=" + f.rule})
+		if err != nil {
+			return false, err.Error()
+		}
+		done := 0
+		for _, cm := range list.Items {
+			if nestedString(&cm, "data", "value") == "b" {
+				done++
+			}
+		}
+		return done == n && len(list.Items) == n, fmt.Sprintf("%d of %d children, %d with the edit", len(list.Items), n, done)
+	})
+	f.waitFor(widgets, f.ns, "big", func(o *unstructured.Unstructured) (bool, string) {
+		st, _, msg := testenv.Condition(o, "Ready")
+		gen, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+		return st == "True" && gen == o.GetGeneration(), "Ready " + st + ": " + msg
+	})
+	f.waitIdle()
+	events, err := testenv.ControlPlane(t).AuditEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := -1
+	for i, e := range events {
+		if e.ObjectRef.Resource == "widgets" && e.ObjectRef.Namespace == f.ns && e.Verb == "patch" && e.UserAgent != f.userAgent() {
+			edit = i
+		}
+	}
+	if edit < 0 {
+		t.Fatal("the edit is not in the audit log")
+	}
+	first, writes := map[string]int{}, map[string]int{}
+	for i, e := range events {
+		if e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Namespace == f.ns && e.UserAgent == f.userAgent() && e.Verb == "patch" {
+			if _, ok := first[e.ObjectRef.Name]; !ok {
+				first[e.ObjectRef.Name] = i
+			}
+			writes[e.ObjectRef.Name]++
+		}
+	}
+	stale := 0
+	for name, at := range first {
+		if at > edit && writes[name] > 1 {
+			stale++
+		}
+	}
+	t.Logf("children first written after the edit, then again: %d", stale)
+	if stale > batch {
+		t.Errorf("%d children were first written after the edit and then written again; want at most %d (the batch in flight): a turn went on with work from before the edit", stale, batch)
+	}
 }
 
 // readyFor waits for the light parent's child to hold value, with the parent Ready for

@@ -31,9 +31,11 @@ type outcome struct {
 	// panicked is set, alone, when the reconcile panicked (see reportPanic).
 	panicked error
 	// left is how many more child writes this reconcile may send (Controller.batch);
-	// yielded is set when a write was left for the next turn because none were left.
+	// yielded is set when a write was left for the next turn because none were left,
+	// and rest then holds the desired children of that round not gone through yet.
 	left    int
 	yielded bool
+	rest    []rules.Desired
 }
 
 // spent reports whether the reconcile's batch of writes is spent; then the write about
@@ -82,6 +84,7 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 		// by the rule (released).
 		c.statusless.Delete(key)
 		c.lastFailure.Delete(key)
+		c.resume.take(key)
 		st.refIndex.drop(key)
 		return c.releaseGone(ctx, st, key)
 	}
@@ -92,9 +95,21 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 		}
 	}
 	if parent.GetDeletionTimestamp() != nil {
+		c.resume.take(key)
 		return c.finalize(ctx, st, parent)
 	}
 	events := st.refIndex.events.Load()
+	if todo := c.resumeFrom(st, parent); todo != nil {
+		rest, wrote := c.continueWith(ctx, st, parent, todo)
+		if ctx.Err() != nil {
+			return result{}, ctx.Err()
+		}
+		if len(rest) > 0 || wrote > 0 {
+			// The full reconcile, with its own batch, on the next turn.
+			c.saveResume(st, parent, events, rest)
+			return result{yield: true}, nil
+		}
+	}
 	out := c.sync(ctx, st, parent)
 	if len(st.refs) > 0 && out.result != nil {
 		st.refIndex.set(key, out.result.Refs)
@@ -110,6 +125,7 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 	}
 	if out.yielded {
 		// More to write: the next turn continues, and reports what this one found.
+		c.saveResume(st, parent, events, out.rest)
 		return result{yield: true}, nil
 	}
 	if c.opts.DryRun {
@@ -211,7 +227,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 			return out
 		}
 		progressed := false
-		for _, d := range res.Children {
+		for i, d := range res.Children {
 			obj, err := c.prepareChild(st, parent, d)
 			if err != nil {
 				out.applyErr = append(out.applyErr, err)
@@ -235,6 +251,7 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 				continue // the parent's deletion takes it: finalize sees it next
 			}
 			if out.spent() {
+				out.rest = res.Children[i:]
 				return out
 			}
 			var got *unstructured.Unstructured

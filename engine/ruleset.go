@@ -181,6 +181,7 @@ func (c *Controller) stopRule(st *ruleState) {
 		}
 	}
 	c.releaseRefs(st)
+	c.resume.dropRule(st.rule.Name)
 	// The maps stay as they are: a reconcile that already holds st may still read them.
 	st.stopped.Store(true)
 }

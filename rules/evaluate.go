@@ -95,6 +95,9 @@ type evaluation struct {
 	limit *LimitError
 	// refOut holds each ref's outcome, by id; nil for a rule without refs.
 	refOut map[string]refOutcome
+	// observedIndex holds, for a child with many observed objects (a large forEach),
+	// its objects by group, kind and name, built on first use (observedOf).
+	observedIndex map[string]map[observedName][]map[string]any
 }
 
 func (ev *evaluation) run(parent map[string]any, refs RefSource) {
@@ -276,7 +279,7 @@ func (ev *evaluation) object(ch *Child, vars *activation, index int, results tra
 		return false
 	}
 	d := Desired{ID: ch.ID, Index: index, Object: obj}
-	matched := findObserved(key, ev.observed[ch.ID], ev.parentNamespace)
+	matched := findObserved(key, ev.observedOf(ch.ID, key), ev.parentNamespace)
 	if matched != nil {
 		d.Observed, d.Ready = true, true
 		if ch.readyWhen != nil {

@@ -139,6 +139,41 @@ func findObserved(key objectKey, candidates []map[string]any, parentNamespace st
 	return nil
 }
 
+// observedName is the part of an object's key an index of observed objects looks up:
+// namespaces are left to findObserved.
+type observedName struct{ group, kind, name string }
+
+// indexFrom is how many observed objects of one child make an index worth building:
+// matching each of a forEach child's objects by a scan of all of them took time
+// quadratic in their number (1,000 objects, a million comparisons per evaluation).
+const indexFrom = 16
+
+// observedOf returns the observed objects of child id that may match key: all of them,
+// or, for a child with many, only those of key's group, kind and name.
+func (ev *evaluation) observedOf(id string, key objectKey) []map[string]any {
+	all := ev.observed[id]
+	if len(all) < indexFrom {
+		return all
+	}
+	idx, ok := ev.observedIndex[id]
+	if !ok {
+		idx = make(map[observedName][]map[string]any, len(all))
+		for _, c := range all {
+			kind, _ := c["kind"].(string)
+			apiVersion, _ := c["apiVersion"].(string)
+			md, _ := c["metadata"].(map[string]any)
+			name, _ := md["name"].(string)
+			n := observedName{group: groupOf(apiVersion), kind: kind, name: name}
+			idx[n] = append(idx[n], c)
+		}
+		if ev.observedIndex == nil {
+			ev.observedIndex = map[string]map[observedName][]map[string]any{}
+		}
+		ev.observedIndex[id] = idx
+	}
+	return idx[observedName{group: key.group, kind: key.kind, name: key.name}]
+}
+
 // groupOf returns the group of an apiVersion ("" for the core group).
 func groupOf(apiVersion string) string {
 	if i := strings.LastIndexByte(apiVersion, '/'); i >= 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -181,6 +182,12 @@ func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
 	logf("noisy neighbour: heavy teardown %s; light operations meanwhile: %s", secs(res.heavyTeardown), summary(res.teardown))
 	mem := ctrl.rss()
 	res.rssPeak, res.rssAfter = mem.peak, mem.current
+	for name, times := range map[string][]time.Duration{"idle": res.idle, "build": res.build, "teardown": res.teardown} {
+		if err := writeTimes(filepath.Join(dir, "light-"+name+".txt"), times); err != nil {
+			logf("noisy neighbour: %v", err)
+		}
+	}
+	b.ctrls.saveMetrics(ctx, "metrics-noisy.txt")
 	if res.yields, err = ctrl.metric(ctx, "kubecel_reconcile_yields_total"); err != nil {
 		logf("noisy neighbour: %v", err)
 	}
@@ -297,6 +304,16 @@ func (w *noisyWatch) waitChildren(ctx context.Context, timeout time.Duration, n 
 		return fmt.Errorf("%d of %d heavy children: %w", len(w.children.GetStore().ListKeys()), n, err)
 	}
 	return nil
+}
+
+// writeTimes writes one operation time per line, in seconds, in the order taken (create,
+// edit, create, ...), for a look at what the summary hides.
+func writeTimes(path string, times []time.Duration) error {
+	var b strings.Builder
+	for _, t := range times {
+		fmt.Fprintf(&b, "%.3f\n", t.Seconds())
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // quantile is the nearest-rank q-quantile of times.
