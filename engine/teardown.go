@@ -151,6 +151,9 @@ func (c *Controller) teardown(ctx context.Context, st *ruleState, key queueKey, 
 	}
 	var doomed []*informers.Object
 	for _, child := range st.ownedChildren(string(uid)) {
+		if len(doomed) > c.batch() {
+			break // enough to know there is more than a batch
+		}
 		if child.GetDeletionTimestamp() != nil || c.deleting.pending(child.GetUID()) {
 			continue
 		}
