@@ -29,7 +29,7 @@ import (
 )
 
 // DefaultMaxWritesPerReconcile is Options.MaxWritesPerReconcile's default.
-const DefaultMaxWritesPerReconcile = 20
+const DefaultMaxWritesPerReconcile = 50
 
 // Options configures a Controller. The zero value is usable.
 type Options struct {
@@ -61,7 +61,7 @@ type Options struct {
 	// MaxWritesPerReconcile is the most child writes (applies and deletes) one reconcile
 	// sends before it yields its worker: the parent goes to the back of its flow in the
 	// queue and continues on its next turn, so a parent with many children shares the
-	// workers with every other parent (default 20). A dry run has no limit.
+	// workers with every other parent (default 50). A dry run has no limit.
 	MaxWritesPerReconcile int
 	// Notify, when set, is told once when a rule cannot run (reason rules.PendingNotServed,
 	// rules.PendingForbidden or rules.PendingError) with a message naming what is missing.

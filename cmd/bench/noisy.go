@@ -40,6 +40,11 @@ const (
 	// lightIdleOps is how many light parents are created and edited on the idle
 	// controller (two timed operations each).
 	lightIdleOps = 20
+	// lightPace is the least time from the start of one light operation to the next
+	// while the heavy tenant works, so that the light tenant's own load on the API
+	// server is about the same whichever controller serves it (a controller that
+	// served it faster made it send more, and the heavy tenant slower).
+	lightPace = 500 * time.Millisecond
 )
 
 // heavyRule is the heavy tenant's rule, appended to the bench's rules.
@@ -129,11 +134,11 @@ func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
 	// One parent first, untimed: the first event after the controller starts its watches
 	// came about 2 s late in every run (the API server's new watch), which is not what
 	// the light tenant meets later.
-	if _, err := light.run(ctx, func(ops int) bool { return ops >= 2 }); err != nil {
+	if _, err := light.run(ctx, 0, func(ops int) bool { return ops >= 2 }); err != nil {
 		return nil, err
 	}
 	logf("noisy neighbour: the light tenant alone, %d parents created and edited", lightIdleOps)
-	if res.idle, err = light.run(ctx, func(ops int) bool { return ops >= 2*lightIdleOps }); err != nil {
+	if res.idle, err = light.run(ctx, 0, func(ops int) bool { return ops >= 2*lightIdleOps }); err != nil {
 		return nil, err
 	}
 	logf("noisy neighbour: idle light operations: %s", summary(res.idle))
@@ -155,7 +160,7 @@ func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
 		built.Store(true)
 		heavyDone <- err
 	}()
-	res.build, err = light.run(ctx, func(int) bool { return built.Load() })
+	res.build, err = light.run(ctx, lightPace, func(int) bool { return built.Load() })
 	if herr := <-heavyDone; herr != nil {
 		return nil, fmt.Errorf("heavy build: %w", herr)
 	}
@@ -178,7 +183,7 @@ func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
 		gone.Store(true)
 		heavyDone <- err
 	}()
-	res.teardown, err = light.run(ctx, func(int) bool { return gone.Load() })
+	res.teardown, err = light.run(ctx, lightPace, func(int) bool { return gone.Load() })
 	if herr := <-heavyDone; herr != nil {
 		return nil, fmt.Errorf("heavy teardown: %w", herr)
 	}
@@ -210,10 +215,24 @@ type lightTenant struct {
 // run creates a parent, waits until it converged, edits its image, waits again, and
 // repeats until stop says so (given the operations done so far; checked between
 // operations, and at least one pair is always done), returning each operation's time.
-func (l *lightTenant) run(ctx context.Context, stop func(ops int) bool) ([]time.Duration, error) {
+// An operation starts no sooner than pace after the one before it started.
+func (l *lightTenant) run(ctx context.Context, pace time.Duration, stop func(ops int) bool) ([]time.Duration, error) {
 	var times []time.Duration
 	c := l.b.clients[0]
+	next := time.Now()
+	wait := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(next)):
+		}
+		next = time.Now().Add(pace)
+		return nil
+	}
 	for len(times) == 0 || !stop(len(times)) {
+		if err := wait(); err != nil {
+			return nil, err
+		}
 		p := newParent(lightNS, l.next)
 		name := p.GetName()
 		l.next++
@@ -225,6 +244,9 @@ func (l *lightTenant) run(ctx context.Context, stop func(ops int) bool) ([]time.
 			return nil, err
 		}
 		times = append(times, time.Since(start))
+		if err := wait(); err != nil {
+			return nil, err
+		}
 		patch := []byte(fmt.Sprintf(`{"spec":{"image":%q}}`, image2))
 		start = time.Now()
 		if _, err := c.Resource(webapps).Namespace(lightNS).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {

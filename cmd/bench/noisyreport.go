@@ -13,7 +13,8 @@ const noisyHeading = "\n## Runs with a noisy neighbour\n"
 const noisyHeader = noisyHeading + `
 Appended by ` + "`make bench`" + ` (cmd/bench, noisy.go), and alone by ` + "`--only-noisy`" + `. The heavy tenant
 builds 16 parents of 1,000 ConfigMaps and then deletes them; the light tenant meanwhile
-creates and edits one parent at a time (the bench's rule: three children and status).
+creates and edits one parent at a time (the bench's rule: three children and status),
+an operation at most every 0.5 s while the heavy tenant works.
 Light times are from a create or an edit until the parent's status shows it (Ready and
 Synced for its generation), median / p99 in seconds, with the number of operations;
 "idle" is the light tenant alone. Heavy times: from the first create until all 16,000
