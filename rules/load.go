@@ -101,6 +101,10 @@ type statusField struct {
 func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	before := len(*errs)
 	gvr, selector := checkParent(src, errs)
+	if len(*errs) == before {
+		checkResourceName(src, gvr, opts, errs)
+	}
+	checkStatusSubresource(src, gvr, opts, errs)
 	ids := checkChildIDs(src, errs)
 	refIDs := checkRefIDs(src, errs)
 	checkStatusFields(src, errs)
@@ -154,6 +158,9 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 			children = append(children, ch)
 			reads[ch.ID] = ch.reads
 		}
+	}
+	if len(*errs) == before {
+		checkServed(src, r, children, opts.Served, errs)
 	}
 	if len(*errs) == before {
 		r.Children = c.orderChildren(src.name, src.at, children, reads)

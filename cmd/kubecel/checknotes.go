@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/internal/crdschema"
@@ -15,21 +17,33 @@ import (
 // parents and children that were not type-checked.
 const noticeSeverity = "notice"
 
-// clusterSchemas reads the CRDs of the cluster of a kubeconfig file, for check.
-func clusterSchemas(ctx context.Context, kubeconfig string) (rules.SchemaSource, error) {
-	cfg, err := kubeconfigFile(kubeconfig).restConfig()
+// clusterChoosingFlags are the connection flags that make check read a cluster.
+var clusterChoosingFlags = []string{"kubeconfig", "context", "cluster", "server"}
+
+// choosesCluster reports whether check was given a cluster to check against.
+func choosesCluster(fs *pflag.FlagSet) bool {
+	return slices.ContainsFunc(clusterChoosingFlags, fs.Changed)
+}
+
+// clusterSchemas reads the CRDs of the cluster and what it serves, for check.
+func clusterSchemas(ctx context.Context, c *clusterFlags) (rules.SchemaSource, rules.ServedSource, error) {
+	cfg, err := c.restConfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := reach(cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.UserAgent = "kubecel-check"
 	schemas, err := crdschema.FromCluster(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("read the CRDs of %s: %w", cfg.Host, err)
+		return nil, nil, fmt.Errorf("read the CRDs of %s: %w", cfg.Host, err)
 	}
-	return schemas, nil
+	served, err := crdschema.Served(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", cfg.Host, err)
+	}
+	return schemas, served, nil
 }
 
 // typeCheckNotices lists the parents and children whose expressions and values were not
