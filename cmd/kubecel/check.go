@@ -83,7 +83,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	var from string
 	switch {
 	case o.crds != "":
-		if opts.Schemas, err = rules.SchemasFromCRDDir(o.crds); err != nil {
+		if opts.Schemas, err = crdsFlag(o.crds); err != nil {
 			return &exitError{code: 1, err: err}
 		}
 		from = "--crds"

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/internal/crdschema"
@@ -53,8 +54,11 @@ func typeCheckNotices(rs *rules.RuleSet, src rules.SchemaSource, from string) []
 	var out []*rules.Error
 	for _, r := range rs.Rules {
 		if !r.ParentTypeChecked() {
-			out = append(out, &rules.Error{Rule: r.Name, Field: "parent",
-				Message: noSchema(gvrString(r.Parent.GVR), r.Parent.GVR.GroupVersion(), from, "a misspelt parent field fails only when evaluated")})
+			msg := noSchema(gvrString(r.Parent.GVR), r.Parent.GVR.GroupVersion(), from, "a misspelt parent field fails only when evaluated")
+			if plural := guessPlural(r.Parent.GVR.Resource); plural != r.Parent.GVR.Resource {
+				msg += fmt.Sprintf("; parent.resource is the plural resource name: if %q is singular, write %q", r.Parent.GVR.Resource, plural)
+			}
+			out = append(out, &rules.Error{Rule: r.Name, Field: "parent", Message: msg})
 		}
 		for _, c := range r.Children {
 			if c.TypeChecked() {
@@ -129,4 +133,14 @@ func typeCheckSummary(notices []*rules.Error) string {
 		return ""
 	}
 	return ", not type-checked: " + strings.Join(parts, ", ")
+}
+
+// guessPlural is the plural a resource name would have if it were a singular (the
+// guess kubectl makes from a kind); a plural name is its own guess.
+func guessPlural(resource string) string {
+	if strings.HasSuffix(resource, "s") {
+		return resource
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: resource})
+	return gvr.Resource
 }
