@@ -74,6 +74,8 @@ func parseBlock(b block) ([]step, error) {
 			}
 		}
 		return steps, nil
+	case "diff":
+		return diffStep(b)
 	case "console":
 	default:
 		return nil, nil
@@ -113,6 +115,23 @@ func parseBlock(b block) ([]step, error) {
 		}
 	}
 	return out, nil
+}
+
+// diffStep checks a diff block that starts with `--- FROM` and `+++ TO` (files of the
+// repository, or bin/dev/rules.yaml of kubecel dev): its hunks must be what `diff -u
+// FROM TO` prints. A diff block without those two lines is not checked.
+func diffStep(b block) ([]step, error) {
+	if len(b.lines) < 3 {
+		return nil, nil
+	}
+	from, okFrom := strings.CutPrefix(b.lines[0], "--- ")
+	to, okTo := strings.CutPrefix(b.lines[1], "+++ ")
+	if !okFrom || !okTo {
+		return nil, nil
+	}
+	// diff exits 1 when the files differ; tail drops its header (names and times).
+	command := fmt.Sprintf("diff -u %s %s | tail -n +3", from, to)
+	return []step{{line: b.line + 1, command: command, want: b.lines[2:]}}, nil
 }
 
 var (

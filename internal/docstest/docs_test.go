@@ -22,10 +22,19 @@ package docstest
 //   - Before comparing, every UUID in both texts becomes <uid> (UIDs change each run),
 //     and the value of every kubecel.dev/proof annotation <proof> (it depends on the
 //     installation's key); nothing else is normalised.
-//   - A command that names bin/dev/kubeconfig runs against `kubecel dev --dir bin/dev`
-//     started in the copy (the examples installed and the controller running, as with
-//     `make run`); the test waits until the cluster matches bin/dev/rules.yaml (kubecel
-//     plan of them exits 0) before it runs the first such command.
+//   - A ```diff block that starts with `--- FROM` and `+++ TO` is checked: its hunks must
+//     be what `diff -u FROM TO` prints in the copy. A file under docs/ derived from
+//     another (docs/plan/rules-edited.yaml is the rules of `kubecel dev`, edited) is
+//     shown this way, so it cannot fall behind what it was derived from.
+//   - A command that names bin/dev/ runs against `kubecel dev --dir bin/dev` started in
+//     the copy (the examples installed and the controller running, as with `make run`);
+//     the test waits until the cluster matches bin/dev/rules.yaml (kubecel plan of them
+//     exits 0) before it runs the first such command.
+//
+// TestDocsFiles checks that every file under docs/ other than the documents is read by
+// a command that TestDocs runs (or a checked diff), except docs/examples/ (rendered and
+// compared with their output.yaml by cmd/kubecel's TestDocsExamples) and docs/cli/
+// (the command reference, compared with the commands by cmd/kubecel's TestCLIReference).
 //
 // Commands write only inside the copy (a redirect such as `> deploy/base/rules-rbac.yaml`
 // changes the copy's file), never the repository.
@@ -171,7 +180,7 @@ func (e *docEnv) sh(ctx context.Context, command string) (string, int, error) {
 }
 
 func (e *docEnv) run(t *testing.T, s step) {
-	if strings.Contains(s.command, "bin/dev/kubeconfig") {
+	if strings.Contains(s.command, "bin/dev/") {
 		e.devOnce.Do(func() { e.devErr = e.startDev() })
 		if e.devErr != nil {
 			t.Fatalf("kubecel dev: %v", e.devErr)
