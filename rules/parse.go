@@ -397,4 +397,3 @@ func yamlErrors(data []byte, err error) []*Error {
 	}
 	return out
 }
-
