@@ -196,6 +196,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	}
 	r.sens = markSensitive(r, c.progs)
 	r.warnings = r.sens.flowWarnings(r, c.progs)
+	r.warnings = append(r.warnings, optionalWarnings(r, parentSchema, c.progs)...)
 	return r
 }
 
