@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +42,11 @@ func newDevCommand() *cobra.Command {
 collection and namespace deletion), installs the examples' CRDs, writes the rules of every
 example to DIR/rules.yaml, runs the controller on that file (edits reload, as with
 'kubecel run --rules'), applies the examples' sample parents and prints the kubeconfig
-and what to try. Only the garbage collector and namespace controllers run, so
+and what to try. Each reload of the rules file prints its result in the terminal: the
+rules loaded (and their warnings), or the errors of a broken edit, while the last good
+rules keep running; so does a rule that cannot run (a kind not served). The
+controller's full log is DIR/kubecel.log. With --no-examples, nothing is installed and
+the rules file is empty: a start for your own CRD and rules. Only the garbage collector and namespace controllers run, so
 Deployments and StatefulSets get no pods. Ctrl-C stops every process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -141,7 +147,7 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 func (o *devOptions) tries(rulesFile string) []string {
 	if o.noExamples {
 		return []string{
-			"${EDITOR:-vi} " + rulesFile + "   # add rules: saved changes load within seconds (errors in the log)",
+			"${EDITOR:-vi} " + rulesFile + "   # add rules: saved changes load within seconds (the result shows here)",
 			"kubectl apply -f parent.yaml   # create a parent for them (and its CRD first, if it has one)",
 			"kubectl get all,cm -A -l app.kubernetes.io/managed-by=kubecel   # what the rules made",
 		}
@@ -149,7 +155,7 @@ func (o *devOptions) tries(rulesFile string) []string {
 	return []string{
 		"kubectl get deploy,sts,svc,ing,cm,quota -A -l app.kubernetes.io/managed-by=kubecel   # what the rules made from the samples",
 		`kubectl patch webapp hello --type=merge -p '{"spec":{"replicas":2,"expose":true}}'   # edit a parent, then: kubectl get deploy,svc hello`,
-		"${EDITOR:-vi} " + rulesFile + "   # edit the rules: saved changes load within seconds (errors in the log)",
+		"${EDITOR:-vi} " + rulesFile + "   # edit the rules: saved changes load within seconds (the result shows here)",
 	}
 }
 
@@ -187,6 +193,7 @@ func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp
 			burst:       400,
 			metricsAddr: o.metricsAddr,
 			healthAddr:  o.healthAddr,
+			report:      terminalReport(cmd.OutOrStdout()),
 		},
 		logPath: filepath.Join(cp.Dir, "kubecel.log"),
 		done:    make(chan error, 1),
@@ -262,6 +269,18 @@ func (c *devController) stop() error {
 		return nil
 	}
 	return err
+}
+
+// terminalReport prints the controller's reload results in dev's terminal, each line
+// after the first indented, so that an edit of the rules file shows its outcome where
+// it was made.
+func terminalReport(w io.Writer) func(string) {
+	var mu sync.Mutex
+	return func(text string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "[%s] %s\n", time.Now().Format(time.TimeOnly), strings.ReplaceAll(text, "\n", "\n    "))
+	}
 }
 
 // freeLocalAddr returns a 127.0.0.1 address with a port that is free now.

@@ -114,9 +114,14 @@ func (o *runOptions) ruleSources(cfg *rest.Config) ([]rulesource.Source, error) 
 	return sources, nil
 }
 
-// ruleNotifier reports rules that cannot run on the ConfigMap that holds them.
-func ruleNotifier(loader *rulesource.Loader) func(context.Context, string, string, string) {
+// ruleNotifier reports rules that cannot run on the ConfigMap that holds them, and to
+// report when set.
+func ruleNotifier(loader *rulesource.Loader, report func(string)) func(context.Context, string, string, string) {
 	return func(_ context.Context, rule, reason, message string) {
-		loader.Warn(rule, "Rule"+reason, fmt.Sprintf("rule %q does not run: %s", rule, message))
+		text := fmt.Sprintf("rule %q does not run: %s", rule, message)
+		loader.Warn(rule, "Rule"+reason, text)
+		if report != nil {
+			report(text + " (it starts by itself once it can)")
+		}
 	}
 }

@@ -41,6 +41,9 @@ type runOptions struct {
 	sharding       shardOptions
 	identity       identityFlags
 	adoptUnproven  bool
+	// report, when set, receives the reload results and the rules that cannot run, as
+	// text (kubecel dev prints them in its terminal).
+	report func(text string)
 }
 
 func newRunCommand() *cobra.Command {
@@ -155,7 +158,7 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Identity: id, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader)}
+	opts := engine.Options{Workers: o.workers, DryRun: o.dryRun, Registry: reg, Identity: id, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader, o.report)}
 	if member != nil {
 		opts.Shard = member
 	}
@@ -199,6 +202,7 @@ func (o *runOptions) newLoader(cfg *rest.Config, reg *prometheus.Registry, sourc
 		Sources:  sources,
 		Apply:    apply,
 		Registry: reg,
+		Report:   o.report,
 		LoadOptions: func(ctx context.Context) rules.Options {
 			opts := rules.Options{MaxChildren: int(o.maxChildren)}
 			schemas, err := crdschema.FromCluster(ctx, cfg)

@@ -43,6 +43,10 @@ type Options struct {
 	Events kubernetes.Interface
 	// Interval between reads of files (default DefaultInterval).
 	Interval time.Duration
+	// Report, when set, receives a few lines of text for each reload, besides the log:
+	// the rules loaded and their warnings, or the source that failed and why. kubecel
+	// dev prints them in its terminal.
+	Report func(text string)
 }
 
 // Loader loads the rules of its sources as one rule set, and reloads it when a source

@@ -209,6 +209,9 @@ func (l *Loader) report(ctx context.Context, p keyed, err error) {
 		logger.Error(err, "Rules reload failed; the source has no good version yet and contributes no rules", "source", p.name)
 	}
 	l.event(p.object, ReasonRulesLoadFailed, err.Error()+" ("+keeps+")")
+	if l.opts.Report != nil {
+		l.opts.Report(fmt.Sprintf("Rules reload failed: %s, %s:\n%v", p.name, keeps, err))
+	}
 }
 
 // apply hands a new rule set to Apply and updates the metrics.
@@ -239,6 +242,23 @@ func (l *Loader) apply(ctx context.Context, rs *rules.RuleSet, current []keyed, 
 	for _, w := range rs.Warnings {
 		logger.Info("Rules warning", "warning", w.Error())
 	}
+	if l.opts.Report != nil {
+		text := fmt.Sprintf("Loaded %d %s", len(rs.Rules), plural(len(rs.Rules), "rule", "rules"))
+		if len(failed) > 0 {
+			text += fmt.Sprintf(" (%d failing %s keep their last good version)", len(failed), plural(len(failed), "source", "sources"))
+		}
+		for _, w := range rs.Warnings {
+			text += "\nwarning: " + w.Error()
+		}
+		l.opts.Report(text)
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Warn records a Warning Event on the ConfigMap that holds a running rule (for example
