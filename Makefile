@@ -42,6 +42,10 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
+.PHONY: docs
+docs: ## regenerate docs/cli, the command reference, from the commands (a test fails when it is stale)
+	$(GO) test ./cmd/kubecel -run '^TestCLIReference$$' -count=1 -update
+
 .PHONY: schemas
 schemas: controlplane ## regenerate rules/builtin.json.gz, the built-in kinds' schemas, from the local control plane
 	$(GO) generate ./rules
