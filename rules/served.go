@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -102,15 +103,63 @@ func checkResourceName(src *ruleSource, gvr schema.GroupVersionResource, opts Op
 }
 
 // checkStatusSubresource reports a status block on a parent whose CRD has no status
-// subresource: the controller writes status there, and the API server would refuse it.
+// subresource, or whose status schema does not declare what the controller writes in
+// every status: the API server would refuse the controller's status writes.
 func checkStatusSubresource(src *ruleSource, gvr schema.GroupVersionResource, opts Options, errs *ErrorList) {
 	ss, ok := opts.Schemas.(StatusSource)
 	if src.status == nil || !ok || gvr.Empty() {
 		return
 	}
-	if has, known := ss.HasStatusSubresource(gvr); known && !has {
-		fail(errs, where{rule: src.name, field: "status", path: src.at.key("status")},
-			fmt.Sprintf("the CRD of %s has no status subresource in version %s, and the controller writes status there: add subresources: {status: {}} to that version of the CRD, or remove status from the rule",
-				gvr.GroupResource(), gvr.Version))
+	has, known := ss.HasStatusSubresource(gvr)
+	if !known {
+		return
 	}
+	w := where{rule: src.name, field: "status", path: src.at.key("status")}
+	if !has {
+		fail(errs, w, fmt.Sprintf("the CRD of %s has no status subresource in version %s, and the controller writes status there: add subresources: {status: {}} to that version of the CRD, or remove status from the rule",
+			gvr.GroupResource(), gvr.Version))
+		return
+	}
+	if missing := undeclaredStatus(opts.schemas().ResourceSchema(gvr)); len(missing) > 0 {
+		fail(errs, w, fmt.Sprintf("the CRD of %s (version %s) does not declare status.%s, which the controller writes with the rule's fields, and the API server refuses undeclared fields: declare %s under status in its schema, or give status x-kubernetes-preserve-unknown-fields: true",
+			gvr.GroupResource(), gvr.Version, strings.Join(missing, " and status."), strings.Join(statusDecls(missing), " and ")))
+	}
+}
+
+// undeclaredStatus lists the fields the controller writes into every status
+// (observedGeneration, conditions) that a parent's schema leaves undeclared; none when the
+// schema keeps unknown fields or is not known.
+func undeclaredStatus(s *apiextensionsv1.JSONSchemaProps) []string {
+	if s == nil || keepsUnknown(s) || len(s.Properties) == 0 {
+		return nil
+	}
+	status, ok := s.Properties["status"]
+	if ok && (keepsUnknown(&status) || (len(status.Properties) == 0 && status.AdditionalProperties != nil)) {
+		return nil
+	}
+	var out []string
+	for _, f := range []string{"observedGeneration", "conditions"} {
+		if _, ok := status.Properties[f]; !ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func keepsUnknown(s *apiextensionsv1.JSONSchemaProps) bool {
+	return s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
+}
+
+// statusDecls shows how to declare the status fields kubecel writes.
+func statusDecls(fields []string) []string {
+	var out []string
+	for _, f := range fields {
+		switch f {
+		case "observedGeneration":
+			out = append(out, "observedGeneration: {type: integer}")
+		case "conditions":
+			out = append(out, "conditions: {type: array, items: {type: object, x-kubernetes-preserve-unknown-fields: true}}")
+		}
+	}
+	return out
 }
