@@ -74,6 +74,15 @@ func SchemasFromCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) *CRDSche
 // the .yaml, .yml and .json files under dir, recursively; other documents are skipped.
 // It fails when a file cannot be read or parsed, or when dir holds no CRD at all.
 func SchemasFromCRDDir(dir string) (*CRDSchemas, error) {
+	crds, err := ReadCRDDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return SchemasFromCRDs(crds...), nil
+}
+
+// ReadCRDDir returns the CRDs that SchemasFromCRDDir reads (kubecel dev installs them).
+func ReadCRDDir(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -100,7 +109,7 @@ func SchemasFromCRDDir(dir string) (*CRDSchemas, error) {
 	if len(crds) == 0 {
 		return nil, fmt.Errorf("no CustomResourceDefinition (apiextensions.k8s.io/v1) found under %s", dir)
 	}
-	return SchemasFromCRDs(crds...), nil
+	return crds, nil
 }
 
 // readCRDs returns the CRDs in one (possibly multi-document) file.

@@ -28,6 +28,9 @@ type devOptions struct {
 	dir         string
 	binDir      string
 	noExamples  bool
+	crds        string
+	rules       string
+	objects     []string
 	metricsAddr string
 	healthAddr  string
 }
@@ -54,7 +57,10 @@ Deployments and StatefulSets get no pods. Ctrl-C stops every process.`,
 	f := cmd.Flags()
 	f.StringVar(&o.dir, "dir", "", "state directory (replaced at start and kept at exit); default a temporary directory removed at exit")
 	f.StringVar(&o.binDir, "bin-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: $"+controlplane.BinDirEnv+", next to kubecel, or ./bin)")
-	f.BoolVar(&o.noExamples, "no-examples", false, "install no examples: no CRDs, no sample parents, and an empty rules file to edit")
+	f.BoolVar(&o.noExamples, "no-examples", false, "install no examples: no CRDs, no sample parents, and an empty rules file to edit (or the rules of --rules)")
+	f.StringVar(&o.crds, "crds", "", "directory of your own CustomResourceDefinition manifests to install at start, besides the examples' (or instead, with --no-examples)")
+	f.StringVar(&o.rules, "rules", "", "a rules file of your own, written to DIR/rules.yaml after the examples' rules (or alone, with --no-examples)")
+	f.StringArrayVarP(&o.objects, "filename", "f", nil, "a file of objects (your parents, what they read) to apply once the controller runs; repeatable")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address of the controller's /metrics (default: a free port on 127.0.0.1)")
 	f.StringVar(&o.healthAddr, "health-addr", "", "address of the controller's /healthz and /readyz (default: a free port on 127.0.0.1)")
 	return cmd
@@ -70,16 +76,9 @@ rules: []
 func (o *devOptions) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	rulesData := []byte(emptyRules)
-	if !o.noExamples {
-		var err error
-		if crds, err = exampleCRDs(); err != nil {
-			return err
-		}
-		if rulesData, err = examples.Rules(); err != nil {
-			return fmt.Errorf("combine the examples' rules: %w", err)
-		}
+	crds, rulesData, err := o.installs()
+	if err != nil {
+		return err
 	}
 
 	start := time.Now()
@@ -101,11 +100,9 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer ctrl.stop()
-	parents := 0
-	if !o.noExamples {
-		if parents, err = applySamples(ctx, cp.Config); err != nil {
-			return err
-		}
+	parents, err := o.applyObjects(ctx, cp.Config)
+	if err != nil {
+		return err
 	}
 	// What to type comes first, before the wait for the controller: whoever reads it (a
 	// person, a script) may go on as soon as the controller is ready.

@@ -27,7 +27,13 @@ type step struct {
 	command  string
 	want     []string // nil: not compared
 	wantCode int
+	// devDir is set for a `kubecel dev --dir DIR` line: it is not run as a command but
+	// started in the background for the commands that name DIR/.
+	devDir string
 }
+
+// devLine matches a kubecel dev command line and its --dir.
+var devLine = regexp.MustCompile(`^(bin/)?kubecel dev\s(?:.*\s)?--dir[= ](\S+)`)
 
 var kubecelCommand = regexp.MustCompile(`(^|\|\s*)(bin/)?kubecel\s`)
 
@@ -69,9 +75,16 @@ func parseBlock(b block) ([]step, error) {
 	case "sh", "shell", "bash":
 		var steps []step
 		for i, l := range b.lines {
-			if kubecelCommand.MatchString(strings.TrimPrefix(strings.TrimSpace(l), "$ ")) {
-				steps = append(steps, step{line: b.line + 1 + i, command: strings.TrimSpace(l)})
+			command := strings.TrimPrefix(strings.TrimSpace(l), "$ ")
+			if !kubecelCommand.MatchString(command) {
+				continue
 			}
+			st := step{line: b.line + 1 + i, command: strings.TrimSpace(l)}
+			if m := devLine.FindStringSubmatch(command); m != nil {
+				st.command, _, _ = strings.Cut(command, " #")
+				st.devDir = m[2]
+			}
+			steps = append(steps, st)
 		}
 		return steps, nil
 	case "diff":
