@@ -111,6 +111,9 @@ const planProgressEvery = 3 * time.Second
 // parent once, and (without --rule) finds the rules that the new rules drop. The
 // controller's worker loop never runs.
 func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, []plan.DroppedRule, error) {
+	if err := checkRulesPaths(o.rules); err != nil {
+		return nil, nil, err
+	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
 		return nil, nil, err

@@ -45,6 +45,20 @@ func fileSources(stdin io.Reader, paths []string) ([]rulesource.Source, error) {
 	return out, nil
 }
 
+// checkRulesPaths refuses, before anything connects to a cluster, a --rules directory
+// that holds no *.yaml file.
+func checkRulesPaths(paths []string) error {
+	for _, p := range paths {
+		if p == "-" {
+			continue
+		}
+		if err := rulesource.CheckFile(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // readRules reads the documents of --rules once, for the commands that do not watch.
 func readRules(stdin io.Reader, paths []string) ([]rules.Document, error) {
 	sources, err := fileSources(stdin, paths)

@@ -98,6 +98,9 @@ func (o *runOptions) run(ctx context.Context) error {
 	if o.dryRun && o.sharding.enabled {
 		return errors.New("--dry-run and --sharding cannot be combined: a dry run writes nothing, and sharding writes membership Leases; run the dry run as a single replica")
 	}
+	if err := checkRulesPaths(o.rulesFiles); err != nil {
+		return err
+	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
 		return err

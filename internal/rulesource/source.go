@@ -129,7 +129,7 @@ func Read(sources ...Source) ([]rules.Document, error) {
 		}
 		parts := s.parts()
 		if f, ok := s.(fileSource); ok && len(parts) == 0 {
-			return nil, emptyDirError(string(f))
+			return nil, CheckFile(string(f))
 		}
 		for _, p := range parts {
 			if p.err != nil {
@@ -139,6 +139,21 @@ func Read(sources ...Source) ([]rules.Document, error) {
 		}
 	}
 	return docs, nil
+}
+
+// CheckFile fails for a rules directory that holds no *.yaml file, naming the files it
+// does hold that look like rules (*.yml, *.json) and would be left out: commands refuse
+// such a --rules at start rather than run no rules. Anything else passes (a file is read
+// later, and its errors reported then).
+func CheckFile(path string) error {
+	info, err := os.Stat(path)
+	if err != nil || !info.IsDir() {
+		return nil
+	}
+	if parts := fileSource(path).parts(); len(parts) > 0 {
+		return nil
+	}
+	return emptyDirError(path)
 }
 
 // emptyDirError says that a rules directory holds no *.yaml file, naming the files it
