@@ -196,7 +196,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	}
 	r.sens = markSensitive(r, c.progs)
 	r.warnings = r.sens.flowWarnings(r, c.progs)
-	r.warnings = append(r.warnings, optionalWarnings(r, parentSchema, c.progs)...)
+	// Only a CRD's schema says which fields its objects may leave out: the embedded
+	// schemas of the built-in kinds do not list what the API server always sets.
+	if opts.Schemas != nil && !gvr.Empty() {
+		r.warnings = append(r.warnings, optionalWarnings(r, opts.Schemas.ResourceSchema(gvr), c.progs)...)
+	}
 	return r
 }
 

@@ -33,6 +33,7 @@ type devOptions struct {
 	objects     []string
 	metricsAddr string
 	healthAddr  string
+	reports     *devReports
 }
 
 func newDevCommand() *cobra.Command {
@@ -76,6 +77,7 @@ rules: []
 func (o *devOptions) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
+	o.reports = &devReports{w: out}
 	crds, rulesData, err := o.installs()
 	if err != nil {
 		return err
@@ -122,6 +124,7 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(out, "\nController running on %s with %d sample parents (log: %s; metrics: http://%s/metrics; health: http://%s/readyz).\n",
 		rulesFile, parents, ctrl.logPath, ctrl.opts.metricsAddr, ctrl.opts.healthAddr)
+	o.reports.start()
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
 
 	select {
@@ -190,7 +193,7 @@ func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp
 			burst:       400,
 			metricsAddr: o.metricsAddr,
 			healthAddr:  o.healthAddr,
-			report:      terminalReport(cmd.OutOrStdout()),
+			report:      o.reports.print,
 		},
 		logPath: filepath.Join(cp.Dir, "kubecel.log"),
 		done:    make(chan error, 1),
@@ -268,16 +271,35 @@ func (c *devController) stop() error {
 	return err
 }
 
-// terminalReport prints the controller's reload results in dev's terminal, each line
-// after the first indented, so that an edit of the rules file shows its outcome where
-// it was made.
-func terminalReport(w io.Writer) func(string) {
-	var mu sync.Mutex
-	return func(text string) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(w, "[%s] %s\n", time.Now().Format(time.TimeOnly), strings.ReplaceAll(text, "\n", "\n    "))
+// devReports prints the controller's reload results in dev's terminal, each line after
+// the first indented, so that an edit of the rules file shows its outcome where it was
+// made. What comes before the start is done is held, and printed after its messages.
+type devReports struct {
+	mu   sync.Mutex
+	w    io.Writer
+	held []string
+	live bool
+}
+
+func (r *devReports) print(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	line := fmt.Sprintf("[%s] %s", time.Now().Format(time.TimeOnly), strings.ReplaceAll(text, "\n", "\n    "))
+	if !r.live {
+		r.held = append(r.held, line)
+		return
 	}
+	fmt.Fprintln(r.w, line)
+}
+
+// start prints what was held, and from then on each report as it comes.
+func (r *devReports) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, line := range r.held {
+		fmt.Fprintln(r.w, line)
+	}
+	r.held, r.live = nil, true
 }
 
 // freeLocalAddr returns a 127.0.0.1 address with a port that is free now.
