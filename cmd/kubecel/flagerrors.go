@@ -23,7 +23,20 @@ func flagError(cmd *cobra.Command, err error) error {
 			msg += fmt.Sprintf(" (did you mean --%s?)", near)
 		}
 	}
-	return fmt.Errorf("%s\nSee '%s --help' for usage.", msg, cmd.CommandPath())
+	return &usageError{msg: msg, command: cmd.CommandPath()}
+}
+
+// usageError is a mistake in a command line; main prints where the usage is after it.
+type usageError struct {
+	msg     string
+	command string // kubecel check
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// hint is the line main prints after the error.
+func (e *usageError) hint() string {
+	return fmt.Sprintf("See '%s --help' for usage.", e.command)
 }
 
 // closestFlag returns the visible flag of fs nearest to name: one that starts with it,
