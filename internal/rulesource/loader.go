@@ -61,8 +61,9 @@ type Loader struct {
 	reloading sync.Mutex
 	// states of the parts, by key (source index and part name).
 	states map[string]*partState
-	// applied is the hash of the rule set last given to Apply.
-	applied string
+	// applied is the hash of the rule set last given to Apply, and names its rules.
+	applied      string
+	appliedRules []string
 
 	// mu guards recorder and objects, which Warn reads: Apply may call Warn (through
 	// the controller) while a reload runs.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -233,12 +235,24 @@ func (l *Loader) apply(ctx context.Context, rs *rules.RuleSet, current []keyed, 
 	l.objects = objects
 	l.mu.Unlock()
 	l.opts.Apply(ctx, rs)
-	l.applied = rs.Hash
+	var names, removed []string
+	for _, r := range rs.Rules {
+		names = append(names, r.Name)
+	}
+	for _, name := range l.appliedRules {
+		if !slices.Contains(names, name) {
+			removed = append(removed, name)
+		}
+	}
+	l.applied, l.appliedRules = rs.Hash, names
 	l.reloads.WithLabelValues("success").Inc()
 	l.info.Reset()
 	l.info.WithLabelValues(rs.Hash).Set(1)
 	logger := klog.FromContext(ctx)
 	logger.Info("Loaded rules", "parts", len(current), "failing", len(failed), "rules", len(rs.Rules), "hash", rs.Hash)
+	if len(removed) > 0 {
+		logger.Info("Rules removed: their children stay, no longer managed", "removed", removed)
+	}
 	for _, w := range rs.Warnings {
 		logger.Info("Rules warning", "warning", w.Error())
 	}
@@ -246,6 +260,10 @@ func (l *Loader) apply(ctx context.Context, rs *rules.RuleSet, current []keyed, 
 		text := fmt.Sprintf("Loaded %d %s", len(rs.Rules), plural(len(rs.Rules), "rule", "rules"))
 		if len(failed) > 0 {
 			text += fmt.Sprintf(" (%d failing %s keep their last good version)", len(failed), plural(len(failed), "source", "sources"))
+		}
+		if len(removed) > 0 {
+			text += fmt.Sprintf("; removed: %s (the controller stops %s and releases %s parents; the children stay, no longer managed)",
+				strings.Join(removed, ", "), plural(len(removed), "it", "them"), plural(len(removed), "its", "their"))
 		}
 		for _, w := range rs.Warnings {
 			text += "\nwarning: " + w.Error()
