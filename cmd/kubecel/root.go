@@ -35,5 +35,6 @@ repairs drift and reports status.`,
 		newPlanCommand(),
 		newVersionCommand(),
 	)
+	completeOutputs(root)
 	return root
 }
