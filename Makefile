@@ -28,9 +28,11 @@ help: ## list the targets
 build: ## build bin/kubecel, stamped with VERSION (default: git describe --tags --always --dirty)
 	$(GO) build -ldflags '-X main.version=$(VERSION)' -o $(BIN)/kubecel ./cmd/kubecel
 
+DEV_FLAGS ?=
+
 .PHONY: run
-run: build controlplane ## start kubecel dev: a local control plane with the examples and the controller (Ctrl-C stops)
-	$(BIN)/kubecel dev --dir $(BIN)/dev
+run: build controlplane ## start kubecel dev: a local control plane with the examples and the controller (Ctrl-C stops); DEV_FLAGS='--crds DIR --rules FILE -f FILE' adds your own
+	$(BIN)/kubecel dev --dir $(BIN)/dev $(DEV_FLAGS)
 
 .PHONY: test
 test: controlplane ## run every test (unit, integration on the local control plane, short fuzz), race detector on
@@ -41,6 +43,10 @@ lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+.PHONY: docs
+docs: ## regenerate docs/cli, the command reference, from the commands (a test fails when it is stale)
+	$(GO) test ./cmd/kubecel -run '^TestCLIReference$$' -count=1 -update
 
 .PHONY: schemas
 schemas: controlplane ## regenerate rules/builtin.json.gz, the built-in kinds' schemas, from the local control plane

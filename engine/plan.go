@@ -89,7 +89,8 @@ type PlanOptions struct {
 // are watched too, so that their prunes are planned as a running controller that
 // reloads the rules would prune them. Plan waits for the caches to sync. The result is
 // in a stable order (rule, namespace, name). It fails when a selected rule is not
-// running (its kinds are not served, or permissions are missing).
+// running (its kinds are not served, or permissions are missing), with one line per such
+// rule that says why.
 func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentPlan, error) {
 	if !c.opts.DryRun {
 		return nil, errors.New("plan needs a dry-run controller (Options.DryRun)")
@@ -102,9 +103,9 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 		}
 	}
 	var pending []string
-	for name := range c.pending {
+	for name, p := range c.pending {
 		if opts.Rule == "" || opts.Rule == name {
-			pending = append(pending, name)
+			pending = append(pending, fmt.Sprintf("rule %q is not running: %s", name, p.reason))
 		}
 	}
 	c.mu.RUnlock()
@@ -136,7 +137,7 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 	}
 	if len(pending) > 0 {
 		slices.Sort(pending)
-		return plans, fmt.Errorf("rules %s are not running: their kinds are not served or permissions are missing", strings.Join(pending, ", "))
+		return plans, errors.New(strings.Join(pending, "\n"))
 	}
 	return plans, nil
 }

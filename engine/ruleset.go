@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -97,7 +99,7 @@ func (c *Controller) SetRules(ctx context.Context, rs *rules.RuleSet) {
 func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ruleState) error {
 	parent, err := c.kindForResource(r.Parent.GVR)
 	if err != nil {
-		return fmt.Errorf("parent %s: %w", r.Parent.GVR, err)
+		return fmt.Errorf("parent resource %s in %s: %w", r.Parent.GVR.Resource, r.Parent.GVR.GroupVersion(), err)
 	}
 	st := &ruleState{rule: r, parent: parent, parents: map[string]*informers.Watch{},
 		regs: map[string]cache.ResourceEventHandlerRegistration{}, children: map[schema.GroupKind]*childKind{}}
@@ -113,7 +115,7 @@ func (c *Controller) startRuleLocked(ctx context.Context, r *rules.Rule, old *ru
 	for gk, gvk := range kinds {
 		info, err := c.kindInfo(gvk)
 		if err != nil {
-			return fmt.Errorf("child kind %s: %w", gvk, err)
+			return fmt.Errorf("%s: %w", childrenOfKind(r, gvk), err)
 		}
 		st.children[gk] = &childKind{kindInfo: info}
 	}
@@ -292,4 +294,23 @@ func (st *ruleState) parentKeys() []queueKey {
 		}
 	}
 	return keys
+}
+
+// childrenOfKind names, for an error, the children of a rule that have a kind: child
+// "a", children "a", "b", or the kind when none has it (a kind an earlier version of
+// the rule made).
+func childrenOfKind(r *rules.Rule, gvk schema.GroupVersionKind) string {
+	var ids []string
+	for _, ch := range r.Children {
+		if ch.GVK == gvk {
+			ids = append(ids, strconv.Quote(ch.ID))
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return fmt.Sprintf("child kind %s %s", gvk.GroupVersion(), gvk.Kind)
+	case 1:
+		return "child " + ids[0]
+	}
+	return "children " + strings.Join(ids, ", ")
 }

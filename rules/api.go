@@ -147,6 +147,9 @@ type Options struct {
 	// MaxChildren is the children limit of rules that set no maxChildren
 	// (0 = DefaultMaxChildren).
 	MaxChildren int
+	// Served, when set, makes a parent, child or ref whose kind it says is not served a
+	// load error (see ServedSource); without it such rules load.
+	Served ServedSource
 }
 
 // schemas is Options.Schemas, then the embedded built-in kinds.

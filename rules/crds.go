@@ -27,6 +27,10 @@ type CRDSchemas struct {
 	// kindScopes and resourceScopes say whether a CRD's objects are namespaced.
 	kindScopes     map[schema.GroupKind]bool
 	resourceScopes map[schema.GroupResource]bool
+	// names maps a CRD's singular name and lowercase kind to its plural resource.
+	names map[schema.GroupResource]string
+	// status says whether a version of a CRD has the status subresource.
+	status map[schema.GroupVersionResource]bool
 }
 
 // SchemasFromCRDs indexes the schemas of every version of the given CRDs.
@@ -38,8 +42,15 @@ func SchemasFromCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) *CRDSche
 
 		kindScopes:     map[schema.GroupKind]bool{},
 		resourceScopes: map[schema.GroupResource]bool{},
+		names:          map[schema.GroupResource]string{},
+		status:         map[schema.GroupVersionResource]bool{},
 	}
 	for _, crd := range crds {
+		for _, name := range []string{crd.Spec.Names.Singular, strings.ToLower(crd.Spec.Names.Kind)} {
+			if name != "" && name != crd.Spec.Names.Plural {
+				s.names[schema.GroupResource{Group: crd.Spec.Group, Resource: name}] = crd.Spec.Names.Plural
+			}
+		}
 		if scope := crd.Spec.Scope; scope == apiextensionsv1.NamespaceScoped || scope == apiextensionsv1.ClusterScoped {
 			namespaced := scope == apiextensionsv1.NamespaceScoped
 			s.kindScopes[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = namespaced
@@ -49,6 +60,7 @@ func SchemasFromCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) *CRDSche
 			gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural}
 			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
 			s.resources[gvk] = gvr
+			s.status[gvr] = v.Subresources != nil && v.Subresources.Status != nil
 			if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
 				s.byResource[gvr] = v.Schema.OpenAPIV3Schema
 				s.byKind[gvk] = v.Schema.OpenAPIV3Schema
@@ -62,6 +74,15 @@ func SchemasFromCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) *CRDSche
 // the .yaml, .yml and .json files under dir, recursively; other documents are skipped.
 // It fails when a file cannot be read or parsed, or when dir holds no CRD at all.
 func SchemasFromCRDDir(dir string) (*CRDSchemas, error) {
+	crds, err := ReadCRDDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return SchemasFromCRDs(crds...), nil
+}
+
+// ReadCRDDir returns the CRDs that SchemasFromCRDDir reads (kubecel dev installs them).
+func ReadCRDDir(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -88,7 +109,7 @@ func SchemasFromCRDDir(dir string) (*CRDSchemas, error) {
 	if len(crds) == 0 {
 		return nil, fmt.Errorf("no CustomResourceDefinition (apiextensions.k8s.io/v1) found under %s", dir)
 	}
-	return SchemasFromCRDs(crds...), nil
+	return crds, nil
 }
 
 // readCRDs returns the CRDs in one (possibly multi-document) file.
@@ -153,4 +174,20 @@ func (s *CRDSchemas) ResourceNamespaced(gr schema.GroupResource) (namespaced, kn
 	return namespaced, known
 }
 
-var _ ScopeSource = (*CRDSchemas)(nil)
+// HasStatusSubresource implements StatusSource: whether a version of a CRD has the
+// status subresource.
+func (s *CRDSchemas) HasStatusSubresource(gvr schema.GroupVersionResource) (has, known bool) {
+	has, known = s.status[gvr]
+	return has, known
+}
+
+// pluralOf returns the plural resource of a CRD whose singular name or lowercase kind is
+// gr's resource, or "".
+func (s *CRDSchemas) pluralOf(gr schema.GroupResource) string {
+	return s.names[schema.GroupResource{Group: gr.Group, Resource: strings.ToLower(gr.Resource)}]
+}
+
+var (
+	_ ScopeSource  = (*CRDSchemas)(nil)
+	_ StatusSource = (*CRDSchemas)(nil)
+)

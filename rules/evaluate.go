@@ -373,6 +373,8 @@ func (ev *evaluation) fail(p *program, at int, err error) {
 		e.Child, e.Ref, e.Field, e.Expr = p.w.child, p.w.ref, string(p.w.field), p.source
 		if p.sensitive && !quotesNothing(err) {
 			e.Message, e.Err = forEachPrefix(at)+withheld(ev.rule.sens.what(p)), withheldErr(err)
+		} else {
+			e.Message += missingKeyHint(p, err)
 		}
 	}
 	ev.errs = append(ev.errs, e)

@@ -357,9 +357,9 @@ func TestEvaluate(t *testing.T) {
 				Status:   map[string]any{"fine": "p"},
 			},
 			wantErrs: []errView{
-				{Rule: "broken", Child: "bad", Field: "template.data.a", Expr: "x-${parent.data.missing}", Message: "no such key: missing"},
-				{Rule: "broken", Child: "bad", Field: "template.metadata.name", Expr: "${parent.spec.name}", Message: "no such key: spec"},
-				{Rule: "broken", Child: "good", Field: "readyWhen", Expr: "self.data.ready", Message: "no such key: data"},
+				{Rule: "broken", Child: "bad", Field: "template.data.a", Expr: "x-${parent.data.missing}", Message: "no such key: missing (parent.data.missing is not set; write parent.data.?missing.orValue(DEFAULT) for a default, or test it with has(parent.data.missing))"},
+				{Rule: "broken", Child: "bad", Field: "template.metadata.name", Expr: "${parent.spec.name}", Message: "no such key: spec (parent.spec is not set; write parent.?spec.orValue(DEFAULT) for a default, or test it with has(parent.spec))"},
+				{Rule: "broken", Child: "good", Field: "readyWhen", Expr: "self.data.ready", Message: "no such key: data (self.data is not set; write self.?data.orValue(DEFAULT) for a default, or test it with has(self.data))"},
 				{Rule: "broken", Field: "status.fields.list", Expr: "x${parent.data.list}", Message: "cannot interpolate list into a string; convert it first (string(), join(), .orValue())"},
 			},
 		},

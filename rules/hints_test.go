@@ -79,7 +79,22 @@ func TestHints(t *testing.T) {
 		{
 			name: "misindented key",
 			file: "- name: web\n  parent:\n    apiVersion: v1\n   resource: configmaps\n",
-			want: []errView{{Line: 6, Message: "invalid YAML: did not find expected key (bad indentation near line 6? the keys of one map must line up, indented with spaces)"}},
+			want: []errView{{Line: 7, Message: "invalid YAML: this line is indented by 3 spaces, between the keys at 2 and at 4 spaces above it: the keys of one map must line up, indented with spaces"}},
+		},
+		{
+			name: "key indented less than its siblings, deeper than its parent",
+			file: "- name: web\n  parent:\n    apiVersion: v1\n    resource: configmaps\n  children:\n    - id: a\n      template:\n        apiVersion: v1\n        metadata:\n          name: a\n       kind: ConfigMap\n",
+			want: []errView{{Line: 14, Message: "invalid YAML: this line is indented by 7 spaces, between the keys at 6 and at 8 spaces above it: the keys of one map must line up, indented with spaces"}},
+		},
+		{
+			name: "unquoted value with a colon",
+			file: "- name: web\n  parent: {apiVersion: v1, resource: configmaps}\n  children:\n    - id: a\n      template:\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: a}\n        data:\n          greeting: ${parent.metadata.name + ': x'}\n",
+			want: []errView{{Line: 13, Message: `invalid YAML: the value of greeting holds ": ", which YAML reads as another key: quote this value (greeting: "${parent.metadata.name + ': x'}")`}},
+		},
+		{
+			name: "unquoted value with a colon and double quotes",
+			file: "- name: web\n  parent: {apiVersion: v1, resource: configmaps}\n  children:\n    - id: a\n      template:\n        apiVersion: v1\n        kind: ConfigMap\n        metadata: {name: a}\n        data:\n          greeting: ${\"a: \" + parent.metadata.name}\n",
+			want: []errView{{Line: 13, Message: `invalid YAML: the value of greeting holds ": ", which YAML reads as another key: quote this value (greeting: '${"a: " + parent.metadata.name}')`}},
 		},
 		{
 			name: "key indented under a scalar",

@@ -101,6 +101,10 @@ type statusField struct {
 func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	before := len(*errs)
 	gvr, selector := checkParent(src, errs)
+	if len(*errs) == before {
+		checkResourceName(src, gvr, opts, errs)
+	}
+	checkStatusSubresource(src, gvr, opts, errs)
 	ids := checkChildIDs(src, errs)
 	refIDs := checkRefIDs(src, errs)
 	checkStatusFields(src, errs)
@@ -156,6 +160,9 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		}
 	}
 	if len(*errs) == before {
+		checkServed(src, r, children, opts.Served, errs)
+	}
+	if len(*errs) == before {
 		r.Children = c.orderChildren(src.name, src.at, children, reads)
 	}
 	if src.status != nil {
@@ -189,6 +196,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	}
 	r.sens = markSensitive(r, c.progs)
 	r.warnings = r.sens.flowWarnings(r, c.progs)
+	// Only a CRD's schema says which fields its objects may leave out: the embedded
+	// schemas of the built-in kinds do not list what the API server always sets.
+	if opts.Schemas != nil && !gvr.Empty() {
+		r.warnings = append(r.warnings, optionalWarnings(r, opts.Schemas.ResourceSchema(gvr), c.progs)...)
+	}
 	return r
 }
 

@@ -388,32 +388,12 @@ func yamlErrors(data []byte, err error) []*Error {
 	var out []*Error
 	for _, m := range yamlLine.FindAllStringSubmatch(err.Error(), -1) {
 		line, _ := strconv.Atoi(m[1])
-		out = append(out, &Error{Line: line, Message: "invalid YAML: " + yamlProblem(data, line, m[2])})
+		line, problem := yamlProblem(data, line, m[2])
+		out = append(out, &Error{Line: line, Message: "invalid YAML: " + problem})
 	}
 	if len(out) == 0 {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 		out = append(out, &Error{Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 	}
 	return out
-}
-
-// yamlProblem rewords the parser's problem on a line when it comes from a tab among
-// the indentation, or from a line indented differently from its siblings.
-func yamlProblem(data []byte, line int, problem string) string {
-	lines := strings.Split(string(data), "\n")
-	for _, n := range []int{line, line - 1} {
-		// The parser may blame the line after the tab.
-		if n >= 1 && n <= len(lines) && strings.Contains(lines[n-1], "\t") {
-			if n == line {
-				return "tab character; YAML indents with spaces"
-			}
-			return fmt.Sprintf("line %d: tab character; YAML indents with spaces", n)
-		}
-	}
-	for _, s := range []string{"mapping values are not allowed", "did not find expected key", "did not find expected '-' indicator", "could not find expected ':'"} {
-		if strings.Contains(problem, s) {
-			return problem + fmt.Sprintf(" (bad indentation near line %d? the keys of one map must line up, indented with spaces)", line)
-		}
-	}
-	return problem
 }

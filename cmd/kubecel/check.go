@@ -19,25 +19,29 @@ import (
 type checkOptions struct {
 	rules       []string
 	crds        string
-	kubeconfig  string
+	cluster     *clusterFlags
 	output      outputFlag
 	maxChildren maxChildrenFlag
 }
 
 func newCheckCommand() *cobra.Command {
-	var o checkOptions
+	o := checkOptions{cluster: newClusterFlags()}
 	cmd := &cobra.Command{
-		Use:   "check --rules FILE|DIR... [--crds DIR | --kubeconfig FILE] [-o text|json|yaml]",
+		Use:   "check --rules FILE|DIR... [--crds DIR | --kubeconfig FILE [--context NAME]] [-o text|json|yaml]",
 		Short: "Validate and type-check rules files",
 		Long: `check loads a rules file the way the controller does: strict YAML, names, resources
 and selectors, CEL syntax and types, references between children and their cycles, and
 the estimated cost of every expression. Parents and children of built-in kinds
 (Deployment, Service, ConfigMap, Namespace, ...) are type-checked against the schemas
 embedded in kubecel; with --crds, custom resources are too, against the schemas of the
-CRDs in DIR, or with --kubeconfig against the CRDs the cluster serves
-(parent.spec.replicsa is an error; port: "80" or a string expression where a child's
-schema wants an integer is too). A notice names every parent and child that was not
-type-checked, and how to get its schema.
+CRDs in DIR, or with --kubeconfig (or --context, or any of kubectl's connection flags)
+against the CRDs the cluster serves (parent.spec.replicsa is an error; port: "80" or a
+string expression where a child's schema wants an integer is too). Against a cluster, a
+parent, child or ref whose kind the cluster does not serve is an error too (a CRD not
+installed, ConfigMap under apps/v1, a version the CRD does not serve), although the
+controller would run the other rules and start that one once its kinds are served. A
+notice names every parent and child that was not type-checked, and how to get its
+schema.
 
 It prints a one-line summary and exits 0, or lists every problem with its line, rule,
 child, field and expression and exits 1. It also warns (without failing) about children
@@ -59,8 +63,10 @@ in the expression, 0 when unknown), rule, child, field, expression, message and 
 	}
 	addRulesFlag(cmd.Flags(), &o.rules)
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests to type-check against")
-	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of a cluster whose CRDs to type-check against (instead of --crds)")
-	cmd.MarkFlagsMutuallyExclusive("crds", "kubeconfig")
+	o.cluster.addFlags(cmd.Flags(), "kubeconfig of a cluster whose CRDs and served kinds to check against (instead of --crds)")
+	for _, name := range clusterChoosingFlags {
+		cmd.MarkFlagsMutuallyExclusive("crds", name)
+	}
 	o.output.addFlag(cmd.Flags(), "text", "json", "yaml")
 	o.maxChildren.addFlag(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
@@ -77,12 +83,12 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	var from string
 	switch {
 	case o.crds != "":
-		if opts.Schemas, err = rules.SchemasFromCRDDir(o.crds); err != nil {
+		if opts.Schemas, err = crdsFlag(o.crds); err != nil {
 			return &exitError{code: 1, err: err}
 		}
 		from = "--crds"
-	case o.kubeconfig != "":
-		if opts.Schemas, err = clusterSchemas(cmd.Context(), o.kubeconfig); err != nil {
+	case choosesCluster(cmd.Flags()):
+		if opts.Schemas, opts.Served, err = clusterSchemas(cmd.Context(), o.cluster); err != nil {
 			return &exitError{code: 1, err: err}
 		}
 		from = "the cluster's CRDs"

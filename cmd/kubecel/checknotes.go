@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/internal/crdschema"
@@ -15,21 +18,33 @@ import (
 // parents and children that were not type-checked.
 const noticeSeverity = "notice"
 
-// clusterSchemas reads the CRDs of the cluster of a kubeconfig file, for check.
-func clusterSchemas(ctx context.Context, kubeconfig string) (rules.SchemaSource, error) {
-	cfg, err := kubeconfigFile(kubeconfig).restConfig()
+// clusterChoosingFlags are the connection flags that make check read a cluster.
+var clusterChoosingFlags = []string{"kubeconfig", "context", "cluster", "server"}
+
+// choosesCluster reports whether check was given a cluster to check against.
+func choosesCluster(fs *pflag.FlagSet) bool {
+	return slices.ContainsFunc(clusterChoosingFlags, fs.Changed)
+}
+
+// clusterSchemas reads the CRDs of the cluster and what it serves, for check.
+func clusterSchemas(ctx context.Context, c *clusterFlags) (rules.SchemaSource, rules.ServedSource, error) {
+	cfg, err := c.restConfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := reach(cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.UserAgent = "kubecel-check"
 	schemas, err := crdschema.FromCluster(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("read the CRDs of %s: %w", cfg.Host, err)
+		return nil, nil, fmt.Errorf("read the CRDs of %s: %w", cfg.Host, err)
 	}
-	return schemas, nil
+	served, err := crdschema.Served(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", cfg.Host, err)
+	}
+	return schemas, served, nil
 }
 
 // typeCheckNotices lists the parents and children whose expressions and values were not
@@ -39,8 +54,11 @@ func typeCheckNotices(rs *rules.RuleSet, src rules.SchemaSource, from string) []
 	var out []*rules.Error
 	for _, r := range rs.Rules {
 		if !r.ParentTypeChecked() {
-			out = append(out, &rules.Error{Rule: r.Name, Field: "parent",
-				Message: noSchema(gvrString(r.Parent.GVR), r.Parent.GVR.GroupVersion(), from, "a misspelt parent field fails only when evaluated")})
+			msg := noSchema(gvrString(r.Parent.GVR), r.Parent.GVR.GroupVersion(), from, "a misspelt parent field fails only when evaluated")
+			if plural := guessPlural(r.Parent.GVR.Resource); plural != r.Parent.GVR.Resource {
+				msg += fmt.Sprintf("; parent.resource is the plural resource name: if %q is singular, write %q", r.Parent.GVR.Resource, plural)
+			}
+			out = append(out, &rules.Error{Rule: r.Name, Field: "parent", Message: msg})
 		}
 		for _, c := range r.Children {
 			if c.TypeChecked() {
@@ -115,4 +133,14 @@ func typeCheckSummary(notices []*rules.Error) string {
 		return ""
 	}
 	return ", not type-checked: " + strings.Join(parts, ", ")
+}
+
+// guessPlural is the plural a resource name would have if it were a singular (the
+// guess kubectl makes from a kind); a plural name is its own guess.
+func guessPlural(resource string) string {
+	if strings.HasSuffix(resource, "s") {
+		return resource
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: resource})
+	return gvr.Resource
 }

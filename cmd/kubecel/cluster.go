@@ -112,6 +112,12 @@ func (c *clusterFlags) restConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read kubeconfig: %w", err)
 	}
+	if name := c.overrides.CurrentContext; name != "" && raw.Contexts[name] == nil {
+		return nil, fmt.Errorf("context %q is not in the kubeconfig (%s)", name, namesOf("contexts", raw.Contexts))
+	}
+	if name := c.overrides.Context.Cluster; name != "" && raw.Clusters[name] == nil && c.overrides.ClusterInfo.Server == "" {
+		return nil, fmt.Errorf("cluster %q is not in the kubeconfig (%s)", name, namesOf("clusters", raw.Clusters))
+	}
 	if c.overrides.ClusterInfo.Server == "" {
 		switch {
 		case len(raw.Clusters) == 0 && c.kubeconfig != "":
@@ -123,13 +129,21 @@ func (c *clusterFlags) restConfig() (*rest.Config, error) {
 		case raw.CurrentContext == "" && c.overrides.CurrentContext == "" && c.overrides.Context.Cluster == "":
 			msg := "the kubeconfig sets no current-context: pass --context NAME or --cluster NAME"
 			if len(raw.Contexts) > 0 {
-				contexts := slices.Sorted(maps.Keys(raw.Contexts))
-				msg += " (contexts: " + strings.Join(contexts, ", ") + ")"
+				msg += " (" + namesOf("contexts", raw.Contexts) + ")"
 			}
 			return nil, errors.New(msg)
 		}
 	}
 	return loader.ClientConfig()
+}
+
+// namesOf lists the names of a kubeconfig's contexts or clusters: "contexts: a, b", or
+// "it has no contexts".
+func namesOf[T any](what string, m map[string]T) string {
+	if len(m) == 0 {
+		return "it has no " + what
+	}
+	return what + ": " + strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
 
 // reach asks the API server for its version, so that a command that cannot talk to it

@@ -64,7 +64,8 @@ func TestClusterFlags(t *testing.T) {
 		{name: "a kubeconfig without clusters", args: []string{"--kubeconfig", empty}, wantErr: "kubeconfig " + empty + " defines no cluster"},
 		{name: "no current context", args: []string{"--kubeconfig", noCurrentContext},
 			wantErr: "the kubeconfig sets no current-context: pass --context NAME or --cluster NAME (contexts: a)"},
-		{name: "unknown context", args: []string{"--kubeconfig", closed, "--context", "nope"}, wantErr: `context "nope" does not exist`},
+		{name: "unknown context", args: []string{"--kubeconfig", closed, "--context", "nope"}, wantErr: `context "nope" is not in the kubeconfig (contexts: closed)`},
+		{name: "unknown cluster", args: []string{"--kubeconfig", closed, "--cluster", "nope"}, wantErr: `cluster "nope" is not in the kubeconfig (clusters: closed)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

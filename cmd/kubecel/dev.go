@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,8 +29,12 @@ type devOptions struct {
 	dir         string
 	binDir      string
 	noExamples  bool
+	crds        string
+	rules       string
+	objects     []string
 	metricsAddr string
 	healthAddr  string
+	reports     *devReports
 }
 
 func newDevCommand() *cobra.Command {
@@ -41,7 +47,11 @@ func newDevCommand() *cobra.Command {
 collection and namespace deletion), installs the examples' CRDs, writes the rules of every
 example to DIR/rules.yaml, runs the controller on that file (edits reload, as with
 'kubecel run --rules'), applies the examples' sample parents and prints the kubeconfig
-and what to try. Only the garbage collector and namespace controllers run, so
+and what to try. Each reload of the rules file prints its result in the terminal: the
+rules loaded (and their warnings), or the errors of a broken edit, while the last good
+rules keep running; so does a rule that cannot run (a kind not served). The
+controller's full log is DIR/kubecel.log. With --no-examples, nothing is installed and
+the rules file is empty: a start for your own CRD and rules. Only the garbage collector and namespace controllers run, so
 Deployments and StatefulSets get no pods. Ctrl-C stops every process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -49,7 +59,10 @@ Deployments and StatefulSets get no pods. Ctrl-C stops every process.`,
 	f := cmd.Flags()
 	f.StringVar(&o.dir, "dir", "", "state directory (replaced at start and kept at exit); default a temporary directory removed at exit")
 	f.StringVar(&o.binDir, "bin-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: $"+controlplane.BinDirEnv+", next to kubecel, or ./bin)")
-	f.BoolVar(&o.noExamples, "no-examples", false, "install no examples: no CRDs, no sample parents, and an empty rules file to edit")
+	f.BoolVar(&o.noExamples, "no-examples", false, "install no examples: no CRDs, no sample parents, and an empty rules file to edit (or the rules of --rules)")
+	f.StringVar(&o.crds, "crds", "", "directory of your own CustomResourceDefinition manifests to install at start, besides the examples' (or instead, with --no-examples)")
+	f.StringVar(&o.rules, "rules", "", "a rules file of your own, written to DIR/rules.yaml after the examples' rules (or alone, with --no-examples)")
+	f.StringArrayVarP(&o.objects, "filename", "f", nil, "a file of objects (your parents, what they read) to apply once the controller runs; repeatable")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address of the controller's /metrics (default: a free port on 127.0.0.1)")
 	f.StringVar(&o.healthAddr, "health-addr", "", "address of the controller's /healthz and /readyz (default: a free port on 127.0.0.1)")
 	return cmd
@@ -65,16 +78,10 @@ rules: []
 func (o *devOptions) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	rulesData := []byte(emptyRules)
-	if !o.noExamples {
-		var err error
-		if crds, err = exampleCRDs(); err != nil {
-			return err
-		}
-		if rulesData, err = examples.Rules(); err != nil {
-			return fmt.Errorf("combine the examples' rules: %w", err)
-		}
+	o.reports = &devReports{w: out}
+	crds, rulesData, err := o.installs()
+	if err != nil {
+		return err
 	}
 
 	start := time.Now()
@@ -96,11 +103,9 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer ctrl.stop()
-	parents := 0
-	if !o.noExamples {
-		if parents, err = applySamples(ctx, cp.Config); err != nil {
-			return err
-		}
+	parents, err := o.applyObjects(ctx, cp.Config)
+	if err != nil {
+		return err
 	}
 	// What to type comes first, before the wait for the controller: whoever reads it (a
 	// person, a script) may go on as soon as the controller is ready.
@@ -120,6 +125,7 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(out, "\nController running on %s with %d sample parents (log: %s; metrics: http://%s/metrics; health: http://%s/readyz).\n",
 		rulesFile, parents, ctrl.logPath, ctrl.opts.metricsAddr, ctrl.opts.healthAddr)
+	o.reports.start()
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
 
 	select {
@@ -142,7 +148,7 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 func (o *devOptions) tries(rulesFile string) []string {
 	if o.noExamples {
 		return []string{
-			"${EDITOR:-vi} " + rulesFile + "   # add rules: saved changes load within seconds (errors in the log)",
+			"${EDITOR:-vi} " + rulesFile + "   # add rules: saved changes load within seconds (the result shows here)",
 			"kubectl apply -f parent.yaml   # create a parent for them (and its CRD first, if it has one)",
 			"kubectl get all,cm -A -l app.kubernetes.io/managed-by=kubecel   # what the rules made",
 		}
@@ -150,7 +156,7 @@ func (o *devOptions) tries(rulesFile string) []string {
 	return []string{
 		"kubectl get deploy,sts,svc,ing,cm,quota -A -l app.kubernetes.io/managed-by=kubecel   # what the rules made from the samples",
 		`kubectl patch webapp hello --type=merge -p '{"spec":{"replicas":2,"expose":true}}'   # edit a parent, then: kubectl get deploy,svc hello`,
-		"${EDITOR:-vi} " + rulesFile + "   # edit the rules: saved changes load within seconds (errors in the log)",
+		"${EDITOR:-vi} " + rulesFile + "   # edit the rules: saved changes load within seconds (the result shows here)",
 	}
 }
 
@@ -189,6 +195,7 @@ func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp
 			burst:       400,
 			metricsAddr: o.metricsAddr,
 			healthAddr:  o.healthAddr,
+			report:      o.reports.print,
 		},
 		logPath: filepath.Join(cp.Dir, "kubecel.log"),
 		done:    make(chan error, 1),
@@ -264,6 +271,37 @@ func (c *devController) stop() error {
 		return nil
 	}
 	return err
+}
+
+// devReports prints the controller's reload results in dev's terminal, each line after
+// the first indented, so that an edit of the rules file shows its outcome where it was
+// made. What comes before the start is done is held, and printed after its messages.
+type devReports struct {
+	mu   sync.Mutex
+	w    io.Writer
+	held []string
+	live bool
+}
+
+func (r *devReports) print(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	line := fmt.Sprintf("[%s] %s", time.Now().Format(time.TimeOnly), strings.ReplaceAll(text, "\n", "\n    "))
+	if !r.live {
+		r.held = append(r.held, line)
+		return
+	}
+	fmt.Fprintln(r.w, line)
+}
+
+// start prints what was held, and from then on each report as it comes.
+func (r *devReports) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, line := range r.held {
+		fmt.Fprintln(r.w, line)
+	}
+	r.held, r.live = nil, true
 }
 
 // freeLocalAddr returns a 127.0.0.1 address with a port that is free now.

@@ -23,9 +23,23 @@ import (
 // samplesFieldManager owns the sample parents that `kubecel dev` applies.
 const samplesFieldManager = "kubecel-dev"
 
-// applySamples server-side applies every example's sample parents and the objects they
-// read (refs.yaml), Namespaces first, and returns how many it applied.
-func applySamples(ctx context.Context, cfg *rest.Config) (int, error) {
+// exampleObjects are every example's sample parents, after the objects they read
+// (refs.yaml), so that the parents need not wait for them.
+func exampleObjects() ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	for _, data := range slices.Concat(examples.Refs(), examples.Parents()) {
+		docs, err := decodeObjects(data)
+		if err != nil {
+			return nil, fmt.Errorf("example parents: %w", err)
+		}
+		objs = append(objs, docs...)
+	}
+	return objs, nil
+}
+
+// applySamples server-side applies objects, Namespaces first, and returns how many it
+// applied.
+func applySamples(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) (int, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = samplesFieldManager
 	client, err := dynamic.NewForConfig(cfg)
@@ -37,15 +51,6 @@ func applySamples(ctx context.Context, cfg *rest.Config) (int, error) {
 		return 0, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	var objs []*unstructured.Unstructured
-	// The objects parents read first, so that the parents need not wait for them.
-	for _, data := range slices.Concat(examples.Refs(), examples.Parents()) {
-		docs, err := decodeObjects(data)
-		if err != nil {
-			return 0, fmt.Errorf("example parents: %w", err)
-		}
-		objs = append(objs, docs...)
-	}
 	// Namespaced samples may live in a sample Namespace.
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
 		return boolRank(a.GetKind() != "Namespace") - boolRank(b.GetKind() != "Namespace")
@@ -54,12 +59,12 @@ func applySamples(ctx context.Context, cfg *rest.Config) (int, error) {
 		gvk := obj.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return 0, fmt.Errorf("sample %s %s: %w", gvk.Kind, obj.GetName(), err)
+			return 0, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
 		_, err = client.Resource(m.Resource).Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), obj,
 			metav1.ApplyOptions{FieldManager: samplesFieldManager, Force: true})
 		if err != nil {
-			return 0, fmt.Errorf("apply sample %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+			return 0, fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
 	return len(objs), nil

@@ -35,5 +35,9 @@ func exitCode(err error) int {
 		return ee.code
 	}
 	fmt.Fprintln(os.Stderr, "Error:", err)
+	var usage *usageError
+	if errors.As(err, &usage) {
+		fmt.Fprintln(os.Stderr, usage.hint())
+	}
 	return 1
 }

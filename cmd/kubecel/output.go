@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 )
@@ -34,6 +35,18 @@ func (o *outputFlag) Set(s string) error {
 
 func (o *outputFlag) String() string { return o.value }
 func (o *outputFlag) Type() string   { return "format" }
+
+// completeOutputs makes shell completion offer the formats of every command's -o.
+func completeOutputs(cmd *cobra.Command) {
+	if f := cmd.Flags().Lookup("output"); f != nil {
+		if o, ok := f.Value.(*outputFlag); ok {
+			_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.formats, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		completeOutputs(sub)
+	}
+}
 
 // orList joins words as "a, b or c".
 func orList(words []string) string {

@@ -82,16 +82,16 @@ terraform plan -detailed-exitcode.`,
 func (o *planOptions) run(cmd *cobra.Command) error {
 	// The engine's progress lines are noise here; -v=1 shows them. Errors still show.
 	ctx := klog.NewContext(cmd.Context(), klog.FromContext(cmd.Context()).V(1))
-	plans, err := o.plan(ctx, cmd.InOrStdin(), cmd.ErrOrStderr())
+	plans, dropped, err := o.plan(ctx, cmd.InOrStdin(), cmd.ErrOrStderr())
 	if err != nil && plans == nil {
 		return &exitError{code: 1, err: err}
 	}
 	out := cmd.OutOrStdout()
 	var sum planSummary
 	if o.output.value != "text" {
-		sum, err = writeDataPlan(out, o.output.value, plans, err)
+		sum, err = writeDataPlan(out, o.output.value, plans, dropped, err)
 	} else {
-		sum = writeTextPlan(out, plans, colorFor(out))
+		sum = writeTextPlan(out, plans, dropped, colorFor(out))
 	}
 	switch {
 	case err != nil:
@@ -108,16 +108,20 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 const planProgressEvery = 3 * time.Second
 
 // plan loads the rules, lets a dry-run controller list the cluster and plans every
-// parent once. The controller's worker loop never runs.
-func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, error) {
+// parent once, and (without --rule) finds the rules that the new rules drop. The
+// controller's worker loop never runs.
+func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, []plan.DroppedRule, error) {
+	if err := checkRulesPaths(o.rules); err != nil {
+		return nil, nil, err
+	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Without this, an API server that cannot be reached shows only as rules that do not
 	// run because their kinds are not served.
 	if err := reach(cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.UserAgent = "kubecel-plan"
 	// One list per served resource (objects left over in kinds the rules no longer
@@ -126,7 +130,7 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 	cfg.QPS, cfg.Burst = 100, 200
 	docs, err := readRules(stdin, o.rules)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts := rules.Options{MaxChildren: int(o.maxChildren)}
 	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
@@ -136,19 +140,19 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 	}
 	rs, err := rules.LoadDocuments(docs, opts)
 	if err != nil {
-		return nil, err // each problem names its file and line
+		return nil, nil, err // each problem names its file and line
 	}
 	if o.rule != "" && !slices.ContainsFunc(rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
-		return nil, fmt.Errorf("%s has no rule %q", rulesName(o.rules), o.rule)
+		return nil, nil, fmt.Errorf("%s has no rule %q", rulesName(o.rules), o.rule)
 	}
 	// The installation's key tells its children from look-alikes; plan only reads it.
 	id, err := o.identity.load(ctx, cfg, false, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ctrl, err := engine.New(cfg, engine.Options{DryRun: true, Workers: 1, Identity: id})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer ctrl.Close()
 	ctrl.SetRules(ctx, rs)
@@ -161,9 +165,14 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 		return ready, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list the cluster's parents and children: %w", err)
+		return nil, nil, fmt.Errorf("list the cluster's parents and children: %w", err)
 	}
-	return ctrl.Plan(ctx, engine.PlanOptions{Rule: o.rule, Namespace: o.namespace})
+	plans, err := ctrl.Plan(ctx, engine.PlanOptions{Rule: o.rule, Namespace: o.namespace})
+	if o.rule != "" || (err != nil && plans == nil) {
+		return plans, nil, err
+	}
+	dropped, droppedErr := ctrl.DroppedRules(ctx, o.namespace)
+	return plans, dropped, errors.Join(err, droppedErr)
 }
 
 // planSummary counts a plan's changes.
@@ -176,16 +185,17 @@ type planSummary struct {
 	Finalizer int `json:"finalizer"`
 	Parents   int `json:"parents"`
 	Changed   int `json:"changedParents"`
+	Dropped   int `json:"droppedRules,omitempty"`
 	errors    int
 	failed    int
 }
 
 func (s planSummary) changes() int {
-	return s.Create + s.Update + s.Prune + s.Release + s.Status + s.Finalizer
+	return s.Create + s.Update + s.Prune + s.Release + s.Status + s.Finalizer + s.Dropped
 }
 
-func summarize(plans []plan.ParentPlan) planSummary {
-	var s planSummary
+func summarize(plans []plan.ParentPlan, dropped []plan.DroppedRule) planSummary {
+	s := planSummary{Dropped: len(dropped)}
 	for _, p := range plans {
 		s.Parents++
 		if len(p.Changes) > 0 {
@@ -252,7 +262,7 @@ func (p palette) line(s string) string {
 }
 
 // writeTextPlan prints the parents that would change or failed, then a summary line.
-func writeTextPlan(w io.Writer, plans []plan.ParentPlan, p palette) planSummary {
+func writeTextPlan(w io.Writer, plans []plan.ParentPlan, dropped []plan.DroppedRule, p palette) planSummary {
 	for _, pp := range plans {
 		if len(pp.Changes) == 0 && len(pp.Errors) == 0 && !pp.MissingRefs {
 			continue
@@ -281,7 +291,13 @@ func writeTextPlan(w io.Writer, plans []plan.ParentPlan, p palette) planSummary 
 		}
 		fmt.Fprintln(w)
 	}
-	s := summarize(plans)
+	for _, d := range dropped {
+		for _, l := range strings.Split(d.Text(), "\n") {
+			fmt.Fprintln(w, p.line(l))
+		}
+		fmt.Fprintln(w)
+	}
+	s := summarize(plans, dropped)
 	parents := fmt.Sprintf("%d %s", s.Parents, plural(s.Parents, "parent", "parents"))
 	switch {
 	case s.changes() == 0 && s.errors == 0:
@@ -295,6 +311,9 @@ func writeTextPlan(w io.Writer, plans []plan.ParentPlan, p palette) planSummary 
 			line += fmt.Sprintf(", %d %s to add", s.Finalizer, plural(s.Finalizer, "finalizer", "finalizers"))
 		}
 		line += fmt.Sprintf(", in %d of %s", s.Changed, parents)
+		if s.Dropped > 0 {
+			line += fmt.Sprintf("; %d %s dropped", s.Dropped, plural(s.Dropped, "rule", "rules"))
+		}
 		if s.errors > 0 {
 			line += fmt.Sprintf("; %d %s in %d %s", s.errors, plural(s.errors, "error", "errors"), s.failed, plural(s.failed, "parent", "parents"))
 		}
@@ -315,12 +334,13 @@ type jsonParentPlan struct {
 
 // writeDataPlan prints, as JSON or YAML, every planned parent (changed or not), the
 // summary and the error that stopped the plan, if any.
-func writeDataPlan(w io.Writer, format string, plans []plan.ParentPlan, planErr error) (planSummary, error) {
+func writeDataPlan(w io.Writer, format string, plans []plan.ParentPlan, dropped []plan.DroppedRule, planErr error) (planSummary, error) {
 	doc := struct {
-		Parents []jsonParentPlan `json:"parents"`
-		Summary planSummary      `json:"summary"`
-		Error   string           `json:"error,omitempty"`
-	}{Parents: []jsonParentPlan{}, Summary: summarize(plans)}
+		Parents      []jsonParentPlan   `json:"parents"`
+		DroppedRules []plan.DroppedRule `json:"droppedRules,omitempty"`
+		Summary      planSummary        `json:"summary"`
+		Error        string             `json:"error,omitempty"`
+	}{Parents: []jsonParentPlan{}, DroppedRules: dropped, Summary: summarize(plans, dropped)}
 	for _, p := range plans {
 		jp := jsonParentPlan{Rule: p.Rule, Parent: p.Parent, Changes: p.Changes, Waiting: p.Waiting, Refs: p.Refs, Deleting: p.Deleting}
 		if jp.Changes == nil {

@@ -86,7 +86,7 @@ func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	m := &kindMapping{}
 	if o.crdDir != "" {
-		if m.crds, err = rules.SchemasFromCRDDir(o.crdDir); err != nil {
+		if m.crds, err = crdsFlag(o.crdDir); err != nil {
 			return err
 		}
 	}

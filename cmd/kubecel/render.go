@@ -149,7 +149,7 @@ func loadRules(stdin io.Reader, paths []string, crdDir string, opts rules.Option
 	}
 	var crds *rules.CRDSchemas
 	if crdDir != "" {
-		if crds, err = rules.SchemasFromCRDDir(crdDir); err != nil {
+		if crds, err = crdsFlag(crdDir); err != nil {
 			return nil, nil, err
 		}
 		opts.Schemas = crds

@@ -16,6 +16,7 @@ repairs drift and reports status.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(flagError)
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.Flags().Bool("version", false, "print the version and exit (as kubecel version does)")
 	logging := addLoggingFlags(root.PersistentFlags())
@@ -34,5 +35,6 @@ repairs drift and reports status.`,
 		newPlanCommand(),
 		newVersionCommand(),
 	)
+	completeOutputs(root)
 	return root
 }

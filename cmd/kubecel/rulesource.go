@@ -45,6 +45,20 @@ func fileSources(stdin io.Reader, paths []string) ([]rulesource.Source, error) {
 	return out, nil
 }
 
+// checkRulesPaths refuses, before anything connects to a cluster, a --rules directory
+// that holds no *.yaml file.
+func checkRulesPaths(paths []string) error {
+	for _, p := range paths {
+		if p == "-" {
+			continue
+		}
+		if err := rulesource.CheckFile(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // readRules reads the documents of --rules once, for the commands that do not watch.
 func readRules(stdin io.Reader, paths []string) ([]rules.Document, error) {
 	sources, err := fileSources(stdin, paths)
@@ -114,9 +128,14 @@ func (o *runOptions) ruleSources(cfg *rest.Config) ([]rulesource.Source, error) 
 	return sources, nil
 }
 
-// ruleNotifier reports rules that cannot run on the ConfigMap that holds them.
-func ruleNotifier(loader *rulesource.Loader) func(context.Context, string, string, string) {
+// ruleNotifier reports rules that cannot run on the ConfigMap that holds them, and to
+// report when set.
+func ruleNotifier(loader *rulesource.Loader, report func(string)) func(context.Context, string, string, string) {
 	return func(_ context.Context, rule, reason, message string) {
-		loader.Warn(rule, "Rule"+reason, fmt.Sprintf("rule %q does not run: %s", rule, message))
+		text := fmt.Sprintf("rule %q does not run: %s", rule, message)
+		loader.Warn(rule, "Rule"+reason, text)
+		if report != nil {
+			report(text + " (it starts by itself once it can)")
+		}
 	}
 }

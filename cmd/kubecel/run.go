@@ -42,6 +42,9 @@ type runOptions struct {
 	sharding       shardOptions
 	identity       identityFlags
 	adoptUnproven  bool
+	// report, when set, receives the reload results and the rules that cannot run, as
+	// text (kubecel dev prints them in its terminal).
+	report func(text string)
 }
 
 func newRunCommand() *cobra.Command {
@@ -103,6 +106,9 @@ func (o *runOptions) run(ctx context.Context) error {
 	if o.dryRun && o.sharding.enabled {
 		return errors.New("--dry-run and --sharding cannot be combined: a dry run writes nothing, and sharding writes membership Leases; run the dry run as a single replica")
 	}
+	if err := checkRulesPaths(o.rulesFiles); err != nil {
+		return err
+	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
 		return err
@@ -163,7 +169,7 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, DryRun: o.dryRun, Registry: reg, Identity: id, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader)}
+	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, DryRun: o.dryRun, Registry: reg, Identity: id, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader, o.report)}
 	if member != nil {
 		opts.Shard = member
 	}
@@ -207,6 +213,7 @@ func (o *runOptions) newLoader(cfg *rest.Config, reg *prometheus.Registry, sourc
 		Sources:  sources,
 		Apply:    apply,
 		Registry: reg,
+		Report:   o.report,
 		LoadOptions: func(ctx context.Context) rules.Options {
 			opts := rules.Options{MaxChildren: int(o.maxChildren)}
 			schemas, err := crdschema.FromCluster(ctx, cfg)

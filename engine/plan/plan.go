@@ -151,3 +151,30 @@ func jsonValue(v any) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// DroppedRule is a rule whose children are in the cluster, made by this installation,
+// but that the planned rules no longer have: the controller would stop it.
+type DroppedRule struct {
+	Rule string `json:"rule"`
+	// Parents counts the parents its children point at; Children counts the children.
+	Parents  int `json:"parents"`
+	Children int `json:"children"`
+	// Kinds are the children's kinds (Kind.group), sorted.
+	Kinds []string `json:"kinds"`
+}
+
+// Text renders the dropped rule the way plan prints it: what the rule serves, then what
+// becomes of its children.
+func (d DroppedRule) Text() string {
+	return fmt.Sprintf("- rule %s: not in the new rules; it serves %d %s with %d %s (%s)\n"+
+		"    the controller would stop it and remove its finalizer from the parents; the children stay as they are,\n"+
+		"    no longer updated, repaired or pruned (Kubernetes still deletes those with an owner reference when their parent is deleted)",
+		d.Rule, d.Parents, plural(d.Parents, "parent", "parents"), d.Children, plural(d.Children, "child", "children"), strings.Join(d.Kinds, ", "))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,6 +1,7 @@
 // Package crdschema reads the schemas of the custom resources a cluster serves, for the
 // type checking of rules (rules.Options.Schemas) by the commands that load rules
-// against a cluster: run, plan, check --kubeconfig and the example tests.
+// against a cluster: run, plan, check --kubeconfig and the example tests; and what the
+// cluster serves (rules.Options.Served), for check --kubeconfig.
 package crdschema
 
 import (

@@ -27,7 +27,13 @@ type step struct {
 	command  string
 	want     []string // nil: not compared
 	wantCode int
+	// devDir is set for a `kubecel dev --dir DIR` line: it is not run as a command but
+	// started in the background for the commands that name DIR/.
+	devDir string
 }
+
+// devLine matches a kubecel dev command line and its --dir.
+var devLine = regexp.MustCompile(`^(bin/)?kubecel dev\s(?:.*\s)?--dir[= ](\S+)`)
 
 var kubecelCommand = regexp.MustCompile(`(^|\|\s*)(bin/)?kubecel\s`)
 
@@ -69,11 +75,20 @@ func parseBlock(b block) ([]step, error) {
 	case "sh", "shell", "bash":
 		var steps []step
 		for i, l := range b.lines {
-			if kubecelCommand.MatchString(strings.TrimPrefix(strings.TrimSpace(l), "$ ")) {
-				steps = append(steps, step{line: b.line + 1 + i, command: strings.TrimSpace(l)})
+			command := strings.TrimPrefix(strings.TrimSpace(l), "$ ")
+			if !kubecelCommand.MatchString(command) {
+				continue
 			}
+			st := step{line: b.line + 1 + i, command: strings.TrimSpace(l)}
+			if m := devLine.FindStringSubmatch(command); m != nil {
+				st.command, _, _ = strings.Cut(command, " #")
+				st.devDir = m[2]
+			}
+			steps = append(steps, st)
 		}
 		return steps, nil
+	case "diff":
+		return diffStep(b)
 	case "console":
 	default:
 		return nil, nil
@@ -113,6 +128,23 @@ func parseBlock(b block) ([]step, error) {
 		}
 	}
 	return out, nil
+}
+
+// diffStep checks a diff block that starts with `--- FROM` and `+++ TO` (files of the
+// repository, or bin/dev/rules.yaml of kubecel dev): its hunks must be what `diff -u
+// FROM TO` prints. A diff block without those two lines is not checked.
+func diffStep(b block) ([]step, error) {
+	if len(b.lines) < 3 {
+		return nil, nil
+	}
+	from, okFrom := strings.CutPrefix(b.lines[0], "--- ")
+	to, okTo := strings.CutPrefix(b.lines[1], "+++ ")
+	if !okFrom || !okTo {
+		return nil, nil
+	}
+	// diff exits 1 when the files differ; tail drops its header (names and times).
+	command := fmt.Sprintf("diff -u %s %s | tail -n +3", from, to)
+	return []step{{line: b.line + 1, command: command, want: b.lines[2:]}}, nil
 }
 
 var (

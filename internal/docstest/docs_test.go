@@ -22,10 +22,23 @@ package docstest
 //   - Before comparing, every UUID in both texts becomes <uid> (UIDs change each run),
 //     and the value of every kubecel.dev/proof annotation <proof> (it depends on the
 //     installation's key); nothing else is normalised.
-//   - A command that names bin/dev/kubeconfig runs against `kubecel dev --dir bin/dev`
-//     started in the copy (the examples installed and the controller running, as with
-//     `make run`); the test waits until the cluster matches bin/dev/rules.yaml (kubecel
-//     plan of them exits 0) before it runs the first such command.
+//   - A ```diff block that starts with `--- FROM` and `+++ TO` is checked: its hunks must
+//     be what `diff -u FROM TO` prints in the copy. A file under docs/ derived from
+//     another (docs/plan/rules-edited.yaml is the rules of `kubecel dev`, edited) is
+//     shown this way, so it cannot fall behind what it was derived from.
+//   - A command that names bin/dev/ runs against `kubecel dev --dir bin/dev` started in
+//     the copy (the examples installed and the controller running, as with `make run`);
+//     the test waits until the cluster matches bin/dev/rules.yaml (kubecel plan of them
+//     exits 0) before it runs the first such command.
+//   - A `kubecel dev ... --dir DIR` line of a shell block (a document that runs its own
+//     dev, such as with --no-examples and a CRD of its own) is not run where it stands:
+//     it is started in the background, in the same way, before the first command that
+//     names DIR/, and stopped when the test ends.
+//
+// TestDocsFiles checks that every file under docs/ other than the documents is read by
+// a command that TestDocs runs (or a checked diff), except docs/examples/ (rendered and
+// compared with their output.yaml by cmd/kubecel's TestDocsExamples) and docs/cli/
+// (the command reference, compared with the commands by cmd/kubecel's TestCLIReference).
 //
 // Commands write only inside the copy (a redirect such as `> deploy/base/rules-rbac.yaml`
 // changes the copy's file), never the repository.
@@ -104,13 +117,22 @@ func documents(t *testing.T, root string) []string {
 type docEnv struct {
 	t                      *testing.T // TestDocs itself
 	root, copy, home, path string
-	devOnce                sync.Once
-	devErr                 error
+	// devs are the kubecel dev instances by --dir, started on first use; bin/dev is
+	// there from the start, with the command of make run.
+	devs map[string]*devInstance
+}
+
+// devInstance is one kubecel dev of the documents.
+type devInstance struct {
+	command string
+	once    sync.Once
+	err     error
 }
 
 func newDocEnv(t *testing.T, root string) *docEnv {
 	t.Helper()
-	e := &docEnv{t: t, root: root, copy: t.TempDir(), home: t.TempDir()}
+	e := &docEnv{t: t, root: root, copy: t.TempDir(), home: t.TempDir(),
+		devs: map[string]*devInstance{"bin/dev": {command: "kubecel dev --dir bin/dev"}}}
 	if err := copyTree(root, e.copy); err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +193,19 @@ func (e *docEnv) sh(ctx context.Context, command string) (string, int, error) {
 }
 
 func (e *docEnv) run(t *testing.T, s step) {
-	if strings.Contains(s.command, "bin/dev/kubeconfig") {
-		e.devOnce.Do(func() { e.devErr = e.startDev() })
-		if e.devErr != nil {
-			t.Fatalf("kubecel dev: %v", e.devErr)
+	if s.devDir != "" {
+		if d := e.devs[s.devDir]; d != nil && d.command != s.command {
+			t.Fatalf("two kubecel dev commands with --dir %s", s.devDir)
+		}
+		e.devs[s.devDir] = &devInstance{command: s.command}
+		return
+	}
+	for dir, d := range e.devs {
+		if strings.Contains(s.command, dir+"/") {
+			d.once.Do(func() { d.err = e.startDev(d.command, dir) })
+			if d.err != nil {
+				t.Fatalf("%s: %v", d.command, d.err)
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
@@ -205,11 +236,12 @@ func (e *docEnv) run(t *testing.T, s step) {
 	}
 }
 
-// startDev starts `kubecel dev --dir bin/dev` in the copy, stops it when the test ends,
-// and waits until the controller has converged on the examples.
-func (e *docEnv) startDev() error {
+// startDev starts a kubecel dev command line in the copy, with the repository's
+// control-plane binaries, stops it when the test ends, and waits until the controller
+// has converged on the rules of its dir.
+func (e *docEnv) startDev(command, dir string) error {
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(e.copy, "bin", "kubecel"), "dev", "--dir", "bin/dev", "--bin-dir", filepath.Join(e.root, "bin"))
+	cmd := exec.CommandContext(ctx, "sh", "-c", "exec "+command+" --bin-dir "+filepath.Join(e.root, "bin"))
 	cmd.Dir = e.copy
 	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -237,7 +269,7 @@ func (e *docEnv) startDev() error {
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
-		got, code, err := e.sh(ctx, "kubecel plan --rules bin/dev/rules.yaml --kubeconfig bin/dev/kubeconfig")
+		got, code, err := e.sh(ctx, fmt.Sprintf("kubecel plan --rules %[1]s/rules.yaml --kubeconfig %[1]s/kubeconfig", dir))
 		if err != nil {
 			return err
 		}

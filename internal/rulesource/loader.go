@@ -43,6 +43,10 @@ type Options struct {
 	Events kubernetes.Interface
 	// Interval between reads of files (default DefaultInterval).
 	Interval time.Duration
+	// Report, when set, receives a few lines of text for each reload, besides the log:
+	// the rules loaded and their warnings, or the source that failed and why. kubecel
+	// dev prints them in its terminal.
+	Report func(text string)
 }
 
 // Loader loads the rules of its sources as one rule set, and reloads it when a source
@@ -57,8 +61,9 @@ type Loader struct {
 	reloading sync.Mutex
 	// states of the parts, by key (source index and part name).
 	states map[string]*partState
-	// applied is the hash of the rule set last given to Apply.
-	applied string
+	// applied is the hash of the rule set last given to Apply, and names its rules.
+	applied      string
+	appliedRules []string
 
 	// mu guards recorder and objects, which Warn reads: Apply may call Warn (through
 	// the controller) while a reload runs.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -209,6 +211,9 @@ func (l *Loader) report(ctx context.Context, p keyed, err error) {
 		logger.Error(err, "Rules reload failed; the source has no good version yet and contributes no rules", "source", p.name)
 	}
 	l.event(p.object, ReasonRulesLoadFailed, err.Error()+" ("+keeps+")")
+	if l.opts.Report != nil {
+		l.opts.Report(fmt.Sprintf("Rules reload failed: %s, %s:\n%v", p.name, keeps, err))
+	}
 }
 
 // apply hands a new rule set to Apply and updates the metrics.
@@ -230,15 +235,48 @@ func (l *Loader) apply(ctx context.Context, rs *rules.RuleSet, current []keyed, 
 	l.objects = objects
 	l.mu.Unlock()
 	l.opts.Apply(ctx, rs)
-	l.applied = rs.Hash
+	var names, removed []string
+	for _, r := range rs.Rules {
+		names = append(names, r.Name)
+	}
+	for _, name := range l.appliedRules {
+		if !slices.Contains(names, name) {
+			removed = append(removed, name)
+		}
+	}
+	l.applied, l.appliedRules = rs.Hash, names
 	l.reloads.WithLabelValues("success").Inc()
 	l.info.Reset()
 	l.info.WithLabelValues(rs.Hash).Set(1)
 	logger := klog.FromContext(ctx)
 	logger.Info("Loaded rules", "parts", len(current), "failing", len(failed), "rules", len(rs.Rules), "hash", rs.Hash)
+	if len(removed) > 0 {
+		logger.Info("Rules removed: their children stay, no longer managed", "removed", removed)
+	}
 	for _, w := range rs.Warnings {
 		logger.Info("Rules warning", "warning", w.Error())
 	}
+	if l.opts.Report != nil {
+		text := fmt.Sprintf("Loaded %d %s", len(rs.Rules), plural(len(rs.Rules), "rule", "rules"))
+		if len(failed) > 0 {
+			text += fmt.Sprintf(" (%d failing %s keep their last good version)", len(failed), plural(len(failed), "source", "sources"))
+		}
+		if len(removed) > 0 {
+			text += fmt.Sprintf("; removed: %s (the controller stops %s and releases %s parents; the children stay, no longer managed)",
+				strings.Join(removed, ", "), plural(len(removed), "it", "them"), plural(len(removed), "its", "their"))
+		}
+		for _, w := range rs.Warnings {
+			text += "\nwarning: " + w.Error()
+		}
+		l.opts.Report(text)
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Warn records a Warning Event on the ConfigMap that holds a running rule (for example

@@ -127,7 +127,11 @@ func Read(sources ...Source) ([]rules.Document, error) {
 		if cm, ok := s.(*configMapSource); ok && cm.store == nil {
 			return nil, fmt.Errorf("read %s: a ConfigMap source is read by a Loader", s)
 		}
-		for _, p := range s.parts() {
+		parts := s.parts()
+		if f, ok := s.(fileSource); ok && len(parts) == 0 {
+			return nil, CheckFile(string(f))
+		}
+		for _, p := range parts {
 			if p.err != nil {
 				return nil, p.err
 			}
@@ -135,4 +139,37 @@ func Read(sources ...Source) ([]rules.Document, error) {
 		}
 	}
 	return docs, nil
+}
+
+// CheckFile fails for a rules directory that holds no *.yaml file, naming the files it
+// does hold that look like rules (*.yml, *.json) and would be left out: commands refuse
+// such a --rules at start rather than run no rules. Anything else passes (a file is read
+// later, and its errors reported then).
+func CheckFile(path string) error {
+	info, err := os.Stat(path)
+	if err != nil || !info.IsDir() {
+		return nil
+	}
+	if parts := fileSource(path).parts(); len(parts) > 0 {
+		return nil
+	}
+	return emptyDirError(path)
+}
+
+// emptyDirError says that a rules directory holds no *.yaml file, naming the files it
+// does hold that look like rules (*.yml, *.json) and would be left out.
+func emptyDirError(dir string) error {
+	var near []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".yml", ".json", ".YAML":
+			near = append(near, e.Name())
+		}
+	}
+	msg := fmt.Sprintf("rules directory %s holds no *.yaml file", dir)
+	if len(near) > 0 {
+		msg += fmt.Sprintf(" (%s left out: kubecel reads only files named *.yaml; rename them)", strings.Join(near, ", "))
+	}
+	return errors.New(msg)
 }
