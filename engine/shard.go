@@ -188,46 +188,66 @@ func (c *Controller) EnqueueMoved(gained func(bucket int) bool, done func()) {
 		}
 	}
 	c.mu.RUnlock()
-	c.moved.start(keys, done)
+	c.moved.start(keys, done, func(k queueKey) bool { return c.opts.Shard == nil || c.opts.Shard.Serves(bucketOf(k)) })
 	for _, k := range keys {
 		c.queue.Add(k)
 	}
 }
 
-// movedParents tracks the parents queued by the last EnqueueMoved until each has been
-// reconciled once.
+// movedParents tracks the parents queued by each EnqueueMoved until each has been
+// reconciled once. Ring changes may come faster than handovers complete: each keeps its
+// own parents and done, so a second change does not lose the first one's (its
+// kubecel_shard_handover_duration_seconds), and a parent that moved away again before
+// it was reconciled here no longer holds up an earlier handover.
 type movedParents struct {
-	mu   sync.Mutex
+	mu      sync.Mutex
+	pending []*handover
+}
+
+// handover is one EnqueueMoved's parents not reconciled yet, and what to call after.
+type handover struct {
 	keys map[queueKey]bool
 	done func()
 }
 
-func (m *movedParents) start(keys []queueKey, done func()) {
-	m.mu.Lock()
-	m.keys, m.done = make(map[queueKey]bool, len(keys)), done
+// start begins a handover of keys; serves tells which parents the replica still serves,
+// so that earlier handovers stop waiting for the others.
+func (m *movedParents) start(keys []queueKey, done func(), serves func(queueKey) bool) {
+	h := &handover{keys: make(map[queueKey]bool, len(keys)), done: done}
 	for _, k := range keys {
-		m.keys[k] = true
+		h.keys[k] = true
 	}
+	m.mu.Lock()
+	for _, earlier := range m.pending {
+		for k := range earlier.keys {
+			if !serves(k) {
+				delete(earlier.keys, k)
+			}
+		}
+	}
+	m.pending = append(m.pending, h)
 	m.mu.Unlock()
-	m.reconciled(queueKey{})
+	m.reconciled(queueKey{}) // completes the handovers left with nothing to wait for
 }
 
-// reconciled marks key as reconciled, and calls done when it was the last one.
+// reconciled marks key as reconciled, and calls the done of each handover it was the
+// last parent of, oldest first.
 func (m *movedParents) reconciled(key queueKey) {
 	m.mu.Lock()
-	if m.done == nil {
-		m.mu.Unlock()
-		return
+	var finished []func()
+	kept := m.pending[:0]
+	for _, h := range m.pending {
+		delete(h.keys, key)
+		if len(h.keys) == 0 {
+			finished = append(finished, h.done)
+		} else {
+			kept = append(kept, h)
+		}
 	}
-	delete(m.keys, key)
-	done := m.done
-	if len(m.keys) > 0 {
-		done = nil
-	} else {
-		m.done = nil
-	}
+	clear(m.pending[len(kept):])
+	m.pending = kept
 	m.mu.Unlock()
-	if done != nil {
+	for _, done := range finished {
 		done()
 	}
 }
