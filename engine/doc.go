@@ -6,11 +6,18 @@
 //
 // Guarantees:
 //   - Event handlers only enqueue a {rule, namespace, name} key; one reconcile runs at a
-//     time per key, with per-key exponential backoff on errors.
+//     time per key, with per-key exponential backoff on errors. Waiting keys are taken
+//     fairly across namespaces (fairqueue.go), and a reconcile sends at most a batch of
+//     child writes before it yields (Options.MaxWritesPerReconcile).
 //   - The worker alone logs a reconcile's failure and decides what follows (forget,
-//     backoff, a delayed retry); a panic in a reconcile is recovered there, counted,
-//     reported on the parent, and retried with backoff.
-//   - Every write is a server-side apply (or a delete with a UID precondition). A write
+//     backoff, a delayed retry, again at once); a reconcile never queues a key itself; a
+//     panic in a reconcile is recovered there, counted, reported on the parent, and
+//     retried with backoff.
+//   - Every write to a child or a parent is a server-side apply, or a delete with a UID
+//     precondition, but one: releasing a Keep child is a JSON merge patch on its cached
+//     resourceVersion (keep.go), because it removes kubecel's labels, annotations and owner
+//     reference and leaves every field kubecel applied to their new owner, which an
+//     apply by kubecel's field manager cannot do without taking those fields away. A write
 //     that would change nothing is skipped, so a converged cluster sees no writes, also
 //     where the server stores values in another form than they were sent (quantities):
 //     a child is compared with what we last applied, while nobody changed our fields

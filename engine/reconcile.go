@@ -111,13 +111,12 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 		}
 	}
 	out := c.sync(ctx, st, parent)
+	refsMoved := false
 	if len(st.refs) > 0 && out.result != nil {
 		st.refIndex.set(key, out.result.Refs)
-		if st.refIndex.events.Load() != events {
-			// A referenced object may have changed before the index knew this parent
-			// reads it: look again.
-			c.queue.Add(key)
-		}
+		// A referenced object may have changed before the index knew this parent
+		// reads it: look again.
+		refsMoved = st.refIndex.events.Load() != events
 	}
 	if ctx.Err() != nil {
 		// Stopping: what failed failed because of it, and is not the parent's problem.
@@ -132,7 +131,11 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 		logPlan(ctx, out.changes())
 	}
 	c.recordOutcome(st, parent, out)
-	return out.verdict()
+	res, err := out.verdict()
+	if refsMoved && err == nil && res.requeueAfter == 0 {
+		res.again = true
+	}
+	return res, err
 }
 
 // verdict turns what went wrong in a reconcile of a live parent into the worker's

@@ -24,12 +24,15 @@ import (
 //	terminal  any           forgets the key: retrying cannot help, the next change can
 //	other     0             retries with the queue's per-key exponential backoff
 //	other     d             retries after d, neither growing nor resetting the backoff
-//	nil       yield         forgets the key's backoff and queues it again at once
+//	nil       yield, again  forgets the key's backoff and queues it again at once
 type result struct {
 	requeueAfter time.Duration
 	// yield is set by a reconcile that sent its batch of writes with more to send: the
 	// key goes to the back of its flow at once (no backoff), and the next turn continues.
 	yield bool
+	// again asks for the same without work left: something the reconcile read may have
+	// changed while it ran (a ref's event came before the index knew the parent reads it).
+	again bool
 }
 
 // terminalError is a failure that a retry without a change would only repeat, such as
@@ -148,9 +151,12 @@ func (c *Controller) reportPanic(ctx context.Context, key queueKey, p *panicErro
 // result), and says what it did, for the log.
 func requeue(q workqueue.TypedRateLimitingInterface[queueKey], key queueKey, res result, err error) string {
 	switch {
-	case err == nil && res.yield:
+	case err == nil && (res.yield || res.again):
 		q.Forget(key)
 		q.Add(key)
+		if res.again {
+			return "again"
+		}
 		return "yielded"
 	case err == nil && res.requeueAfter > 0:
 		q.Forget(key)

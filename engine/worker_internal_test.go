@@ -42,6 +42,8 @@ func TestRequeue(t *testing.T) {
 		{"failed for good, wrapped", result{}, fmt.Errorf("rule %q: %w", "r", terminal(failed)), []string{"forget"}},
 		{"failed for good, delay ignored", result{requeueAfter: time.Second}, terminal(failed), []string{"forget"}},
 		{"yielded with writes left", result{yield: true}, nil, []string{"forget", "add"}},
+		{"a ref moved while it ran", result{again: true}, nil, []string{"forget", "add"}},
+		{"a ref moved, but failed", result{again: true}, failed, []string{"backoff"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
