@@ -77,7 +77,7 @@ func NewObject(u *unstructured.Unstructured, prove Prover) (*Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", nameOf(u), err)
 	}
-	dict := dicts.forKind(u.GetAPIVersion()+"/"+u.GetKind(), text)
+	dict := dicts.forKind(u.GetAPIVersion()+"/"+u.GetKind(), func() []byte { return dictSample(u, text) })
 	o := &Object{dict: dict}
 	o.APIVersion, o.Kind = intern(u.GetAPIVersion()), intern(u.GetKind())
 	o.namespace, o.deletionTimestamp = intern(u.GetNamespace()), u.GetDeletionTimestamp()
@@ -199,19 +199,45 @@ type kindDicts struct {
 	m  map[string]*s2.Dict
 }
 
-func (k *kindDicts) forKind(kind string, sample []byte) *s2.Dict {
+func (k *kindDicts) forKind(kind string, sample func() []byte) *s2.Dict {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if d, ok := k.m[kind]; ok {
 		return d
 	}
 	// The dictionary keeps its data: copy, so that the caller's buffer is not pinned.
-	d := s2.MakeDict(bytes.Clone(sample), nil)
+	d := s2.MakeDict(bytes.Clone(sample()), nil)
 	if d == nil { // shorter than s2.MinDictSize: not a real object, keep it uncompressed-ish
 		d = s2.MakeDict(bytes.Repeat([]byte{' '}, s2.MinDictSize), nil)
 	}
 	k.m[kind] = d
 	return d
+}
+
+// dictSample is what the dictionary of u's kind is made from: u's JSON (text), but for
+// a Secret without its data. A dictionary lives as long as the process, and a Secret's
+// values must not outlive the Secret in kubecel's memory (a rotated credential would
+// stay in it); its keys and the rest of the object still make a good dictionary.
+func dictSample(u *unstructured.Unstructured, text []byte) []byte {
+	if u.GetAPIVersion() != "v1" || u.GetKind() != "Secret" {
+		return text
+	}
+	shape := u.DeepCopy()
+	for _, field := range []string{"data", "stringData"} {
+		m, ok := shape.Object[field].(map[string]any)
+		if !ok {
+			delete(shape.Object, field)
+			continue
+		}
+		for k := range m {
+			m[k] = ""
+		}
+	}
+	out, err := json.Marshal(shape.Object)
+	if err != nil {
+		return nil // no sample: the dictionary of a kind without one
+	}
+	return out
 }
 
 // strs holds one copy of strings that repeat across cached objects: kinds, API versions,

@@ -1,6 +1,7 @@
 package informers
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -284,4 +285,39 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// TestDictSampleHoldsNoSecretValue: the compression dictionary of a kind lives as long
+// as the process; for Secrets it is made without their values, so a Secret's data does
+// not outlive the Secret in memory. Other kinds keep their whole JSON.
+func TestDictSampleHoldsNoSecretValue(t *testing.T) {
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": "db", "namespace": "ns"},
+		"data":       map[string]any{"password": "aHVudGVyMg=="},
+		"stringData": map[string]any{"token": "s3cr3t-t0ken"},
+	}}
+	text, err := json.Marshal(secret.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := string(dictSample(secret, text))
+	for _, value := range []string{"aHVudGVyMg==", "s3cr3t-t0ken"} {
+		if strings.Contains(sample, value) {
+			t.Errorf("the Secret's dictionary sample holds %q: %s", value, sample)
+		}
+	}
+	for _, key := range []string{`"password"`, `"token"`, `"db"`} {
+		if !strings.Contains(sample, key) {
+			t.Errorf("the Secret's dictionary sample lost %s: %s", key, sample)
+		}
+	}
+	if secret.Object["data"].(map[string]any)["password"] != "aHVudGVyMg==" {
+		t.Error("dictSample changed the object it was given")
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"k": "v"}}}
+	cmText, _ := json.Marshal(cm.Object)
+	if got := dictSample(cm, cmText); string(got) != string(cmText) {
+		t.Errorf("a ConfigMap's sample = %s, want its JSON", got)
+	}
 }
