@@ -257,16 +257,8 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 				out.rest = res.Children[i:]
 				return out
 			}
-			var got *unstructured.Unstructured
-			if live[k] == nil {
-				got, err = c.create(ctx, st, parent, d.ID, obj)
-			} else {
-				got, err = c.apply(ctx, st, d.ID, obj)
-			}
+			got, err := c.writeChild(ctx, st, parent, d.ID, obj, live[k])
 			if err != nil {
-				if isConflict(err) {
-					c.waiting.add(k.String(), keyFor(st, parent))
-				}
 				out.applyErr = append(out.applyErr, err)
 				failed[k] = true
 				continue
@@ -286,6 +278,23 @@ func (c *Controller) converge(ctx context.Context, st *ruleState, parent *unstru
 		}
 	}
 	return out
+}
+
+// writeChild creates the child (live nil: the name must be free) or applies it over live,
+// and remembers a parent whose child's name another object holds, so that the holder's
+// going requeues it.
+func (c *Controller) writeChild(ctx context.Context, st *ruleState, parent *unstructured.Unstructured, id string, obj, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var got *unstructured.Unstructured
+	var err error
+	if live == nil {
+		got, err = c.create(ctx, st, parent, id, obj)
+	} else {
+		got, err = c.apply(ctx, st, id, obj)
+	}
+	if isConflict(err) {
+		c.waiting.add(keyOf(obj).String(), keyFor(st, parent))
+	}
+	return got, err
 }
 
 // observe returns the parent's children under this rule as the cache shows them,

@@ -117,15 +117,7 @@ func (c *Controller) continueWith(ctx context.Context, st *ruleState, parent *un
 		if left == 0 {
 			return todo[i:], wrote
 		}
-		if live == nil {
-			_, err = c.create(ctx, st, parent, d.ID, obj)
-		} else {
-			_, err = c.apply(ctx, st, d.ID, obj)
-		}
-		if err != nil {
-			if isConflict(err) {
-				c.waiting.add(k.String(), keyFor(st, parent))
-			}
+		if _, err := c.writeChild(ctx, st, parent, d.ID, obj, live); err != nil {
 			continue
 		}
 		left--

@@ -145,50 +145,21 @@ func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
 	res.rssBefore = ctrl.rss().current
 
 	logf("noisy neighbour: the heavy tenant creates %d parents of %d children", heavyParents, heavyChildren)
-	start := time.Now()
-	var built atomic.Bool
-	heavyDone := make(chan error, 1)
-	go func() {
-		err := b.parallel(ctx, heavyParents, func(ctx context.Context, c dynamic.Interface, i int) error {
-			_, err := c.Resource(webapps).Namespace(heavyNS).Create(ctx, newParent(heavyNS, i), metav1.CreateOptions{})
-			return err
-		})
-		if err == nil {
-			err = w.waitChildren(ctx, b.cfg.timeout, heavyParents*heavyChildren)
-		}
-		res.heavyBuild = time.Since(start)
-		built.Store(true)
-		heavyDone <- err
-	}()
-	res.build, err = light.run(ctx, lightPace, func(int) bool { return built.Load() })
-	if herr := <-heavyDone; herr != nil {
-		return nil, fmt.Errorf("heavy build: %w", herr)
+	create := func(ctx context.Context, c dynamic.Interface, i int) error {
+		_, err := c.Resource(webapps).Namespace(heavyNS).Create(ctx, newParent(heavyNS, i), metav1.CreateOptions{})
+		return err
 	}
-	if err != nil {
-		return nil, err
+	if res.heavyBuild, res.build, err = b.alongside(ctx, w, light, create, heavyParents*heavyChildren); err != nil {
+		return nil, fmt.Errorf("heavy build: %w", err)
 	}
 	logf("noisy neighbour: heavy build %s; light operations meanwhile: %s", secs(res.heavyBuild), summary(res.build))
 
 	logf("noisy neighbour: the heavy tenant deletes its %d parents", heavyParents)
-	start = time.Now()
-	var gone atomic.Bool
-	go func() {
-		err := b.parallel(ctx, heavyParents, func(ctx context.Context, c dynamic.Interface, i int) error {
-			return c.Resource(webapps).Namespace(heavyNS).Delete(ctx, parentName(i), metav1.DeleteOptions{})
-		})
-		if err == nil {
-			err = w.waitChildren(ctx, b.cfg.timeout, 0)
-		}
-		res.heavyTeardown = time.Since(start)
-		gone.Store(true)
-		heavyDone <- err
-	}()
-	res.teardown, err = light.run(ctx, lightPace, func(int) bool { return gone.Load() })
-	if herr := <-heavyDone; herr != nil {
-		return nil, fmt.Errorf("heavy teardown: %w", herr)
+	remove := func(ctx context.Context, c dynamic.Interface, i int) error {
+		return c.Resource(webapps).Namespace(heavyNS).Delete(ctx, parentName(i), metav1.DeleteOptions{})
 	}
-	if err != nil {
-		return nil, err
+	if res.heavyTeardown, res.teardown, err = b.alongside(ctx, w, light, remove, 0); err != nil {
+		return nil, fmt.Errorf("heavy teardown: %w", err)
 	}
 	logf("noisy neighbour: heavy teardown %s; light operations meanwhile: %s", secs(res.heavyTeardown), summary(res.teardown))
 	mem := ctrl.rss()
@@ -203,6 +174,30 @@ func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
 		logf("noisy neighbour: %v", err)
 	}
 	return res, nil
+}
+
+// alongside runs heavy (the heavy tenant's writes, one per parent) and waits until the
+// heavy tenant has n children, while the light tenant works, paced; it returns the heavy
+// tenant's time and the light tenant's operation times.
+func (b *bench) alongside(ctx context.Context, w *noisyWatch, light *lightTenant, heavy func(context.Context, dynamic.Interface, int) error, n int) (time.Duration, []time.Duration, error) {
+	start := time.Now()
+	var took time.Duration
+	var finished atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		err := b.parallel(ctx, heavyParents, heavy)
+		if err == nil {
+			err = w.waitChildren(ctx, b.cfg.timeout, n)
+		}
+		took = time.Since(start)
+		finished.Store(true)
+		done <- err
+	}()
+	times, err := light.run(ctx, lightPace, func(int) bool { return finished.Load() })
+	if herr := <-done; herr != nil {
+		return 0, nil, herr
+	}
+	return took, times, err
 }
 
 // lightTenant creates and edits parents one at a time and times each change.
