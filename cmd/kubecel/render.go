@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,21 +107,11 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 	out := &renderOutput{yaml: o.output == "yaml", stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), schemas: schemas}
 	var failed, unmatched []error
 	for _, parent := range parents {
-		matched, gr, err := matchingRules(rs, crds, parent)
+		errs, err := out.renderParent(cmd.Context(), rs, crds, parent, observed)
 		if err != nil {
 			unmatched = append(unmatched, err)
-			continue
 		}
-		ref := out.parentRef(parent, gr)
-		for _, r := range matched {
-			res, err := evaluateWithObserved(cmd, r, parent, observedOf(ref, observed))
-			if res != nil {
-				failed = append(failed, out.add(r, ref, parent, res)...)
-			}
-			if err != nil {
-				failed = append(failed, err)
-			}
-		}
+		failed = append(failed, errs...)
 	}
 	if len(unmatched) == len(parents) {
 		// No rule takes any of the parents: that is the answer, and an error.
@@ -138,6 +129,28 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 		return &exitError{code: 1, err: errors.Join(failed...)}
 	}
 	return nil
+}
+
+// renderParent evaluates every rule that selects parent, with the observed objects (the
+// children as they exist, and the objects refs read), and records the outcome. It
+// returns the errors of evaluation and shaping, or unmatched when no rule selects the
+// parent.
+func (o *renderOutput) renderParent(ctx context.Context, rs *rules.RuleSet, crds *rules.CRDSchemas, parent map[string]any, observed []map[string]any) (failed []error, unmatched error) {
+	matched, gr, err := matchingRules(rs, crds, parent)
+	if err != nil {
+		return nil, err
+	}
+	ref := o.parentRef(parent, gr)
+	for _, r := range matched {
+		res, err := evaluateWithObserved(ctx, r, parent, observedOf(ref, observed))
+		if res != nil {
+			failed = append(failed, o.add(r, ref, parent, res)...)
+		}
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	return failed, nil
 }
 
 // loadRules reads and loads the --rules files and directories (- for stdin) as one rule
@@ -257,7 +270,7 @@ func namespaced(namespace, name string) string {
 // their kubecel.dev/child label, or else by kind and name to a desired child. Assigning
 // one can let a waiting child evaluate and produce more names, so it repeats until
 // nothing changes.
-func evaluateWithObserved(cmd *cobra.Command, r *rules.Rule, parent map[string]any, objs []map[string]any) (*rules.Result, error) {
+func evaluateWithObserved(ctx context.Context, r *rules.Rule, parent map[string]any, objs []map[string]any) (*rules.Result, error) {
 	assigned := make([]bool, len(objs))
 	var labelled []map[string]any
 	for i, obj := range objs {
@@ -268,7 +281,7 @@ func evaluateWithObserved(cmd *cobra.Command, r *rules.Rule, parent map[string]a
 	}
 	observed := r.Observe(labelled)
 	for {
-		res, err := r.EvaluateWithRefs(cmd.Context(), parent, observed, rules.Objects(objs))
+		res, err := r.EvaluateWithRefs(ctx, parent, observed, rules.Objects(objs))
 		if err != nil {
 			return res, err
 		}
@@ -315,11 +328,20 @@ type renderOutput struct {
 	// schemas knows the scopes of CRD kinds (--crds); nil without.
 	schemas rules.SchemaSource
 	docs    []renderDoc
+	// applied are the rules that apply to the parents (parent.when true); notReady
+	// names those of them that are not ready.
+	applied  []*rules.Rule
+	notReady []string
 }
 
 type renderDoc struct {
 	comment string
 	object  map[string]any
+	// rule and child name the rule and child id of a child's document; status marks the
+	// document of a rule's status.
+	rule, child string
+	index       int // the forEach index, -1 for a plain child
+	status      bool
 }
 
 // parentRef describes a parent for the child contract: its scope from the built-in kinds
@@ -370,6 +392,10 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 		o.note(fmt.Sprintf("rule %q: parent.when is false for %s: the rule does not apply", r.Name, refName(ref)))
 		return nil
 	}
+	o.applied = append(o.applied, r)
+	if !res.Ready {
+		o.notReady = append(o.notReady, r.Name)
+	}
 	for _, l := range res.DescribeRefs() {
 		o.note(fmt.Sprintf("rule %q %s", r.Name, l))
 	}
@@ -397,7 +423,7 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 			failed = append(failed, err)
 			continue
 		}
-		o.docs = append(o.docs, renderDoc{comment: comment, object: rules.RedactSecrets(obj)})
+		o.docs = append(o.docs, renderDoc{comment: comment, object: rules.RedactSecrets(obj), rule: r.Name, child: d.ID, index: d.Index})
 	}
 	for _, w := range res.Waiting {
 		o.note(fmt.Sprintf("rule %q child %q: waiting for %s to exist and be ready", r.Name, w.ID, strings.Join(w.On, ", ")))
@@ -415,6 +441,7 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 	o.docs = append(o.docs, renderDoc{
 		comment: fmt.Sprintf("rule %q status of the parent (ready: %v; the controller adds observedGeneration and the %s and %s conditions)", r.Name, res.Ready, r.ReadyCondition, r.SyncedCondition),
 		object:  map[string]any{"apiVersion": parent["apiVersion"], "kind": parent["kind"], "metadata": md, "status": res.Status},
+		rule:    r.Name, status: true,
 	})
 	return failed
 }
