@@ -12,13 +12,15 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/rules"
 )
 
 // This file reads a rules test file (kind: RuleTest) for kubecel test.
 
-// testFileSuffix ends the name of every test file that kubecel test finds in a directory.
-const testFileSuffix = "_test.yaml"
+// testFileSuffix ends the name of every test file that kubecel test finds in a
+// directory; a rules directory (--rules DIR) leaves these files out.
+const testFileSuffix = rulesource.TestFileSuffix
 
 // The apiVersion and kind of a test file.
 const (
