@@ -67,7 +67,7 @@ type testCase struct {
 	index    int // in the file's tests list
 	parent   map[string]any
 	observed []map[string]any // observed and refs, as render's further -f files
-	// expectChildren is nil when the test does not check the children.
+	// The expectations: hasChildren and hasStatus tell whether the test gives them.
 	expectChildren []map[string]any
 	hasChildren    bool
 	expectStatus   map[string]any
@@ -104,6 +104,9 @@ func loadTestFile(file string) (*testSuite, error) {
 	dir := filepath.Dir(file)
 	var rulesPaths []string
 	for _, p := range doc.Rules {
+		if p == "-" || p == "" {
+			return nil, fmt.Errorf("rules: %q is not a path: name a file or directory, relative to the test file", p)
+		}
 		rulesPaths = append(rulesPaths, filepath.Join(dir, p))
 	}
 	crdDir := ""
@@ -132,9 +135,10 @@ func loadTestFile(file string) (*testSuite, error) {
 			errs = append(errs, fmt.Errorf("%s: the name is used twice", at))
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", at, err))
+		default:
+			s.tests = append(s.tests, c)
 		}
 		seen[tc.Name] = true
-		s.tests = append(s.tests, c)
 	}
 	return s, errors.Join(errs...)
 }
@@ -213,7 +217,7 @@ func testObjects(dir, at string, raw json.RawMessage, named bool) ([]map[string]
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ref); err != nil || ref.File == "" || (ref.Name != "" && !named) {
+	if err := dec.Decode(&ref); err != nil || ref.File == "" || ref.File == "-" || (ref.Name != "" && !named) {
 		want := "{file: PATH}"
 		if named {
 			want = "{file: PATH, name: NAME}"

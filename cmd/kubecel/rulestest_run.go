@@ -164,8 +164,9 @@ func childName(obj map[string]any) string {
 }
 
 // expectedForm is a rendered child as an expectation states it: kubecel's own labels
-// and annotations, the owner references and the namespace are left out unless the
-// expectation (nil: none) gives them.
+// and annotations and the owner references are left out unless the expectation gives
+// them, and so is the namespace. With no expectation (want nil, for --update), the
+// namespace stays.
 func expectedForm(obj, want map[string]any) map[string]any {
 	out := runtime.DeepCopyJSON(obj)
 	md, _ := out["metadata"].(map[string]any)
@@ -185,10 +186,11 @@ func expectedForm(obj, want map[string]any) map[string]any {
 			delete(md, key)
 		}
 	}
-	for _, key := range []string{"ownerReferences", "namespace"} {
-		if _, ok := wmd[key]; !ok && (key != "namespace" || want != nil) {
-			delete(md, key)
-		}
+	if _, ok := wmd["ownerReferences"]; !ok {
+		delete(md, "ownerReferences")
+	}
+	if _, ok := wmd["namespace"]; !ok && want != nil {
+		delete(md, "namespace")
 	}
 	return out
 }
