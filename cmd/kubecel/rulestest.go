@@ -50,9 +50,10 @@ child or of the status (-want +got), a missing or unexpected child, a false asse
 with the value of each side of a comparison. Then one line per file: ok or FAIL, and a
 last line FAIL when a test failed. --verbose lists the tests that pass; --run runs only
 the tests whose name matches the regular expression. --update writes the children and
-status the rules compute into the expect blocks of the tests that run (readiness and
-assertions are still checked), keeping the comments of the file; the file is written
-again by a YAML encoder, which may change its indentation and quoting.
+status the rules compute into the expect blocks of the tests that run, or the files
+their expect.children name (readiness and assertions are still checked), keeping the
+comments of the test file; the file is written again by a YAML encoder, which may change
+its indentation and quoting.
 
 Exit status 0 when every test passes, 1 when a test fails, 2 when a test file, its rules
 or the objects it names do not load, or no test file is found.`,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,10 +48,10 @@ type testCaseDoc struct {
 }
 
 type testExpectDoc struct {
-	Children *[]json.RawMessage `json:"children,omitempty"`
-	Status   json.RawMessage    `json:"status,omitempty"`
-	Ready    *bool              `json:"ready,omitempty"`
-	Assert   []string           `json:"assert,omitempty"`
+	Children json.RawMessage `json:"children,omitempty"`
+	Status   json.RawMessage `json:"status,omitempty"`
+	Ready    *bool           `json:"ready,omitempty"`
+	Assert   []string        `json:"assert,omitempty"`
 }
 
 // testSuite is a loaded test file: its rules and its tests.
@@ -70,10 +71,13 @@ type testCase struct {
 	// The expectations: hasChildren and hasStatus tell whether the test gives them.
 	expectChildren []map[string]any
 	hasChildren    bool
-	expectStatus   map[string]any
-	hasStatus      bool
-	ready          *bool
-	asserts        []*rules.Assertion
+	// childrenFile is the file that holds the expected children ({file: PATH}); "" when
+	// the test lists them.
+	childrenFile string
+	expectStatus map[string]any
+	hasStatus    bool
+	ready        *bool
+	asserts      []*rules.Assertion
 }
 
 // loadTestFile reads a test file, the rules it names and the objects its tests read.
@@ -172,15 +176,10 @@ func loadTestCase(dir string, index int, doc testCaseDoc) (*testCase, error) {
 		return c, nil
 	}
 	e := doc.Expect
-	if e.Children != nil {
+	if len(e.Children) > 0 {
 		c.hasChildren = true
-		c.expectChildren = []map[string]any{}
-		for i, raw := range *e.Children {
-			obj, err := decodeObject(raw)
-			if err != nil || obj["kind"] == nil {
-				return nil, fmt.Errorf("expect.children[%d]: not a Kubernetes object (no kind)", i)
-			}
-			c.expectChildren = append(c.expectChildren, obj)
+		if c.expectChildren, c.childrenFile, err = expectedChildren(dir, e.Children); err != nil {
+			return nil, err
 		}
 	}
 	if len(e.Status) > 0 {
@@ -198,6 +197,39 @@ func loadTestCase(dir string, index int, doc testCaseDoc) (*testCase, error) {
 		c.asserts = append(c.asserts, a)
 	}
 	return c, nil
+}
+
+// expectedChildren decodes expect.children: a list of objects, or {file: PATH} (every
+// object of a file relative to the test file; the file may not exist yet, for --update).
+func expectedChildren(dir string, raw json.RawMessage) (objs []map[string]any, file string, err error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err == nil {
+		objs = []map[string]any{}
+		for i, item := range list {
+			obj, err := decodeObject(item)
+			if err != nil || obj["kind"] == nil {
+				return nil, "", fmt.Errorf("expect.children[%d]: not a Kubernetes object (no kind)", i)
+			}
+			objs = append(objs, obj)
+		}
+		return objs, "", nil
+	}
+	var ref struct {
+		File string `json:"file"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ref); err != nil || ref.File == "" || ref.File == "-" {
+		return nil, "", errors.New("expect.children: neither a list of objects nor {file: PATH}")
+	}
+	file = filepath.Join(dir, ref.File)
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+		return nil, file, nil // none yet: every child is unexpected until --update writes them
+	}
+	if objs, err = readObjects(nil, file); err != nil {
+		return nil, "", fmt.Errorf("expect.children: %w", err)
+	}
+	return objs, file, nil
 }
 
 // testObjects decodes an entry that is an object (it has a kind) or names a file

@@ -7,16 +7,27 @@ import (
 	"reflect"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
 )
 
 // This file holds kubecel test --update: it writes what the rules compute into the
 // expect blocks of a test file, leaving the rest of the file (and its comments) alone.
 
-// testUpdate is the new expectation of one test.
+// testUpdate is the new expectation of one test: the parts that change.
 type testUpdate struct {
-	index    int // in the file's tests list
-	children []any
-	status   map[string]any // nil: leave the status out
+	index int // in the file's tests list
+	// children, when set, replace the expected children: in childrenFile where the test
+	// names one, else in the test.
+	children     []any
+	setChildren  bool
+	childrenFile string
+	status       map[string]any
+	setStatus    bool
+}
+
+// inTestFile reports whether the update changes the test file itself.
+func (u testUpdate) inTestFile() bool {
+	return u.setStatus || (u.setChildren && u.childrenFile == "")
 }
 
 // updateOf returns the expectation that the outcome makes for a test, and whether it
@@ -24,8 +35,7 @@ type testUpdate struct {
 // labels and annotations only where it gave them); the status is written where the
 // test checked it or a rule computes one.
 func updateOf(c *testCase, o *testOutcome) (testUpdate, bool) {
-	u := testUpdate{index: c.index, children: []any{}}
-	changed := !c.hasChildren
+	u := testUpdate{index: c.index, children: []any{}, childrenFile: c.childrenFile}
 	for _, d := range o.children {
 		var was map[string]any
 		for _, w := range c.expectChildren {
@@ -36,24 +46,36 @@ func updateOf(c *testCase, o *testOutcome) (testUpdate, bool) {
 		}
 		u.children = append(u.children, expectedForm(d.object, was))
 	}
-	if !changed {
-		changed = len(u.children) != len(c.expectChildren)
-		for i := 0; !changed && i < len(u.children); i++ {
-			changed = !reflect.DeepEqual(u.children[i], c.expectChildren[i])
-		}
+	// A children file that does not exist yet is written even when empty.
+	u.setChildren = !c.hasChildren || c.expectChildren == nil || len(u.children) != len(c.expectChildren)
+	for i := 0; !u.setChildren && i < len(u.children); i++ {
+		u.setChildren = !reflect.DeepEqual(u.children[i], c.expectChildren[i])
 	}
 	if o.status != nil || c.hasStatus {
 		u.status = o.status
 		if u.status == nil {
 			u.status = map[string]any{}
 		}
-		changed = changed || !c.hasStatus || !reflect.DeepEqual(u.status, c.expectStatus)
+		u.setStatus = !c.hasStatus || !reflect.DeepEqual(u.status, c.expectStatus)
 	}
-	return u, changed
+	return u, u.setChildren || u.setStatus
 }
 
-// rewriteTestFile sets the expect.children and expect.status of the updated tests.
+// rewriteTestFile writes the updated expectations: the children files, and the
+// expect.children and expect.status of the tests in the test file.
 func rewriteTestFile(file string, updates []testUpdate) error {
+	inFile := false
+	for _, u := range updates {
+		if u.setChildren && u.childrenFile != "" {
+			if err := writeObjects(u.childrenFile, u.children); err != nil {
+				return err
+			}
+		}
+		inFile = inFile || u.inTestFile()
+	}
+	if !inFile {
+		return nil
+	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -70,6 +92,9 @@ func rewriteTestFile(file string, updates []testUpdate) error {
 		return fmt.Errorf("%s: no tests list", file)
 	}
 	for _, u := range updates {
+		if !u.inTestFile() {
+			continue
+		}
 		if u.index >= len(tests.Content) {
 			return fmt.Errorf("%s: tests[%d] is gone", file, u.index)
 		}
@@ -79,10 +104,12 @@ func rewriteTestFile(file string, updates []testUpdate) error {
 			expect = &yamlv3.Node{Kind: yamlv3.MappingNode}
 			setMappingValue(test, "expect", expect)
 		}
-		if err := setEncoded(expect, "children", u.children); err != nil {
-			return err
+		if u.setChildren && u.childrenFile == "" {
+			if err := setEncoded(expect, "children", u.children); err != nil {
+				return err
+			}
 		}
-		if u.status != nil {
+		if u.setStatus {
 			if err := setEncoded(expect, "status", u.status); err != nil {
 				return err
 			}
@@ -131,4 +158,20 @@ func setEncoded(m *yamlv3.Node, key string, v any) error {
 	}
 	setMappingValue(m, key, &n)
 	return nil
+}
+
+// writeObjects writes objects to a file as YAML documents.
+func writeObjects(file string, objs []any) error {
+	var out bytes.Buffer
+	for i, obj := range objs {
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		out.Write(data)
+	}
+	return os.WriteFile(file, out.Bytes(), 0o644)
 }
