@@ -38,7 +38,7 @@ func newTestCommand() *cobra.Command {
 		Long: `test runs rules tests without a cluster. A test file (kind: RuleTest) names its rules
 and holds tests: each gives a parent, the objects observed in the cluster (children as
 they exist, objects that refs read) and what the rules must compute: the children, the
-status, readiness, and CEL assertions. Each test renders its parent as kubecel render
+status, readiness, and CEL assertions, or the error the evaluation must fail with. Each test renders its parent as kubecel render
 does and compares.
 
 A PATH that is a file is a test file, whatever its name; a directory stands for every
@@ -112,6 +112,9 @@ func (o *testOptions) runFile(cmd *cobra.Command, w io.Writer, file string, filt
 		ran++
 		name := file + "/" + c.name
 		outcome, msgs := renderTest(cmd.Context(), s, c)
+		if c.wantError != "" {
+			outcome, msgs = nil, checkError(c.wantError, msgs)
+		}
 		if outcome != nil {
 			msgs = checkTest(cmd.Context(), c, outcome, o.update)
 			if o.update {

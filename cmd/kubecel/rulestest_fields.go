@@ -17,7 +17,7 @@ import (
 var (
 	testFileFields   = []string{"apiVersion", "kind", "rules", "crds", "tests"}
 	testCaseFields   = []string{"name", "parent", "observed", "refs", "expect"}
-	testExpectFields = []string{"children", "status", "ready", "assert"}
+	testExpectFields = []string{"children", "status", "ready", "assert", "error"}
 )
 
 // checkTestFields reports every unknown field of a test file, with its line.

@@ -52,6 +52,7 @@ type testExpectDoc struct {
 	Status   json.RawMessage `json:"status,omitempty"`
 	Ready    *bool           `json:"ready,omitempty"`
 	Assert   []string        `json:"assert,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // testSuite is a loaded test file: its rules and its tests.
@@ -78,6 +79,9 @@ type testCase struct {
 	hasStatus    bool
 	ready        *bool
 	asserts      []*rules.Assertion
+	// wantError is text that an evaluation error must contain; "" when the parent must
+	// evaluate without error.
+	wantError string
 }
 
 // loadTestFile reads a test file, the rules it names and the objects its tests read.
@@ -189,6 +193,9 @@ func loadTestCase(dir string, index int, doc testCaseDoc) (*testCase, error) {
 		}
 	}
 	c.ready = e.Ready
+	if c.wantError = e.Error; c.wantError != "" && (c.hasChildren || c.hasStatus || c.ready != nil || len(e.Assert) > 0) {
+		return nil, errors.New("expect.error: a test that expects an error expects nothing else")
+	}
 	for i, expr := range e.Assert {
 		a, err := rules.CompileAssertion(expr)
 		if err != nil {

@@ -114,6 +114,20 @@ func checkTest(ctx context.Context, c *testCase, o *testOutcome, update bool) []
 	return msgs
 }
 
+// checkError checks the errors of an evaluation against the text one of them must
+// contain (expect.error).
+func checkError(want string, errs []string) []string {
+	if len(errs) == 0 {
+		return []string{fmt.Sprintf("the rules evaluate without error; want an error containing %q", want)}
+	}
+	for _, e := range errs {
+		if strings.Contains(e, want) {
+			return nil
+		}
+	}
+	return append([]string{fmt.Sprintf("no error contains %q; the errors:", want)}, errs...)
+}
+
 // compareChildren pairs each expected child with the rendered child of the same kind,
 // name and (where the expectation gives one) namespace, and reports the differences,
 // the missing children and the unexpected ones.
