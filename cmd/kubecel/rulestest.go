@@ -38,8 +38,8 @@ func newTestCommand() *cobra.Command {
 		Long: `test runs rules tests without a cluster. A test file (kind: RuleTest) names its rules
 and holds tests: each gives a parent, the objects observed in the cluster (children as
 they exist, objects that refs read) and what the rules must compute: the children, the
-status, readiness, and CEL assertions, or the error the evaluation must fail with. Each test renders its parent as kubecel render
-does and compares.
+status, readiness and CEL assertions, or the error the evaluation must fail with. Each
+test renders its parent as kubecel render does and compares.
 
 A PATH that is a file is a test file, whatever its name; a directory stands for every
 file named *_test.yaml below it (directories starting with . are skipped). Without a
