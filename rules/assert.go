@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -40,8 +41,8 @@ type operand struct {
 	prg  cel.Program
 }
 
-// assertEnv declares the assertion variables, all dynamically typed.
-func assertEnv() (*cel.Env, error) {
+// assertEnv declares the assertion variables, all dynamically typed. It is built once.
+var assertEnv = sync.OnceValues(func() (*cel.Env, error) {
 	lib, err := libraryEnv()
 	if err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func assertEnv() (*cel.Env, error) {
 		// uses one can be written out again.
 		cel.EnableMacroCallTracking(),
 	)
-}
+})
 
 // CompileAssertion compiles expr, which must be of type bool.
 func CompileAssertion(expr string) (*Assertion, error) {
