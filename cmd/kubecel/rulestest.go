@@ -141,8 +141,9 @@ func (o *testOptions) runFile(cmd *cobra.Command, w io.Writer, file string, filt
 	}
 	if len(updates) > 0 {
 		if err := rewriteTestFile(file, updates); err != nil {
-			fmt.Fprintf(w, "FAIL %s [update failed]\n", file)
+			fmt.Fprintf(w, "%s:\n", file)
 			printIndented(w, err.Error())
+			fmt.Fprintf(w, "FAIL %s [update failed]\n", file)
 			return testExitNoLoad
 		}
 	}
