@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 
@@ -20,11 +22,16 @@ var (
 	testExpectFields = []string{"children", "status", "ready", "assert", "error"}
 )
 
-// checkTestFields reports every unknown field of a test file, with its line.
+// checkTestFields reports every unknown field of a test file, with its line, and a
+// second YAML document (--update could not write it back).
 func checkTestFields(file string, data []byte) error {
-	var doc yamlv3.Node
-	if err := yamlv3.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	var doc, next yamlv3.Node
+	if err := dec.Decode(&doc); err != nil || len(doc.Content) != 1 {
 		return nil // the YAML error is reported by the decoder
+	}
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s:%d: a test file is one YAML document; this is a second", file, next.Line)
 	}
 	var errs []error
 	unknown := func(m *yamlv3.Node, at string, allowed []string) {
