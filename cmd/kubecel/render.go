@@ -3,11 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -106,21 +105,11 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 	out := &renderOutput{yaml: o.output == "yaml", stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), schemas: schemas}
 	var failed, unmatched []error
 	for _, parent := range parents {
-		matched, gr, err := matchingRules(rs, crds, parent)
+		errs, err := out.renderParent(cmd.Context(), rs, crds, parent, observed)
 		if err != nil {
 			unmatched = append(unmatched, err)
-			continue
 		}
-		ref := out.parentRef(parent, gr)
-		for _, r := range matched {
-			res, err := evaluateWithObserved(cmd, r, parent, observedOf(ref, observed))
-			if res != nil {
-				failed = append(failed, out.add(r, ref, parent, res)...)
-			}
-			if err != nil {
-				failed = append(failed, err)
-			}
-		}
+		failed = append(failed, errs...)
 	}
 	if len(unmatched) == len(parents) {
 		// No rule takes any of the parents: that is the answer, and an error.
@@ -138,6 +127,28 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 		return &exitError{code: 1, err: errors.Join(failed...)}
 	}
 	return nil
+}
+
+// renderParent evaluates every rule that selects parent, with the observed objects (the
+// children as they exist, and the objects refs read), and records the outcome. It
+// returns the errors of evaluation and shaping, or unmatched when no rule selects the
+// parent.
+func (o *renderOutput) renderParent(ctx context.Context, rs *rules.RuleSet, crds *rules.CRDSchemas, parent map[string]any, observed []map[string]any) (failed []error, unmatched error) {
+	matched, gr, err := matchingRules(rs, crds, parent)
+	if err != nil {
+		return nil, err
+	}
+	ref := o.parentRef(parent, gr)
+	for _, r := range matched {
+		res, err := evaluateWithObserved(ctx, r, parent, observedOf(ref, observed))
+		if res != nil {
+			failed = append(failed, o.add(r, ref, parent, res)...)
+		}
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	return failed, nil
 }
 
 // loadRules reads and loads the --rules files and directories (- for stdin) as one rule
@@ -257,7 +268,7 @@ func namespaced(namespace, name string) string {
 // their kubecel.dev/child label, or else by kind and name to a desired child. Assigning
 // one can let a waiting child evaluate and produce more names, so it repeats until
 // nothing changes.
-func evaluateWithObserved(cmd *cobra.Command, r *rules.Rule, parent map[string]any, objs []map[string]any) (*rules.Result, error) {
+func evaluateWithObserved(ctx context.Context, r *rules.Rule, parent map[string]any, objs []map[string]any) (*rules.Result, error) {
 	assigned := make([]bool, len(objs))
 	var labelled []map[string]any
 	for i, obj := range objs {
@@ -268,7 +279,7 @@ func evaluateWithObserved(cmd *cobra.Command, r *rules.Rule, parent map[string]a
 	}
 	observed := r.Observe(labelled)
 	for {
-		res, err := r.EvaluateWithRefs(cmd.Context(), parent, observed, rules.Objects(objs))
+		res, err := r.EvaluateWithRefs(ctx, parent, observed, rules.Objects(objs))
 		if err != nil {
 			return res, err
 		}
@@ -306,175 +317,4 @@ func groupOf(apiVersion any) string {
 	s, _ := apiVersion.(string)
 	gv, _ := schema.ParseGroupVersion(s)
 	return gv.Group
-}
-
-// renderOutput collects the documents to print.
-type renderOutput struct {
-	yaml           bool
-	stdout, stderr io.Writer
-	// schemas knows the scopes of CRD kinds (--crds); nil without.
-	schemas rules.SchemaSource
-	docs    []renderDoc
-}
-
-type renderDoc struct {
-	comment string
-	object  map[string]any
-}
-
-// parentRef describes a parent for the child contract: its scope from the built-in kinds
-// or the CRDs (else from whether it names a namespace), its UID from the manifest or the
-// placeholder.
-func (o *renderOutput) parentRef(parent map[string]any, gr schema.GroupResource) rules.ParentRef {
-	namespace, _, _ := objectMeta(parent)
-	namespaced, known := rules.ResourceNamespaced(gr, o.schemas)
-	if !known {
-		namespaced = namespace != ""
-	}
-	ref := rules.ParentRefOf(parent, gr, namespaced)
-	if ref.UID == "" {
-		ref.UID = rules.PlaceholderUID
-		o.note(fmt.Sprintf("%s %s has no metadata.uid: %s stands for the UID the API server gives it", ref.Kind, refName(ref), rules.PlaceholderUID))
-	}
-	return ref
-}
-
-// refName is the parent's [namespace/]name.
-func refName(ref rules.ParentRef) string { return namespaced(ref.Namespace, ref.Name) }
-
-// observedOf picks the observed objects that may be the parent's children: those the
-// controller labelled for it (by parent annotation or UID), and those with no kubecel
-// parent at all (matched by kind and name later).
-func observedOf(ref rules.ParentRef, objs []map[string]any) []map[string]any {
-	var out []map[string]any
-	for _, obj := range objs {
-		md, _ := obj["metadata"].(map[string]any)
-		ann, _ := md["annotations"].(map[string]any)
-		lbls, _ := md["labels"].(map[string]any)
-		who, hasWho := ann[rules.AnnotationParent].(string)
-		uid, hasUID := lbls[rules.LabelParentUID].(string)
-		switch {
-		case hasWho && who != ref.Annotation():
-		case hasUID && ref.UID != rules.PlaceholderUID && uid != ref.UID:
-		default:
-			out = append(out, obj)
-		}
-	}
-	return out
-}
-
-// add records a rule's result for a parent: its children as the controller would apply
-// them, then its status. It returns the children that cannot be applied.
-func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string]any, res *rules.Result) []error {
-	if res.Skip {
-		o.note(fmt.Sprintf("rule %q: parent.when is false for %s: the rule does not apply", r.Name, refName(ref)))
-		return nil
-	}
-	for _, l := range res.DescribeRefs() {
-		o.note(fmt.Sprintf("rule %q %s", r.Name, l))
-	}
-	var failed []error
-	for _, d := range res.Children {
-		comment := fmt.Sprintf("rule %q child %q", r.Name, d.ID)
-		if d.Index >= 0 {
-			comment += fmt.Sprintf(" [%d]", d.Index)
-		}
-		switch {
-		case d.Ready:
-			comment += " (observed, ready)"
-		case d.Observed:
-			comment += " (observed, not ready)"
-		default:
-			comment += " (not observed)"
-		}
-		for _, c := range r.Children {
-			if c.ID == d.ID && c.Policy() != "" {
-				comment += "; " + c.Policy()
-			}
-		}
-		obj, err := r.Shape(nil, ref, d, o.childNamespaced(r, d))
-		if err != nil {
-			failed = append(failed, err)
-			continue
-		}
-		o.docs = append(o.docs, renderDoc{comment: comment, object: rules.RedactSecrets(obj)})
-	}
-	for _, w := range res.Waiting {
-		o.note(fmt.Sprintf("rule %q child %q: waiting for %s to exist and be ready", r.Name, w.ID, strings.Join(w.On, ", ")))
-	}
-	for _, id := range res.Failed {
-		o.note(fmt.Sprintf("rule %q child %q: failed (see the error)", r.Name, id))
-	}
-	if !r.HasStatus {
-		return failed
-	}
-	md := map[string]any{"name": ref.Name}
-	if ref.Namespace != "" {
-		md["namespace"] = ref.Namespace
-	}
-	o.docs = append(o.docs, renderDoc{
-		comment: fmt.Sprintf("rule %q status of the parent (ready: %v; the controller adds observedGeneration and the %s and %s conditions)", r.Name, res.Ready, r.ReadyCondition, r.SyncedCondition),
-		object:  map[string]any{"apiVersion": parent["apiVersion"], "kind": parent["kind"], "metadata": md, "status": res.Status},
-	})
-	return failed
-}
-
-// childNamespaced is the scope of a desired child's kind. A kind that neither the
-// built-in table nor the CRDs know is taken as namespaced, with a note.
-func (o *renderOutput) childNamespaced(r *rules.Rule, d rules.Desired) bool {
-	for _, c := range r.Children {
-		if c.ID != d.ID {
-			continue
-		}
-		namespaced, known := rules.KindNamespaced(c.GVK.GroupKind(), o.schemas)
-		if !known {
-			o.note(fmt.Sprintf("rule %q child %q: the scope of %s is unknown (pass --crds); taken as namespaced", r.Name, d.ID, c.GVK.Kind))
-			return true
-		}
-		return namespaced
-	}
-	return true
-}
-
-// note records a remark: a comment in YAML, a line on stderr in JSON.
-func (o *renderOutput) note(msg string) {
-	if o.yaml {
-		o.docs = append(o.docs, renderDoc{comment: msg})
-		return
-	}
-	fmt.Fprintln(o.stderr, "note: "+msg)
-}
-
-func (o *renderOutput) flush() error {
-	if !o.yaml {
-		items := make([]any, 0, len(o.docs))
-		for _, d := range o.docs {
-			items = append(items, d.object)
-		}
-		enc := json.NewEncoder(o.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
-	}
-	// Each document starts with a separator (but the first), then its comments: notes
-	// about what is not printed belong to the document that follows them.
-	var b bytes.Buffer
-	open := false
-	for _, d := range o.docs {
-		if open {
-			b.WriteString("---\n")
-			open = false
-		}
-		if d.object == nil {
-			fmt.Fprintf(&b, "# %s\n", d.comment)
-			continue
-		}
-		open = true
-		data, err := yaml.Marshal(d.object)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "# %s\n%s", d.comment, data)
-	}
-	_, err := o.stdout.Write(b.Bytes())
-	return err
 }

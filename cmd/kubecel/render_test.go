@@ -160,27 +160,29 @@ func TestDocsExamples(t *testing.T) {
 	}
 }
 
-// TestRulesReferenceQuotesTheExamples checks that every file docs/rules.md quotes
-// (a code block after <!-- example: PATH -->) is quoted exactly, so that the reference
-// shows what the tested examples do.
+// TestRulesReferenceQuotesTheExamples checks that every file docs/rules.md and
+// docs/testing.md quote (a code block after <!-- example: PATH -->, PATH relative to
+// docs/) is quoted exactly, so that the reference shows what the tested examples do.
 func TestRulesReferenceQuotesTheExamples(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/rules.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := regexp.MustCompile("(?s)<!-- example: (\\S+) -->\n```[a-z]*\n(.*?)```").FindAllSubmatch(doc, -1)
-	if len(blocks) == 0 {
-		t.Fatal("docs/rules.md quotes no example")
-	}
-	for _, b := range blocks {
-		file := filepath.Join("../../docs", string(b[1]))
-		want, err := os.ReadFile(file)
+	for _, name := range []string{"rules.md", "testing.md"} {
+		doc, err := os.ReadFile(filepath.Join("../../docs", name))
 		if err != nil {
-			t.Errorf("docs/rules.md quotes %s: %v", b[1], err)
-			continue
+			t.Fatal(err)
 		}
-		if diff := cmp.Diff(string(want), string(b[2])); diff != "" {
-			t.Errorf("docs/rules.md quotes %s differently (-file +doc):\n%s", b[1], diff)
+		blocks := regexp.MustCompile("(?s)<!-- example: (\\S+) -->\n```[a-z]*\n(.*?)```").FindAllSubmatch(doc, -1)
+		if len(blocks) == 0 {
+			t.Fatalf("docs/%s quotes no example", name)
+		}
+		for _, b := range blocks {
+			file := filepath.Join("../../docs", string(b[1]))
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Errorf("docs/%s quotes %s: %v", name, b[1], err)
+				continue
+			}
+			if diff := cmp.Diff(string(want), string(b[2])); diff != "" {
+				t.Errorf("docs/%s quotes %s differently (-file +doc):\n%s", name, b[1], diff)
+			}
 		}
 	}
 }

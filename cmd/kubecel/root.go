@@ -32,6 +32,7 @@ repairs drift and reports status.`,
 		newRunCommand(),
 		newRenderCommand(),
 		newCheckCommand(),
+		newTestCommand(),
 		newPlanCommand(),
 		newVersionCommand(),
 	)

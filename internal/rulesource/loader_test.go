@@ -108,6 +108,7 @@ func TestDirectoryKeepsLastGoodPerFile(t *testing.T) {
 	write(t, c, ruleDoc("c1")+"---\n"+ruleDoc("c2"))
 	write(t, filepath.Join(dir, "notes.txt"), "not rules")
 	write(t, filepath.Join(dir, ".hidden.yaml"), "not: rules")
+	write(t, filepath.Join(dir, "a_test.yaml"), "kind: RuleTest")
 	reg := prometheus.NewRegistry()
 	var got applied
 	l, err := New(Options{Sources: []Source{File(dir)}, Apply: got.apply, Registry: reg})

@@ -42,8 +42,13 @@ type part struct {
 	optional bool
 }
 
-// File is a rules file, or a directory whose *.yaml files (sorted by name, hidden ones
-// left out) each hold rules. It is re-read every poll.
+// TestFileSuffix ends the names of the test files of kubecel test, which may sit beside
+// the rules in a rules directory.
+const TestFileSuffix = "_test.yaml"
+
+// File is a rules file, or a directory whose *.yaml files (sorted by name; hidden ones
+// and the test files of kubecel test, *_test.yaml, left out) each hold rules. It is
+// re-read every poll.
 func File(path string) Source { return fileSource(path) }
 
 type fileSource string
@@ -79,7 +84,7 @@ func (f fileSource) parts() []part {
 	var out []part
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasSuffix(name, ".yaml") || strings.HasPrefix(name, ".") {
+		if !strings.HasSuffix(name, ".yaml") || strings.HasPrefix(name, ".") || strings.HasSuffix(name, TestFileSuffix) {
 			continue
 		}
 		file := filepath.Join(path, name)
