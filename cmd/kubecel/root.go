@@ -33,6 +33,7 @@ repairs drift and reports status.`,
 		newRenderCommand(),
 		newCheckCommand(),
 		newPlanCommand(),
+		newTraceCommand(),
 		newVersionCommand(),
 	)
 	completeOutputs(root)
