@@ -70,6 +70,8 @@ func writeTraceTree(w io.Writer, doc *traceDoc, wide bool, now time.Time) error 
 		fmt.Fprintln(tw, "NAME\tSYNCED\tREADY\tSTATUS")
 	}
 	for _, l := range lines {
+		// A message or a readyWhen of several lines would break the table.
+		l.status = strings.Join(strings.Fields(l.status), " ")
 		if wide {
 			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.prefix, l.name, dash(l.namespace), dash(l.apiVersion), l.synced, l.ready, age(l.created, now), l.status)
 		} else {
