@@ -72,9 +72,11 @@ func (t *ruleTracer) taken(c *traceChild, live *unstructured.Unstructured) {
 	lbls, ann := live.GetLabels(), live.GetAnnotations()
 	what := rules.ObjectName(live.GroupVersionKind().GroupKind(), live.GetNamespace(), live.GetName())
 	var holder string
+	fix := "remove or rename it, or change the child's name"
 	switch {
 	case lbls[rules.LabelReleased] != "":
 		holder = fmt.Sprintf("it was released by rule %q and is no longer kubecel's", lbls[rules.LabelReleased])
+		fix = "delete it, or give the child adopt: true to take it over"
 	case t.id.ProvesObject(live) && ann[rules.AnnotationParent] == t.pref.Annotation() && lbls[rules.LabelRule] == t.rule.Name:
 		// Made for an earlier parent of this name: the controller takes it over.
 		c.State, c.Message = stateMissing, fmt.Sprintf("%s was made for an earlier parent of the same name: the controller takes it over at the next reconcile", what)
@@ -91,7 +93,7 @@ func (t *ruleTracer) taken(c *traceChild, live *unstructured.Unstructured) {
 	}
 	c.State = stateTaken
 	c.Created = childRow(live, "", "").Created
-	c.Message = fmt.Sprintf("%s exists and is not this parent's child (%s): remove or rename it, or change the child's name", what, holder)
+	c.Message = fmt.Sprintf("%s exists and is not this parent's child (%s): %s", what, holder, fix)
 	if childByIDOf(t.rule, c.ID).Adopt {
 		c.Message = fmt.Sprintf("%s exists and is not this parent's child (%s); adopt: true takes it over only when no other kubecel parent or controller holds it", what, holder)
 	}

@@ -54,6 +54,8 @@ type traceRule struct {
 	// parent out; NotSelected says which.
 	Selected    bool   `json:"selected"`
 	NotSelected string `json:"notSelected,omitempty"`
+	// WritesStatus is true when the rule has a status block.
+	WritesStatus bool `json:"writesStatus"`
 	// Synced and Ready are the rule's conditions on the parent, as the controller wrote
 	// them; absent before it has, or when the rule has no status block.
 	Synced *traceCondition `json:"synced,omitempty"`

@@ -141,10 +141,15 @@ func ruleStatus(r traceRule, generation int64) string {
 		s = joinReason(r.Ready.Reason, r.Ready.Message)
 	case r.Ready != nil:
 		s = r.Ready.Reason
-	case r.EvaluatedReady:
-		return "NoStatus: no conditions written; evaluated now: ready"
 	default:
-		return "NoStatus: no conditions written; evaluated now: not ready"
+		s = "NoStatus: no conditions written yet"
+		if !r.WritesStatus {
+			s = "NoStatus: the rule writes no status"
+		}
+		if r.EvaluatedReady {
+			return s + "; evaluated now: ready"
+		}
+		return s + "; evaluated now: not ready"
 	}
 	if c := r.Ready; c != nil && generation > 0 && c.ObservedGeneration > 0 && c.ObservedGeneration < generation {
 		s += fmt.Sprintf(" (as of generation %d; the parent is at %d)", c.ObservedGeneration, generation)

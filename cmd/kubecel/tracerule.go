@@ -60,7 +60,7 @@ type ruleTracer struct {
 
 func (t *ruleTracer) trace(ctx context.Context, parent *unstructured.Unstructured) traceRule {
 	r := t.rule
-	t.out = traceRule{Name: r.Name, Children: []traceChild{}}
+	t.out = traceRule{Name: r.Name, WritesStatus: r.HasStatus, Children: []traceChild{}}
 	if gvr := r.Parent.GVR; gvr.Version != parent.GroupVersionKind().Version {
 		// The rule reads the parent in its own version.
 		m, err := t.c.mapping(gvr.GroupVersion().WithKind(parent.GetKind()))
@@ -73,8 +73,12 @@ func (t *ruleTracer) trace(ctx context.Context, parent *unstructured.Unstructure
 		}
 	}
 	t.pref = rules.ParentRefOf(parent.Object, r.Parent.GVR.GroupResource(), t.namespaced)
-	conds := conditionsOf(parent.Object, r.SyncedCondition, r.ReadyCondition)
-	t.out.Synced, t.out.Ready = condition(conds, r.SyncedCondition), condition(conds, r.ReadyCondition)
+	if r.HasStatus {
+		// A rule without a status block writes no conditions: those of its names are
+		// another rule's.
+		conds := conditionsOf(parent.Object, r.SyncedCondition, r.ReadyCondition)
+		t.out.Synced, t.out.Ready = condition(conds, r.SyncedCondition), condition(conds, r.ReadyCondition)
+	}
 	t.out.Selected = r.Selects(parent.GetNamespace(), t.namespaced, parent.GetLabels())
 	if !t.out.Selected {
 		t.out.NotSelected = "the rule's namespaces or selector leave this parent out"

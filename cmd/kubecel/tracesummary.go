@@ -98,6 +98,9 @@ func parentState(ctx context.Context, r *rules.Rule, parent map[string]any, dele
 	if res, _ := r.Evaluate(ctx, parent, nil); res != nil && res.Skip {
 		return "NotSelected"
 	}
+	if !r.HasStatus {
+		return "NoStatus"
+	}
 	conds := conditionsOf(parent, r.SyncedCondition, r.ReadyCondition)
 	synced, ready := condition(conds, r.SyncedCondition), condition(conds, r.ReadyCondition)
 	switch {
