@@ -134,6 +134,14 @@ type Child struct {
 // kind (Options.Schemas or a built-in kind). An expr child's object is not.
 func (c *Child) TypeChecked() bool { return c.typed }
 
+// ReadyWhen is the CEL text of the child's readyWhen; empty when it sets none.
+func (c *Child) ReadyWhen() string {
+	if c.readyWhen == nil {
+		return ""
+	}
+	return c.readyWhen.src
+}
+
 // Options tunes loading. The zero value is valid.
 type Options struct {
 	// Schemas, when set, lets expressions be type-checked against OpenAPI schemas. Kinds

@@ -205,3 +205,21 @@ func TestAppliedHash(t *testing.T) {
 		})
 	}
 }
+
+func TestChildReadyWhen(t *testing.T) {
+	r := loadRule(t, `- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps}
+  children:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
+      readyWhen: has(self.data)
+    - id: plain
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: other}}
+`, Options{})
+	if got := r.Children[0].ReadyWhen(); got != "has(self.data)" {
+		t.Errorf("cm: ReadyWhen() = %q, want has(self.data)", got)
+	}
+	if got := r.Children[1].ReadyWhen(); got != "" {
+		t.Errorf("plain: ReadyWhen() = %q, want empty", got)
+	}
+}

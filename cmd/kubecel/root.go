@@ -34,6 +34,7 @@ repairs drift and reports status.`,
 		newCheckCommand(),
 		newTestCommand(),
 		newPlanCommand(),
+		newTraceCommand(),
 		newVersionCommand(),
 	)
 	completeOutputs(root)

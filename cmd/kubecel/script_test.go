@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
@@ -60,6 +62,9 @@ import (
 //	waithttp URL [REGEXP]     wait until GET URL answers 200 (with a body that matches REGEXP); prints the body
 //	exitcode N PROG ARGS...   run PROG (as exec does) and check that it exits with code N
 //	events NAME               print the Events about the object NAME of $NS, one "TYPE REASON MESSAGE" line each
+//	jsonfield FILE PATH...    parse FILE as JSON and print the value at each PATH (a.b.0.c), one a line
+//	jsonfield -env NAME FILE PATH   the same, setting $NAME to the value instead
+//	writes AGENT              print how many write requests (not dry runs) clients whose user agent begins with AGENT sent
 const scriptTimeout = 2 * time.Minute
 
 func TestScripts(t *testing.T) {
@@ -104,11 +109,15 @@ func scriptSetup(cluster bool) func(*testscript.Env) error {
 		if !ok {
 			return errors.New("testscript's T is not a testing.TB")
 		}
+		env.Values[scriptTKey{}] = t
 		env.Setenv("NS", testenv.Namespace(t))
 		env.Setenv("KUBECONFIG", testenv.ControlPlane(t).Kubeconfig)
 		return nil
 	}
 }
+
+// scriptTKey holds, in a cluster script's values, its testing.TB.
+type scriptTKey struct{}
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) {
@@ -121,14 +130,70 @@ func freePort() (int, error) {
 }
 
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"subst":    cmdSubst,
-	"apply":    cmdApply,
-	"get":      cmdGet,
-	"waitfor":  cmdWaitFor,
-	"waitgone": cmdWaitGone,
-	"waithttp": cmdWaitHTTP,
-	"exitcode": cmdExitCode,
-	"events":   cmdEvents,
+	"subst":     cmdSubst,
+	"apply":     cmdApply,
+	"get":       cmdGet,
+	"waitfor":   cmdWaitFor,
+	"waitgone":  cmdWaitGone,
+	"waithttp":  cmdWaitHTTP,
+	"exitcode":  cmdExitCode,
+	"events":    cmdEvents,
+	"jsonfield": cmdJSONField,
+	"writes":    cmdWrites,
+}
+
+func cmdWrites(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: writes AGENT")
+	}
+	t, ok := ts.Value(scriptTKey{}).(testing.TB)
+	if !ok {
+		ts.Fatalf("writes needs the control plane of testdata/script/cluster")
+	}
+	n := testenv.Writes(t, func(e controlplane.AuditEvent) bool { return strings.HasPrefix(e.UserAgent, args[0]) })
+	_, err := fmt.Fprintln(ts.Stdout(), n)
+	ts.Check(err)
+}
+
+func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
+	env := ""
+	if len(args) == 4 && args[0] == "-env" {
+		env, args = args[1], args[2:]
+	}
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: jsonfield [-env NAME] FILE PATH...")
+	}
+	var doc any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &doc))
+	for _, path := range args[1:] {
+		v := doc
+		for _, key := range strings.Split(path, ".") {
+			switch c := v.(type) {
+			case map[string]any:
+				v = c[key]
+			case []any:
+				i, err := strconv.Atoi(key)
+				if err != nil || i < 0 || i >= len(c) {
+					ts.Fatalf("%s: %s: no element %s", args[0], path, key)
+				}
+				v = c[i]
+			default:
+				ts.Fatalf("%s: %s: %s is not in a map or list", args[0], path, key)
+			}
+		}
+		s, ok := v.(string)
+		if !ok {
+			data, err := json.Marshal(v)
+			ts.Check(err)
+			s = string(data)
+		}
+		if env != "" {
+			ts.Setenv(env, s)
+			continue
+		}
+		_, err := fmt.Fprintln(ts.Stdout(), s)
+		ts.Check(err)
+	}
 }
 
 func cmdEvents(ts *testscript.TestScript, neg bool, args []string) {
