@@ -17,10 +17,11 @@ import (
 // This file holds kubecel test: it finds the test files, runs their tests and reports
 // in the manner of go test.
 
-// Exit codes of kubecel test.
+// Exit codes of kubecel test: 1 for a test that failed and for a test file, its rules or
+// its objects that do not load, as go test exits 1 for a package that does not build.
 const (
-	testExitFailed  = 1 // a test failed
-	testExitNoLoad  = 2 // a test file, its rules or its objects do not load
+	testExitFailed  = 1
+	testExitNoLoad  = 1
 	testIndentation = "    "
 )
 
@@ -55,8 +56,8 @@ their expect.children name (readiness and assertions are still checked), keeping
 comments of the test file; the file is written again by a YAML encoder, which may change
 its indentation and quoting.
 
-Exit status 0 when every test passes, 1 when a test fails, 2 when a test file, its rules
-or the objects it names do not load, or no test file is found.`,
+Exit status 0 when every test passes; 1 when a test fails, when a test file, its rules
+or the objects it names do not load, or when no test file is found.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.runTests(cmd, args) },
 	}
 	cmd.Flags().StringVar(&o.run, "run", "", "run only the tests whose name matches this regular expression")
