@@ -52,6 +52,10 @@ docs: ## regenerate docs/cli, the command reference, from the commands (a test f
 schemas: controlplane ## regenerate rules/builtin.json.gz, the built-in kinds' schemas, from the local control plane
 	$(GO) generate ./rules
 
+.PHONY: rules-schema
+rules-schema: ## regenerate rules/rules.schema.json, the JSON Schema of rules files, from the Go types in rules/internal/format (a test fails when it is stale)
+	$(GO) test ./rules/internal/format -run '^TestSchemaIsCurrent$$' -count=1 -update
+
 .PHONY: controlplane
 controlplane: $(CONTROLPLANE) ## build etcd, kube-apiserver, kube-controller-manager into bin/ (cached)
 
