@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
@@ -84,6 +85,7 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 		// by the rule (released).
 		c.statusless.Delete(key)
 		c.lastFailure.Delete(key)
+		c.notReady.forget(key)
 		c.resume.take(key)
 		st.refIndex.drop(key)
 		return c.releaseGone(ctx, st, key)
@@ -132,6 +134,7 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 		logPlan(ctx, out.changes())
 	}
 	c.recordOutcome(st, parent, out)
+	c.notReady.observe(key, readyCondition(out).Status == metav1.ConditionTrue, time.Now())
 	return out.verdict()
 }
 
