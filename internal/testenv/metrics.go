@@ -29,8 +29,8 @@ func Counter(t testing.TB, reg *prometheus.Registry, name, label, value string) 
 	return 0
 }
 
-// Gauge returns the value of the gauge name whose label has value in reg, and whether
-// there is one.
+// Gauge returns the value of the gauge name whose label has value in reg (with label
+// "", of the unlabelled gauge name), and whether there is one.
 func Gauge(t testing.TB, reg *prometheus.Registry, name, label, value string) (float64, bool) {
 	t.Helper()
 	families, err := reg.Gather()
@@ -42,6 +42,9 @@ func Gauge(t testing.TB, reg *prometheus.Registry, name, label, value string) (f
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			if label == "" && len(m.GetLabel()) == 0 {
+				return m.GetGauge().GetValue(), true
+			}
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
 					return m.GetGauge().GetValue(), true
