@@ -60,6 +60,8 @@ import (
 //	waithttp URL [REGEXP]     wait until GET URL answers 200 (with a body that matches REGEXP); prints the body
 //	exitcode N PROG ARGS...   run PROG (as exec does) and check that it exits with code N
 //	events NAME               print the Events about the object NAME of $NS, one "TYPE REASON MESSAGE" line each
+//	delete RESOURCE NAME      delete the object
+//	metricsserved LIST SCRAPE check that every metric named in the file LIST has a sample in SCRAPE (a /metrics body)
 const scriptTimeout = 2 * time.Minute
 
 func TestScripts(t *testing.T) {
@@ -121,14 +123,16 @@ func freePort() (int, error) {
 }
 
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"subst":    cmdSubst,
-	"apply":    cmdApply,
-	"get":      cmdGet,
-	"waitfor":  cmdWaitFor,
-	"waitgone": cmdWaitGone,
-	"waithttp": cmdWaitHTTP,
-	"exitcode": cmdExitCode,
-	"events":   cmdEvents,
+	"subst":         cmdSubst,
+	"apply":         cmdApply,
+	"get":           cmdGet,
+	"waitfor":       cmdWaitFor,
+	"waitgone":      cmdWaitGone,
+	"waithttp":      cmdWaitHTTP,
+	"exitcode":      cmdExitCode,
+	"events":        cmdEvents,
+	"delete":        cmdDelete,
+	"metricsserved": cmdMetricsServed,
 }
 
 func cmdEvents(ts *testscript.TestScript, neg bool, args []string) {
