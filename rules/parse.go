@@ -39,6 +39,8 @@ var (
 	parentKeys = append(format.Keys[format.Parent](), "kind")
 	childKeys  = format.Keys[format.Child]()
 	statusKeys = format.Keys[format.Status]()
+	// selectorKeys are those of a label selector, of a parent or a ref.
+	selectorKeys = format.Keys[metav1.LabelSelector]()
 )
 
 type ruleSource struct {
@@ -276,8 +278,11 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 		sw := w.key("status")
 		if sm := d.object(s, sw, statusKeys...); sm != nil {
 			fields, ok := sm["fields"].(map[string]any)
-			if !ok {
+			switch f, set := sm["fields"]; {
+			case !set || f == nil:
 				d.fail(sw.key("fields"), "required: a map of status field names to values or ${} templates")
+			case !ok:
+				d.fail(sw.key("fields"), "must be a map of status field names to values or ${} templates, not "+describe(f))
 			}
 			r.status = &statusSource{fields: fields}
 		}
@@ -310,7 +315,9 @@ func (d *decoder) parent(v any, w where) parentSource {
 		p.namespaces = append(p.namespaces, s)
 	}
 	if sel, ok := m["selector"]; ok && sel != nil {
-		p.selector = d.selector(sel, w.key("selector"))
+		if d.object(sel, w.key("selector"), selectorKeys...) != nil {
+			p.selector = d.selector(sel, w.key("selector"))
+		}
 	}
 	p.when = d.str(m, "when", w, false)
 	return p

@@ -58,7 +58,7 @@ func (d *decoder) ref(v any, rw where, at path) *refSource {
 	rs.sensitive = d.boolean(m, "sensitive", w)
 	if sel, ok := m["selector"]; ok && sel != nil {
 		sw := w.key("selector")
-		if sm := d.object(sel, sw, format.Keys[metav1.LabelSelector]()...); sm != nil {
+		if sm := d.object(sel, sw, selectorKeys...); sm != nil {
 			// The shape is checked now; values holding ${} are checked when evaluated.
 			if d.selector(sm, sw) != nil {
 				rs.selector = sm
