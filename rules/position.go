@@ -14,7 +14,8 @@ func filePosition(data []byte, n *yamlv3.Node, expr string, column int) (int, in
 		return 0, 0
 	}
 	lines := strings.Split(string(data), "\n")
-	// line and col are expr's 0-based line of the column and 0-based column in it.
+	// line and col are the 0-based line in expr of the character at column, and its
+	// 0-based column in that line.
 	before := []rune(expr)
 	if column-1 > len(before) {
 		return 0, 0
@@ -46,7 +47,7 @@ func filePosition(data []byte, n *yamlv3.Node, expr string, column int) (int, in
 	case yamlv3.LiteralStyle:
 		// A block (|): each line of expr is a line of the file after the indicator's,
 		// behind the block's indentation.
-		at := n.Line + line // the 1-based file line of expr's line `line`
+		at := n.Line + line // the index in lines of expr's line `line` (file line at+1)
 		if at > len(lines) {
 			return 0, 0
 		}
