@@ -13,8 +13,9 @@ import (
 )
 
 // TestParentsNotReadyGauge: kubecel_parents_not_ready counts a parent whose reconcile
-// found it not Ready (here its evaluation fails), and stops counting it once it is
-// Ready and once it is deleted; the rule's series stays, at 0.
+// found it not Ready (here its evaluation fails, which kubecel_reconcile_errors_total
+// counts by reason), and stops counting it once it is Ready and once it is deleted; the
+// rule's series stays, at 0.
 func TestParentsNotReadyGauge(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	f := startControllerWith(t, evalErrorRules, rules.Options{}, engine.Options{Workers: 2, Registry: reg})
@@ -29,6 +30,10 @@ func TestParentsNotReadyGauge(t *testing.T) {
 	}
 	f.create(widgets, widget(f.ns, "n", map[string]any{"divisor": int64(0)}))
 	notReady(1)
+	// The failed reconcile is counted with its reason.
+	if n := testenv.Counter(t, reg, "kubecel_reconcile_errors_total", "reason", rules.ReasonEvaluationFailed); n < 1 {
+		t.Errorf("kubecel_reconcile_errors_total{reason=%q} = %v, want at least 1", rules.ReasonEvaluationFailed, n)
+	}
 	f.patchSpec(widgets, f.ns, "n", `{"divisor":5}`)
 	notReady(0)
 	f.patchSpec(widgets, f.ns, "n", `{"divisor":0}`)

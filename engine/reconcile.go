@@ -142,6 +142,10 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 // result and error.
 func (o *outcome) verdict() (result, error) {
 	failed := errors.Join(slices.Concat(o.applyErr, o.pruneErr, []error{o.statusErr})...)
+	reason := reasonStatusFailed
+	if !o.synced() {
+		reason = syncedCondition(o).Reason
+	}
 	switch {
 	case failed == nil && o.evalErr == nil:
 		return result{}, nil
@@ -150,14 +154,14 @@ func (o *outcome) verdict() (result, error) {
 		// without a change would only fail again, and the next change to the parent or
 		// a child reconciles again. The deadline is the exception: it depends on how
 		// busy the machine is, so an evaluation it stopped is retried with backoff.
-		return result{}, terminal(o.evalErr)
+		return result{reason: reason}, terminal(o.evalErr)
 	case onlyConflicts(o):
 		// A name held by another object: its holder's events requeue the parent when
 		// the holder is kubecel's; a foreign object is looked at again now and then,
 		// without backoff growing to many minutes.
-		return result{requeueAfter: conflictRetry}, failed
+		return result{requeueAfter: conflictRetry, reason: reason}, failed
 	}
-	return result{}, errors.Join(o.evalErr, failed)
+	return result{reason: reason}, errors.Join(o.evalErr, failed)
 }
 
 // conflictRetry is how long a parent whose child's name is taken waits before it looks

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
 // The loop: a worker takes a key, runs one reconcile, and only then decides what
@@ -30,7 +33,18 @@ type result struct {
 	// yield is set by a reconcile that sent its batch of writes with more to send: the
 	// key goes to the back of its flow at once (no backoff), and the next turn continues.
 	yield bool
+	// reason says why a reconcile of a live parent failed, for kubecel_reconcile_errors_total:
+	// the reason of the parent's Synced condition, or StatusFailed.
+	reason string
 }
+
+// reasonStatusFailed is the reason of a failed reconcile whose only failure was writing
+// the parent's status; reasonOther that of any failure outside a reconcile of a live
+// parent (a deleted parent's teardown, a finalizer, a cache read).
+const (
+	reasonStatusFailed = "StatusFailed"
+	reasonOther        = "Other"
+)
 
 // terminalError is a failure that a retry without a change would only repeat, such as
 // an evaluation error of the rule. Wrap with terminal.
@@ -81,7 +95,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	var p *panicError
 	if errors.As(err, &p) {
 		c.metrics.Panics.WithLabelValues(key.Rule).Inc()
+		res.reason = rules.ReasonReconcilePanic
 		err = errors.Join(err, c.reportPanic(ctx, key, p))
+	}
+	if err != nil {
+		c.metrics.Errors.WithLabelValues(key.Rule, cmp.Or(res.reason, reasonOther)).Inc()
 	}
 	retries := c.queue.NumRequeues(key)
 	next := requeue(c.queue, key, res, err)
