@@ -37,11 +37,13 @@ run: build controlplane ## start kubecel dev: a local control plane with the exa
 .PHONY: test
 test: controlplane ## run every test (unit, integration on the local control plane, short fuzz), race detector on
 	$(GO) test -race -count=1 -timeout 25m $(GOTEST_FLAGS) ./...
+	cd deploy/monitoring/check && $(GO) test -count=1 ./...
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd deploy/monitoring/check && $(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 .PHONY: docs
@@ -51,6 +53,14 @@ docs: ## regenerate docs/cli, the command reference, from the commands (a test f
 .PHONY: schemas
 schemas: controlplane ## regenerate rules/builtin.json.gz, the built-in kinds' schemas, from the local control plane
 	$(GO) generate ./rules
+
+.PHONY: rules-schema
+rules-schema: ## regenerate rules/rules.schema.json, the JSON Schema of rules files, from the Go types in rules/internal/format (a test fails when it is stale)
+	$(GO) test ./rules/internal/format -run '^TestSchemaIsCurrent$$' -count=1 -update
+
+.PHONY: monitoring-check
+monitoring-check: ## parse every expression of deploy/monitoring (Prometheus's parser, in a module of its own) and rewrite deploy/monitoring/metrics.txt, the metrics they read
+	cd deploy/monitoring/check && $(GO) test -count=1 ./... -update
 
 .PHONY: controlplane
 controlplane: $(CONTROLPLANE) ## build etcd, kube-apiserver, kube-controller-manager into bin/ (cached)

@@ -15,6 +15,9 @@
 //     cmd/kubecel fails when it is stale.
 //   - sharded/: an overlay of base/ with three replicas that run `kubecel run --sharding`
 //     instead of leader election, and the Role's Lease verbs a sharded replica needs.
+//   - monitoring/: a kustomization of its own (kubectl apply -k deploy/monitoring) with a
+//     PodMonitor, the alerts (a PrometheusRule) and the Grafana dashboard; its own package
+//     doc says more.
 //   - Dockerfile: the static, non-root image (build from the repository root).
 //
 // Users' own overlays take deploy/ (or deploy/sharded) as their base; kustomize refuses a

@@ -122,6 +122,8 @@ type Controller struct {
 	// lastFailure holds the last failure reported per parent (queueKey -> "uid|reason|msg"),
 	// to record each failure once.
 	lastFailure sync.Map
+	// notReady remembers since when parents have been not Ready (notready.go).
+	notReady *notReady
 	// written holds our latest writes until the caches show them.
 	written *informers.Written
 	// waiting holds the parents whose child's name another object holds.
@@ -180,9 +182,13 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		gone:     newGoneParents(),
 		deleting: newDeleting(),
 		resume:   newResumePoints(),
+		notReady: newNotReady(),
 	}
 	c.queue = newQueue(c.fair, m)
 	if err := m.RegisterFlows(c.fair.snapshot); err != nil {
+		return nil, err
+	}
+	if err := m.RegisterNotReady(c.notReadySnapshot); err != nil {
 		return nil, err
 	}
 	c.events, c.recorder = newRecorder(kube, opts.DryRun)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
@@ -84,6 +85,7 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 		// by the rule (released).
 		c.statusless.Delete(key)
 		c.lastFailure.Delete(key)
+		c.notReady.forget(key)
 		c.resume.take(key)
 		st.refIndex.drop(key)
 		return c.releaseGone(ctx, st, key)
@@ -131,6 +133,7 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 		logPlan(ctx, out.changes())
 	}
 	c.recordOutcome(st, parent, out)
+	c.notReady.observe(key, readyCondition(out).Status == metav1.ConditionTrue, time.Now())
 	res, err := out.verdict()
 	if refsMoved && err == nil && res.requeueAfter == 0 {
 		res.again = true
@@ -142,6 +145,10 @@ func (c *Controller) reconcile(ctx context.Context, key queueKey) (result, error
 // result and error.
 func (o *outcome) verdict() (result, error) {
 	failed := errors.Join(slices.Concat(o.applyErr, o.pruneErr, []error{o.statusErr})...)
+	reason := reasonStatusFailed
+	if !o.synced() {
+		reason = syncedCondition(o).Reason
+	}
 	switch {
 	case failed == nil && o.evalErr == nil:
 		return result{}, nil
@@ -150,14 +157,14 @@ func (o *outcome) verdict() (result, error) {
 		// without a change would only fail again, and the next change to the parent or
 		// a child reconciles again. The deadline is the exception: it depends on how
 		// busy the machine is, so an evaluation it stopped is retried with backoff.
-		return result{}, terminal(o.evalErr)
+		return result{reason: reason}, terminal(o.evalErr)
 	case onlyConflicts(o):
 		// A name held by another object: its holder's events requeue the parent when
 		// the holder is kubecel's; a foreign object is looked at again now and then,
 		// without backoff growing to many minutes.
-		return result{requeueAfter: conflictRetry}, failed
+		return result{requeueAfter: conflictRetry, reason: reason}, failed
 	}
-	return result{}, errors.Join(o.evalErr, failed)
+	return result{reason: reason}, errors.Join(o.evalErr, failed)
 }
 
 // conflictRetry is how long a parent whose child's name is taken waits before it looks

@@ -234,15 +234,14 @@ func (st *ruleState) synced() bool {
 	return st.refsSynced()
 }
 
-// getParent reads a parent from the rule's cache and decodes it: the result is the
-// caller's to change.
-func (st *ruleState) getParent(key queueKey) (*unstructured.Unstructured, bool, error) {
+// cachedParent returns a parent from the rule's cache, still encoded.
+func (st *ruleState) cachedParent(key queueKey) (*informers.Object, bool) {
 	w := st.parents[key.Namespace]
 	if w == nil {
 		w = st.parents[""]
 	}
 	if w == nil {
-		return nil, false, nil
+		return nil, false
 	}
 	storeKey := key.Name
 	if key.Namespace != "" {
@@ -250,9 +249,25 @@ func (st *ruleState) getParent(key queueKey) (*unstructured.Unstructured, bool, 
 	}
 	obj, ok, err := w.Informer.GetStore().GetByKey(storeKey)
 	if err != nil || !ok {
+		return nil, false
+	}
+	return obj.(*informers.Object), true
+}
+
+// hasParent reports whether the rule's cache holds the parent.
+func (st *ruleState) hasParent(key queueKey) bool {
+	_, ok := st.cachedParent(key)
+	return ok
+}
+
+// getParent reads a parent from the rule's cache and decodes it: the result is the
+// caller's to change.
+func (st *ruleState) getParent(key queueKey) (*unstructured.Unstructured, bool, error) {
+	obj, ok := st.cachedParent(key)
+	if !ok {
 		return nil, false, nil
 	}
-	u, err := obj.(*informers.Object).Decode()
+	u, err := obj.Decode()
 	return u, err == nil, err
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
 // The loop: a worker takes a key, runs one reconcile, and only then decides what
@@ -33,7 +36,18 @@ type result struct {
 	// again asks for the same without work left: something the reconcile read may have
 	// changed while it ran (a ref's event came before the index knew the parent reads it).
 	again bool
+	// reason says why a reconcile of a live parent failed, for kubecel_reconcile_errors_total:
+	// the reason of the parent's Synced condition, or StatusFailed.
+	reason string
 }
+
+// reasonStatusFailed is the reason of a failed reconcile whose only failure was writing
+// the parent's status; reasonOther that of any failure outside a reconcile of a live
+// parent (a deleted parent's teardown, a finalizer, a cache read).
+const (
+	reasonStatusFailed = "StatusFailed"
+	reasonOther        = "Other"
+)
 
 // terminalError is a failure that a retry without a change would only repeat, such as
 // an evaluation error of the rule. Wrap with terminal.
@@ -84,7 +98,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	var p *panicError
 	if errors.As(err, &p) {
 		c.metrics.Panics.WithLabelValues(key.Rule).Inc()
+		res.reason = rules.ReasonReconcilePanic
 		err = errors.Join(err, c.reportPanic(ctx, key, p))
+	}
+	if err != nil {
+		c.metrics.Errors.WithLabelValues(key.Rule, cmp.Or(res.reason, reasonOther)).Inc()
 	}
 	retries := c.queue.NumRequeues(key)
 	next := requeue(c.queue, key, res, err)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubecel/kubecel/rules"
 )
 
 // callQueue records the calls requeue makes; any other call panics (nil interface).
@@ -70,12 +72,13 @@ func TestVerdict(t *testing.T) {
 		terminal bool // and no retry can help
 	}{
 		{name: "synced", out: outcome{}},
-		{name: "evaluation error", out: outcome{evalErr: evalErr}, fail: true, terminal: true},
-		{name: "evaluation deadline", out: outcome{evalErr: deadline}, fail: true},
-		{name: "only conflicts", out: outcome{applyErr: []error{conflict}}, want: result{requeueAfter: conflictRetry}, fail: true},
-		{name: "conflict and apply error", out: outcome{applyErr: []error{conflict, applyErr}}, fail: true},
-		{name: "evaluation and apply error", out: outcome{evalErr: evalErr, applyErr: []error{applyErr}}, fail: true},
-		{name: "status write", out: outcome{statusErr: applyErr}, fail: true},
+		{name: "evaluation error", out: outcome{evalErr: evalErr}, want: result{reason: rules.ReasonEvaluationFailed}, fail: true, terminal: true},
+		{name: "evaluation deadline", out: outcome{evalErr: deadline}, want: result{reason: rules.ReasonEvaluationFailed}, fail: true},
+		{name: "only conflicts", out: outcome{applyErr: []error{conflict}}, want: result{requeueAfter: conflictRetry, reason: rules.ReasonChildExists}, fail: true},
+		{name: "conflict and apply error", out: outcome{applyErr: []error{conflict, applyErr}}, want: result{reason: rules.ReasonChildExists}, fail: true},
+		{name: "evaluation and apply error", out: outcome{evalErr: evalErr, applyErr: []error{applyErr}}, want: result{reason: rules.ReasonEvaluationFailed}, fail: true},
+		{name: "apply error", out: outcome{applyErr: []error{applyErr}}, want: result{reason: rules.ReasonApplyFailed}, fail: true},
+		{name: "status write", out: outcome{statusErr: applyErr}, want: result{reason: reasonStatusFailed}, fail: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

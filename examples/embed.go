@@ -102,8 +102,11 @@ func Rules() ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// splitRules returns a rules file's leading comment lines and the text after its
-// top-level `rules:` line.
+// schemaComment starts the line of a rules file that names its JSON Schema for editors.
+const schemaComment = "# yaml-language-server: $schema="
+
+// splitRules returns a rules file's leading comment lines, but for the one naming the
+// schema, and the text after its top-level `rules:` line.
 func splitRules(data []byte) (head []string, list string, err error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	inHead, found := true, false
@@ -118,6 +121,9 @@ func splitRules(data []byte) (head []string, list string, err error) {
 			rest.WriteString(line + "\n")
 		case line == "rules:":
 			found = true
+		case inHead && strings.HasPrefix(line, schemaComment):
+			// The schema's path is relative to the file; the combined rules are
+			// written elsewhere.
 		case inHead && strings.HasPrefix(line, "#"):
 			head = append(head, line)
 		default:

@@ -62,10 +62,18 @@ func TestEmbedded(t *testing.T) {
 	if diff := cmp.Diff(examples.Names(), names); diff != "" {
 		t.Errorf("combined rule names differ from the examples (-examples +rules):\n%s", diff)
 	}
-	// Each rule keeps its file's comments: the first comment line of every file.
+	// Each rule keeps its file's comments (the first comment line after the one naming
+	// the schema, whose path is relative to the file), and no file's schema line stays.
 	for _, name := range examples.Names() {
 		file, _ := os.ReadFile(filepath.Join(name, "rules.yaml"))
-		first, _, _ := strings.Cut(string(file), "\n")
+		schemaLine, rest, _ := strings.Cut(string(file), "\n")
+		if !strings.HasPrefix(schemaLine, "# yaml-language-server: $schema=") {
+			t.Errorf("%s/rules.yaml starts with %q, not the schema line", name, schemaLine)
+		}
+		if strings.Contains(string(data), schemaLine) {
+			t.Errorf("combined rules hold %s's schema line %q", name, schemaLine)
+		}
+		first, _, _ := strings.Cut(rest, "\n")
 		if !strings.HasPrefix(first, "#") {
 			continue
 		}

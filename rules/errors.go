@@ -32,6 +32,11 @@ type Error struct {
 	// Column is the 1-based position of the problem inside Expr (counted in characters
 	// from its start, newlines included); 0 when unknown.
 	Column int
+	// FileLine and FileColumn are where Column falls in the document: its line (counted
+	// as Line is) and the 1-based column in that line, in characters. Both are 0 when
+	// Column is, or when the value is written so that its characters cannot be mapped
+	// back (a folded block, a plain or quoted string over several lines, escapes).
+	FileLine, FileColumn int
 	// Message says what is wrong and, where obvious, what to do.
 	Message string
 	// Err is the underlying cause, if any (for example a context deadline).

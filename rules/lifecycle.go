@@ -1,6 +1,10 @@
 package rules
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/kubecel/kubecel/rules/internal/format"
+)
 
 // This file reads a child's lifecycle: what happens to its objects when the rule stops
 // producing them and when their parent is deleted.
@@ -17,8 +21,8 @@ import "strconv"
 
 // Lifecycle policies.
 const (
-	PolicyDelete = "Delete"
-	PolicyKeep   = "Keep"
+	PolicyDelete = format.PolicyDelete
+	PolicyKeep   = format.PolicyKeep
 )
 
 // The mark of a released object: the rule that released it, and its parent as
@@ -44,7 +48,7 @@ func (d *decoder) lifecycle(m map[string]any, w where) lifecycleSource {
 	if lm == nil {
 		return lifecycleSource{}
 	}
-	d.unknown(lm, w, "onRemove", "onParentDelete")
+	d.unknown(lm, w, format.Keys[format.Lifecycle]()...)
 	return lifecycleSource{
 		keepOnRemove:       d.policy(lm, "onRemove", w),
 		keepOnParentDelete: d.policy(lm, "onParentDelete", w),

@@ -15,10 +15,11 @@ import (
 // a line first. It runs only when loading failed.
 func locate(pieces []piece, errs ErrorList) {
 	lines := map[path]int{}
+	scalars := map[path]*yamlv3.Node{}
 	for _, p := range pieces {
 		var root yamlv3.Node
 		if err := yamlv3.Unmarshal(p.data, &root); err == nil {
-			indexLines(&root, p.root, lines, 0)
+			indexLines(&root, p.root, lines, scalars, 0)
 		}
 	}
 	at := make(map[*Error]int, len(errs))
@@ -42,6 +43,11 @@ func locate(pieces []piece, errs ErrorList) {
 		if e.Line > 0 {
 			e.Line += pieces[i].offset
 		}
+		if n := scalars[path(e.path)]; n != nil && e.Column > 0 {
+			if line, col := filePosition(pieces[i].data, n, e.Expr, e.Column); line > 0 {
+				e.FileLine, e.FileColumn = line+pieces[i].offset, col
+			}
+		}
 		e.Source = pieces[i].source
 	}
 	slices.SortStableFunc(errs, func(a, b *Error) int {
@@ -56,34 +62,40 @@ func lineOf(p piece, at path) int {
 		return 0
 	}
 	lines := map[path]int{}
-	indexLines(&root, p.root, lines, 0)
+	indexLines(&root, p.root, lines, nil, 0)
 	return lines[at]
 }
 
 // maxLineDepth stops indexing absurdly deep documents.
 const maxLineDepth = 200
 
-func indexLines(n *yamlv3.Node, at path, lines map[path]int, depth int) {
+// indexLines records the line of every key and list item under n in lines, and, when
+// scalars is not nil, every scalar value in it.
+func indexLines(n *yamlv3.Node, at path, lines map[path]int, scalars map[path]*yamlv3.Node, depth int) {
 	if depth > maxLineDepth {
 		return
 	}
 	switch n.Kind {
+	case yamlv3.ScalarNode:
+		if scalars != nil {
+			scalars[at] = n
+		}
 	case yamlv3.DocumentNode:
 		for _, c := range n.Content {
-			indexLines(c, at, lines, depth+1)
+			indexLines(c, at, lines, scalars, depth+1)
 		}
 	case yamlv3.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := at.key(k.Value)
 			lines[p] = k.Line
-			indexLines(v, p, lines, depth+1)
+			indexLines(v, p, lines, scalars, depth+1)
 		}
 	case yamlv3.SequenceNode:
 		for i, c := range n.Content {
 			p := at.index(i)
 			lines[p] = c.Line
-			indexLines(c, p, lines, depth+1)
+			indexLines(c, p, lines, scalars, depth+1)
 		}
 	}
 }

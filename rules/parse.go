@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubecel/kubecel/rules/internal/format"
 )
 
 // This file turns the bytes of a rules file into source structs, strictly: unknown
@@ -24,8 +26,21 @@ import (
 // in validate.go.
 
 const (
-	fileAPIVersion = "kubecel.dev/v1alpha1"
-	fileKind       = "RuleSet"
+	fileAPIVersion = format.APIVersion
+	fileKind       = format.Kind
+)
+
+// The fields each block of a rules file may hold, from the types of package format,
+// which the JSON Schema of the file is generated from.
+var (
+	fileKeys = format.Keys[format.RuleSet]()
+	ruleKeys = format.Keys[format.Rule]()
+	// kind is not a field of a parent; it is allowed to be reported with a hint.
+	parentKeys = append(format.Keys[format.Parent](), "kind")
+	childKeys  = format.Keys[format.Child]()
+	statusKeys = format.Keys[format.Status]()
+	// selectorKeys are those of a label selector, of a parent or a ref.
+	selectorKeys = format.Keys[metav1.LabelSelector]()
 )
 
 type ruleSource struct {
@@ -92,7 +107,7 @@ func parseFile(data []byte, root path, errs *ErrorList) []*ruleSource {
 	}
 	d := &decoder{errs: errs}
 	at := where{path: root}
-	top := d.object(doc, at, "apiVersion", "kind", "rules")
+	top := d.object(doc, at, fileKeys...)
 	if top == nil {
 		return nil
 	}
@@ -242,7 +257,7 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 	r := &ruleSource{at: at, fingerprint: fingerprint(m)}
 	r.name = d.str(m, "name", w, true)
 	w.rule = r.name
-	d.unknown(m, w, "name", "parent", "refs", "children", "status", "maxChildren")
+	d.unknown(m, w, ruleKeys...)
 	if p, ok := m["parent"]; ok {
 		r.parent = d.parent(p, w.key("parent"))
 	} else {
@@ -261,10 +276,13 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 	}
 	if s, ok := m["status"]; ok {
 		sw := w.key("status")
-		if sm := d.object(s, sw, "fields"); sm != nil {
+		if sm := d.object(s, sw, statusKeys...); sm != nil {
 			fields, ok := sm["fields"].(map[string]any)
-			if !ok {
+			switch f, set := sm["fields"]; {
+			case !set || f == nil:
 				d.fail(sw.key("fields"), "required: a map of status field names to values or ${} templates")
+			case !ok:
+				d.fail(sw.key("fields"), "must be a map of status field names to values or ${} templates, not "+describe(f))
 			}
 			r.status = &statusSource{fields: fields}
 		}
@@ -274,8 +292,7 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 
 func (d *decoder) parent(v any, w where) parentSource {
 	var p parentSource
-	// kind is not a field of a parent; it is allowed here to be reported with a hint.
-	m := d.object(v, w, "apiVersion", "resource", "namespaces", "selector", "when", "kind")
+	m := d.object(v, w, parentKeys...)
 	if m == nil {
 		return p
 	}
@@ -298,7 +315,9 @@ func (d *decoder) parent(v any, w where) parentSource {
 		p.namespaces = append(p.namespaces, s)
 	}
 	if sel, ok := m["selector"]; ok && sel != nil {
-		p.selector = d.selector(sel, w.key("selector"))
+		if d.object(sel, w.key("selector"), selectorKeys...) != nil {
+			p.selector = d.selector(sel, w.key("selector"))
+		}
 	}
 	p.when = d.str(m, "when", w, false)
 	return p
@@ -330,7 +349,7 @@ func (d *decoder) child(v any, rw where, at path) *childSource {
 	c := &childSource{at: at}
 	c.id = d.str(m, "id", w, true)
 	w.child = c.id
-	d.unknown(m, w, "id", "template", "expr", "forEach", "when", "readyWhen", "crossNamespace", "adopt", "lifecycle")
+	d.unknown(m, w, childKeys...)
 	if t, ok := m["template"]; ok {
 		c.hasTemplate = true
 		if tm, ok := t.(map[string]any); ok {

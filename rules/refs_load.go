@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiservercel "k8s.io/apiserver/pkg/cel"
+
+	"github.com/kubecel/kubecel/rules/internal/format"
 )
 
 // This file reads, checks and compiles a rule's refs: parse them strictly, compile their
@@ -46,7 +48,7 @@ func (d *decoder) ref(v any, rw where, at path) *refSource {
 	rs := &refSource{at: at}
 	rs.id = d.str(m, "id", w, true)
 	w.ref = rs.id
-	d.unknown(m, w, "id", "apiVersion", "kind", "name", "namespace", "selector", "optional", "crossNamespace", "sensitive")
+	d.unknown(m, w, format.Keys[format.Ref]()...)
 	rs.apiVersion = d.str(m, "apiVersion", w, true)
 	rs.kind = d.str(m, "kind", w, true)
 	rs.name = d.str(m, "name", w, false)
@@ -56,7 +58,7 @@ func (d *decoder) ref(v any, rw where, at path) *refSource {
 	rs.sensitive = d.boolean(m, "sensitive", w)
 	if sel, ok := m["selector"]; ok && sel != nil {
 		sw := w.key("selector")
-		if sm := d.object(sel, sw, "matchLabels", "matchExpressions"); sm != nil {
+		if sm := d.object(sel, sw, selectorKeys...); sm != nil {
 			// The shape is checked now; values holding ${} are checked when evaluated.
 			if d.selector(sm, sw) != nil {
 				rs.selector = sm

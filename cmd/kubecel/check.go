@@ -55,8 +55,9 @@ every YAML document of every file loads into one rule set, as the controller loa
 so a rule name used twice is an error naming both places. --rules - reads the rules
 from the standard input. -o json (or yaml) prints, instead of
 text, a list of diagnostics for machines (editors, CI annotations): one object per
-error, warning or notice with file, line (0 when unknown), column (the 1-based position
-in the expression, 0 when unknown), rule, child, field, expression, message and severity
+error, warning or notice with file, line and column (the 1-based position in the file:
+where in the expression the problem is when CEL says, else the field's line and column
+0; 0 when unknown), rule, child, field, expression, message and severity
 ("error", "warning" or "notice"). The exit status is the same: 1 when the rules do not load.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -232,7 +233,10 @@ type diagnostic struct {
 func diagnostics(file string, problems []*rules.Error, severity string) []diagnostic {
 	out := make([]diagnostic, 0, len(problems))
 	for _, e := range problems {
-		out = append(out, diagnostic{File: cmp.Or(e.Source, file), Line: e.Line, Column: e.Column, Rule: e.Rule, Child: e.Child, Ref: e.Ref,
+		// A position in the file, for editors; the text output gives the field's line
+		// and a caret under Column in the expression instead.
+		out = append(out, diagnostic{File: cmp.Or(e.Source, file), Line: cmp.Or(e.FileLine, e.Line), Column: e.FileColumn,
+			Rule: e.Rule, Child: e.Child, Ref: e.Ref,
 			Field: e.Field, Expression: e.Expr, Message: e.Message, Severity: severity})
 	}
 	return out

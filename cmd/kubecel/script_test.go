@@ -65,6 +65,8 @@ import (
 //	jsonfield FILE PATH...    parse FILE as JSON and print the value at each PATH (a.b.0.c), one a line
 //	jsonfield -env NAME FILE PATH   the same, setting $NAME to the value instead
 //	writes AGENT              print how many write requests (not dry runs) clients whose user agent begins with AGENT sent
+//	delete RESOURCE NAME      delete the object
+//	metricsserved LIST SCRAPE check that every metric named in the file LIST has a sample in SCRAPE (a /metrics body)
 const scriptTimeout = 2 * time.Minute
 
 func TestScripts(t *testing.T) {
@@ -130,16 +132,18 @@ func freePort() (int, error) {
 }
 
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"subst":     cmdSubst,
-	"apply":     cmdApply,
-	"get":       cmdGet,
-	"waitfor":   cmdWaitFor,
-	"waitgone":  cmdWaitGone,
-	"waithttp":  cmdWaitHTTP,
-	"exitcode":  cmdExitCode,
-	"events":    cmdEvents,
-	"jsonfield": cmdJSONField,
-	"writes":    cmdWrites,
+	"subst":         cmdSubst,
+	"apply":         cmdApply,
+	"get":           cmdGet,
+	"waitfor":       cmdWaitFor,
+	"waitgone":      cmdWaitGone,
+	"waithttp":      cmdWaitHTTP,
+	"exitcode":      cmdExitCode,
+	"events":        cmdEvents,
+	"jsonfield":     cmdJSONField,
+	"writes":        cmdWrites,
+	"delete":        cmdDelete,
+	"metricsserved": cmdMetricsServed,
 }
 
 func cmdWrites(ts *testscript.TestScript, neg bool, args []string) {

@@ -55,6 +55,7 @@ type Loader struct {
 	opts    Options
 	reloads *prometheus.CounterVec
 	info    *prometheus.GaugeVec
+	failing prometheus.Gauge
 	kick    chan struct{}
 
 	// reloading serialises reloads and guards states and applied.
@@ -99,11 +100,15 @@ func New(opts Options) (*Loader, error) {
 			Name: "kubecel_rules_info",
 			Help: "The running rules: value 1, labelled with their sha256 (of the file, when there is one document).",
 		}, []string{"hash"}),
+		failing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kubecel_rules_failing_sources",
+			Help: "Sources (files, ConfigMap keys) whose current version does not load, and that keep their last good version or contribute no rules; 1 when only the sources together do not load.",
+		}),
 		kick:   make(chan struct{}, 1),
 		states: map[string]*partState{},
 	}
 	if opts.Registry != nil {
-		for _, c := range []prometheus.Collector{l.reloads, l.info} {
+		for _, c := range []prometheus.Collector{l.reloads, l.info, l.failing} {
 			if err := opts.Registry.Register(c); err != nil {
 				return nil, fmt.Errorf("register rules metrics: %w", err)
 			}

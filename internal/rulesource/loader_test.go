@@ -142,6 +142,13 @@ func TestDirectoryKeepsLastGoodPerFile(t *testing.T) {
 	if n := testenv.Counter(t, reg, "kubecel_rules_reload_total", "result", "error"); n != 1 {
 		t.Errorf("reload errors %v, want 1", n)
 	}
+	failing := func(want float64) {
+		t.Helper()
+		if n, _ := testenv.Gauge(t, reg, "kubecel_rules_failing_sources", "", ""); n != want {
+			t.Errorf("kubecel_rules_failing_sources %v, want %v", n, want)
+		}
+	}
+	failing(1)
 
 	// Nothing changed: nothing is applied or reported again; another change to c
 	// reloads, still with b's last good version, and b is not reported again.
@@ -162,6 +169,7 @@ func TestDirectoryKeepsLastGoodPerFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("b fixed", "a@a.yaml", "a2@a.yaml", "b@b.yaml", "b-new@b.yaml", "c3@c.yaml")
+	failing(0)
 
 	// a takes c's rule name: the part that changed, a, keeps its last good version,
 	// and the error names both places.

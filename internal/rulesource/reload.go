@@ -70,7 +70,9 @@ func (l *Loader) reload(ctx context.Context, first bool) error {
 		}
 	}
 	l.settle(ctx, current, failed)
+	l.failing.Set(float64(len(failed)))
 	if rs == nil {
+		l.failing.Set(float64(max(len(failed), 1)))
 		l.reloads.WithLabelValues("error").Inc()
 		err := fmt.Errorf("the last good versions of the rules do not load together (were CRD schemas changed?): %w", loadErr)
 		klog.FromContext(ctx).Error(err, "Rules reload failed; the running rules keep running")

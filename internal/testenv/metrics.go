@@ -28,3 +28,29 @@ func Counter(t testing.TB, reg *prometheus.Registry, name, label, value string) 
 	}
 	return 0
 }
+
+// Gauge returns the value of the gauge name whose label has value in reg (with label
+// "", of the unlabelled gauge name), and whether there is one.
+func Gauge(t testing.TB, reg *prometheus.Registry, name, label, value string) (float64, bool) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label == "" && len(m.GetLabel()) == 0 {
+				return m.GetGauge().GetValue(), true
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetGauge().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
+}

@@ -16,6 +16,7 @@ import (
 type Metrics struct {
 	reg          *prometheus.Registry
 	Reconciles   *prometheus.CounterVec
+	Errors       *prometheus.CounterVec
 	Panics       *prometheus.CounterVec
 	Duration     *prometheus.HistogramVec
 	Applies      *prometheus.CounterVec
@@ -37,6 +38,9 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 		Reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_reconcile_total", Help: "Reconciles by rule and result (success, error).",
 		}, []string{"rule", "result"}),
+		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecel_reconcile_errors_total", Help: "Failed reconciles by rule and reason: the reason of the parent's Synced condition (EvaluationFailed, TooManyChildren, ChildExists, ApplyFailed, PruneFailed, ReconcilePanic), StatusFailed, or Other.",
+		}, []string{"rule", "reason"}),
 		Panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_reconcile_panics_total", Help: "Reconciles that panicked (recovered, counted as errors too), by rule.",
 		}, []string{"rule"}),
@@ -76,7 +80,7 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"flow_busy"}),
 	}
-	for _, c := range []prometheus.Collector{m.Reconciles, m.Panics, m.Duration, m.Applies, m.Prunes, m.Teardowns, m.Releases, m.CELErrors, m.ActiveRules, m.PendingRules, m.RuleProblems, m.Yields, m.QueueWait} {
+	for _, c := range []prometheus.Collector{m.Reconciles, m.Errors, m.Panics, m.Duration, m.Applies, m.Prunes, m.Teardowns, m.Releases, m.CELErrors, m.ActiveRules, m.PendingRules, m.RuleProblems, m.Yields, m.QueueWait} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,132 @@
+// Package format declares the rules file as Go types: the fields each block of a rules
+// file may hold, their types, and what they mean. It is the one copy of the file's
+// shape: package rules takes the names of the fields it accepts from these types, and
+// Schema turns them into the JSON Schema that editors read (rules/rules.schema.json).
+//
+// The types are never decoded into: package rules reads a file by hand so that each
+// problem names its rule, child and field. Their field comments are the descriptions
+// editors show, so they are written for the people who write rules files.
+package format
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The apiVersion and kind of a rules file.
+const (
+	APIVersion = "kubecel.dev/v1alpha1"
+	Kind       = "RuleSet"
+)
+
+// The lifecycle policies of a child.
+const (
+	PolicyDelete = "Delete"
+	PolicyKeep   = "Keep"
+)
+
+// RuleSet is a kubecel rules file: rules that each name a parent resource and the CEL
+// expressions computing its children and status.
+type RuleSet struct {
+	// Always kubecel.dev/v1alpha1.
+	APIVersion string `json:"apiVersion" jsonschema:"required"`
+	// Always RuleSet.
+	Kind string `json:"kind" jsonschema:"required"`
+	// The rules, each watching one parent resource.
+	Rules []Rule `json:"rules,omitempty"`
+}
+
+// Rule names a parent resource and computes each parent's children and status.
+type Rule struct {
+	// Unique name of the rule, a DNS label; it appears in labels, metrics and logs.
+	Name string `json:"name" jsonschema:"required"`
+	// The resources the rule watches: every object of them that matches is a parent.
+	Parent Parent `json:"parent" jsonschema:"required"`
+	// Objects the rule reads besides its parent and children, as refs.<id> in CEL.
+	Refs []Ref `json:"refs,omitempty"`
+	// The objects each parent gets, in any order: a child that reads children.<id> is
+	// applied after that child exists and is ready.
+	Children []Child `json:"children,omitempty"`
+	// The fields written to the parent's status; omit to never write it.
+	Status *Status `json:"status,omitempty"`
+	// The most children one parent may have under this rule, counting each forEach
+	// element (default 1000, or the --max-children flag).
+	MaxChildren int `json:"maxChildren,omitempty" jsonschema:"minimum=1"`
+}
+
+// Parent names the resource a rule watches, by group/version and plural resource.
+type Parent struct {
+	// Group/version of the resource ("v1" for the core group), e.g. example.com/v1.
+	APIVersion string `json:"apiVersion" jsonschema:"required"`
+	// Plural resource name, lowercase (as kubectl api-resources lists it), not the kind.
+	Resource string `json:"resource" jsonschema:"required"`
+	// Only parents in these namespaces; default all namespaces.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Only parents whose labels match (matchLabels, matchExpressions).
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// CEL bool over parent: when false the rule does not apply to that parent.
+	When string `json:"when,omitempty"`
+}
+
+// Child is one object (or, with forEach, a list of objects) each parent gets.
+type Child struct {
+	// Unique in the rule, a CEL identifier; other expressions read the child as
+	// children.<id>.
+	ID string `json:"id" jsonschema:"required"`
+	// A Kubernetes manifest; strings may hold ${CEL}. Exclusive with expr.
+	Template map[string]any `json:"template,omitempty"`
+	// CEL returning the object as a map. Exclusive with template.
+	Expr string `json:"expr,omitempty"`
+	// CEL list: one child per element, read as each (and index) in the child's
+	// expressions.
+	ForEach string `json:"forEach,omitempty"`
+	// CEL bool: when false the child is not made (and an existing one is removed).
+	When string `json:"when,omitempty"`
+	// CEL bool over self, the observed child: whether it is ready.
+	ReadyWhen string `json:"readyWhen,omitempty"`
+	// Allow the child to be cluster-scoped or in another namespace than its parent.
+	CrossNamespace bool `json:"crossNamespace,omitempty"`
+	// Take over an existing object of the child's name that has no other controller.
+	Adopt bool `json:"adopt,omitempty"`
+	// What happens to the child's objects when they are no longer produced, and when the
+	// parent is deleted.
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+}
+
+// Lifecycle says whether a child's objects are deleted or kept (released) when the rule
+// stops producing them and when their parent is deleted.
+type Lifecycle struct {
+	// Delete (default) or Keep the objects the rule no longer produces.
+	OnRemove string `json:"onRemove,omitempty"`
+	// Delete (default) or Keep the objects when the parent is deleted.
+	OnParentDelete string `json:"onParentDelete,omitempty"`
+}
+
+// Ref is an object, or a list of objects, a rule reads besides its parent and children.
+type Ref struct {
+	// Unique in the rule, a CEL identifier; expressions read the ref as refs.<id>.
+	ID string `json:"id" jsonschema:"required"`
+	// Group/version of the kind ("v1" for the core group).
+	APIVersion string `json:"apiVersion" jsonschema:"required"`
+	// The kind, e.g. ConfigMap.
+	Kind string `json:"kind" jsonschema:"required"`
+	// Name of one object (may hold ${CEL}); exclusive with selector.
+	Name string `json:"name,omitempty"`
+	// Where to look (may hold ${CEL}); default the parent's namespace. Ignored for
+	// cluster-scoped kinds.
+	Namespace string `json:"namespace,omitempty"`
+	// Label selector of a list of objects (values may hold ${CEL}); exclusive with name.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// Name form only: when the object does not exist, refs.<id> is absent instead of the
+	// parent waiting.
+	Optional bool `json:"optional,omitempty"`
+	// Allow the ref to read cluster-scoped objects or another namespace than the parent's.
+	CrossNamespace bool `json:"crossNamespace,omitempty"`
+	// Treat the objects as secret: nothing read from them is quoted in messages.
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// Status is what a rule writes to its parents' status.
+type Status struct {
+	// Status field names to values; strings may hold ${CEL}.
+	Fields map[string]any `json:"fields" jsonschema:"required"`
+}

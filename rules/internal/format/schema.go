@@ -1,0 +1,74 @@
+package format
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+)
+
+// Package is the import path of this package, which Schema needs to match the comments
+// it reads with the types.
+const Package = "github.com/kubecel/kubecel/rules/internal/format"
+
+// Schema returns the JSON Schema (draft 2020-12) of a rules file, generated from
+// RuleSet and the types it holds, with their field comments as descriptions. dir is the
+// directory of this package's source, which the comments are read from.
+func Schema(dir string) ([]byte, error) {
+	r := &jsonschema.Reflector{
+		Anonymous:                  true,
+		RequiredFromJSONSchemaTags: true,
+		// Templates and status fields are open maps; everything else is closed, as
+		// package rules rejects unknown fields.
+	}
+	if err := r.AddGoComments(Package, dir); err != nil {
+		return nil, fmt.Errorf("read the comments of %s: %w", dir, err)
+	}
+	// Comments are wrapped for Go; editors wrap descriptions themselves.
+	for k, v := range r.CommentMap {
+		r.CommentMap[k] = strings.Join(strings.Fields(v), " ")
+	}
+	s := r.Reflect(&RuleSet{})
+	s.Title = "kubecel rules file"
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// JSONSchemaExtend fixes apiVersion and kind to their only values.
+func (RuleSet) JSONSchemaExtend(s *jsonschema.Schema) {
+	if p, ok := s.Properties.Get("apiVersion"); ok {
+		p.Const = APIVersion
+	}
+	if p, ok := s.Properties.Get("kind"); ok {
+		p.Const = Kind
+	}
+}
+
+// JSONSchemaExtend lists the policies.
+func (Lifecycle) JSONSchemaExtend(s *jsonschema.Schema) {
+	for _, key := range []string{"onRemove", "onParentDelete"} {
+		if p, ok := s.Properties.Get(key); ok {
+			p.Enum = []any{PolicyDelete, PolicyKeep}
+		}
+	}
+}
+
+// Keys returns the field names a block of type T may hold, in the order of T's fields.
+func Keys[T any]() []string {
+	t := reflect.TypeFor[T]()
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	return keys
+}
