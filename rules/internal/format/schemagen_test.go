@@ -1,10 +1,13 @@
 package format
 
+// The schema's generator lives in a test file, so that the JSON Schema library is built
+// into the tests (TestSchemaIsCurrent writes rules/rules.schema.json with -update) and
+// not into kubecel, which only reads the field names (keys.go).
+
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -60,15 +63,4 @@ func (Lifecycle) JSONSchemaExtend(s *jsonschema.Schema) {
 			p.Enum = []any{PolicyDelete, PolicyKeep}
 		}
 	}
-}
-
-// Keys returns the field names a block of type T may hold, in the order of T's fields.
-func Keys[T any]() []string {
-	t := reflect.TypeFor[T]()
-	keys := make([]string, 0, t.NumField())
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		keys = append(keys, name)
-	}
-	return keys
 }
