@@ -43,8 +43,11 @@ const (
 	finalizerForeground = metav1.FinalizerDeleteDependents
 )
 
-// teardownParallel bounds the deletes sent at once for one parent.
-const teardownParallel = 8
+// teardownParallel bounds the deletes sent at once for one parent. With 16 workers
+// tearing down large parents, 4 each kept the API server as busy as 8 did (the same
+// teardown time in the noisy-neighbour bench) and let other namespaces' writes through
+// sooner (docs/benchmarks.md, *Noisy neighbour*).
+const teardownParallel = 4
 
 // goneTTL is how long a deleted parent is remembered after its children were deleted,
 // so that their delete events, which requeue its key, need no request to the API server.
