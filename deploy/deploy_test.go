@@ -24,10 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/deploy/internal/kustomized"
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/testenv"
@@ -54,28 +52,6 @@ const (
 var kustomizations = []struct{ name, dir string }{
 	{"deploy", base},
 	{"sharded", sharded},
-}
-
-// render builds the kustomization in dir, as `kubectl kustomize DIR` does.
-func render(t *testing.T, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, r := range resources.Resources() {
-		data, err := r.AsYAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-			t.Fatalf("decode %s: %v", r.CurId(), err)
-		}
-		objs = append(objs, obj)
-	}
-	return objs
 }
 
 func ref(obj *unstructured.Unstructured) string {
@@ -118,7 +94,7 @@ func TestObjects(t *testing.T) {
 	for _, k := range kustomizations {
 		t.Run(k.name, func(t *testing.T) {
 			var got []string
-			for _, obj := range render(t, k.dir) {
+			for _, obj := range kustomized.Render(t, k.dir) {
 				got = append(got, ref(obj))
 			}
 			slices.Sort(got)
@@ -133,11 +109,11 @@ func TestObjects(t *testing.T) {
 // Role kubecel (TestPermissions), and leaves every other object of deploy/ as it is.
 func TestShardedChanges(t *testing.T) {
 	baseObjs := map[string]*unstructured.Unstructured{}
-	for _, obj := range render(t, base) {
+	for _, obj := range kustomized.Render(t, base) {
 		baseObjs[ref(obj)] = obj
 	}
 	var changed []string
-	for _, obj := range render(t, sharded) {
+	for _, obj := range kustomized.Render(t, sharded) {
 		if b, ok := baseObjs[ref(obj)]; !ok || !cmp.Equal(b.Object, obj.Object) {
 			changed = append(changed, ref(obj))
 		}
@@ -159,7 +135,7 @@ func TestServerDryRun(t *testing.T) {
 	mapper := discoveryMapper(t)
 	createNamespace(t)
 	for _, k := range kustomizations {
-		for _, obj := range render(t, k.dir) {
+		for _, obj := range kustomized.Render(t, k.dir) {
 			t.Run(k.name+"/"+ref(obj), func(t *testing.T) {
 				mapping, err := mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
 				if err != nil {
@@ -242,7 +218,7 @@ func TestDeployment(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var d appsv1.Deployment
-			find(t, render(t, tt.dir), "Deployment", "kubecel", &d)
+			find(t, kustomized.Render(t, tt.dir), "Deployment", "kubecel", &d)
 			checkDeployment(t, &d, tt.replicas, tt.args)
 		})
 	}
@@ -317,7 +293,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, replicas int32, args []
 
 func TestRulesConfigMap(t *testing.T) {
 	var cm corev1.ConfigMap
-	find(t, render(t, base), "ConfigMap", "kubecel-rules", &cm)
+	find(t, kustomized.Render(t, base), "ConfigMap", "kubecel-rules", &cm)
 	if cm.Namespace != namespace {
 		t.Errorf("namespace = %q, want %s", cm.Namespace, namespace)
 	}
@@ -400,7 +376,7 @@ func TestPermissions(t *testing.T) {
 	createNamespace(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			grant(t, render(t, tt.dir))
+			grant(t, kustomized.Render(t, tt.dir))
 			checkAccess(t, append(slices.Clone(commonAccess), leaseAccess(tt.leases...)...))
 			readRulesConfigMap(t)
 			loadIdentity(t)

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubecel/kubecel/deploy/internal/kustomized"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -16,7 +15,7 @@ import (
 // does: the PodMonitor, the PrometheusRule, and the dashboard's ConfigMap holding
 // grafana-dashboard.json as it is, labelled for Grafana's sidecar.
 func TestKustomization(t *testing.T) {
-	objs := render(t)
+	objs := kustomized.Render(t, ".")
 	var got []string
 	for _, o := range objs {
 		got = append(got, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
@@ -127,25 +126,4 @@ func TestDashboard(t *testing.T) {
 	if !slices.Equal(rows, want) {
 		t.Errorf("rows %q, want %q", rows, want)
 	}
-}
-
-func render(t *testing.T) []*unstructured.Unstructured {
-	t.Helper()
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), ".")
-	if err != nil {
-		t.Fatalf("kustomize build deploy/monitoring: %v", err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, r := range resources.Resources() {
-		data, err := r.AsYAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-			t.Fatalf("decode %s: %v", r.CurId(), err)
-		}
-		objs = append(objs, obj)
-	}
-	return objs
 }
