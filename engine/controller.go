@@ -7,8 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -25,6 +28,8 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/metrics"
+	"github.com/kubecel/kubecel/engine/internal/reconcile"
+	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -86,58 +91,38 @@ func (o *Options) defaults() {
 	}
 }
 
-// Controller runs rules against a cluster.
+// Controller runs rules against a cluster: the loop. Its workers take parents' keys
+// from a fair queue and hand each to the reconciler with the running rule it is under;
+// its rule lifecycle starts, replaces and stops rules and their watches.
 type Controller struct {
-	opts     Options
-	client   dynamic.Interface
-	kube     kubernetes.Interface
-	meta     metadata.Interface
-	mapper   meta.ResettableRESTMapper
-	watches  *informers.Set
-	queue    workqueue.TypedRateLimitingInterface[queueKey]
-	fair     *fairQueue // the order of queue's waiting keys
-	recorder record.EventRecorder
-	events   record.EventBroadcaster
-	metrics  *metrics.Metrics
+	opts       Options
+	kube       kubernetes.Interface
+	meta       metadata.Interface
+	watcher    *watch.Watcher
+	reconciler *reconcile.Reconciler
+	queue      workqueue.TypedRateLimitingInterface[queueKey]
+	fair       *fairQueue // the order of queue's waiting keys
+	events     record.EventBroadcaster
+	metrics    *metrics.Metrics
 
-	mu      sync.RWMutex
-	rules   map[string]*ruleState // running rules by name
-	pending map[string]*pendingRule
-	loaded  bool
+	// table is the rule lifecycle: the running and the waiting rules.
+	table *ruleTable
 
-	// buckets is the bucket selector of child informers ("" for all: see
-	// childWatchKey), guarded by mu; pause is held for reading by every reconcile and
-	// for writing while WatchBuckets swaps informers; moved tracks the parents a
-	// replica gained in a ring change (shard.go).
-	buckets string
-	pause   sync.RWMutex
-	moved   movedParents
+	// pause is held for reading by every reconcile and for writing while WatchBuckets
+	// swaps informers; moved tracks the parents a replica gained in a ring change
+	// (shard.go).
+	pause sync.RWMutex
+	moved movedParents
 
 	busy       atomic.Int64  // reconciles in progress
 	reconciles atomic.Uint64 // reconciles started
 
-	// statusless remembers (queueKey -> UID) parents whose status cannot be written (no
-	// status subresource), so the error is reported once, not in a loop.
-	statusless sync.Map
-	// lastFailure holds the last failure reported per parent (queueKey -> "uid|reason|msg"),
-	// to record each failure once.
-	lastFailure sync.Map
-	// notReady remembers since when parents have been not Ready (notready.go).
-	notReady *notReady
-	// written holds our latest writes until the caches show them.
-	written *informers.Written
-	// waiting holds the parents whose child's name another object holds.
-	waiting *waiters
-	// gone holds the parents seen deleted whose children are being deleted.
-	gone *goneParents
-	// deleting holds the children deleted whose informers have not shown it yet.
-	deleting *deleting
-	// resume holds the work yielded reconciles left for the parents' next turns.
-	resume *resumePoints
-
 	// testHook, set only by tests, is called at the start of every reconcile.
 	testHook func(queueKey)
 }
+
+// queueKey identifies one parent under one rule: the unit of work of the queue.
+type queueKey = watch.Key
 
 // New builds a controller for the cluster that cfg points at.
 func New(cfg *rest.Config, opts Options) (*Controller, error) {
@@ -167,39 +152,59 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		opts:     opts,
-		client:   client,
-		kube:     kube,
-		meta:     metaClient,
-		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
-		watches:  informers.NewSet(client, opts.Resync, prove),
-		fair:     newFairQueue(),
-		metrics:  m,
-		rules:    map[string]*ruleState{},
-		pending:  map[string]*pendingRule{},
-		written:  informers.NewWritten(prove),
-		waiting:  newWaiters(),
-		gone:     newGoneParents(),
-		deleting: newDeleting(),
-		resume:   newResumePoints(),
-		notReady: newNotReady(),
+		opts:    opts,
+		kube:    kube,
+		meta:    metaClient,
+		fair:    newFairQueue(),
+		metrics: m,
 	}
+	c.table = &ruleTable{opts: &c.opts, kube: kube, metrics: m, gate: gate{shard: opts.Shard},
+		running: map[string]*watch.Rule{}, pending: map[string]*pendingRule{}}
 	c.queue = newQueue(c.fair, m)
+	if opts.Shard != nil {
+		c.queue = shardQueue{TypedRateLimitingInterface: c.queue, shard: opts.Shard}
+	}
+	var recorder record.EventRecorder
+	c.events, recorder = newRecorder(kube, opts.DryRun)
+	if opts.DryRun {
+		recorder = nil // nothing of a dry run is recorded
+	}
+	written := informers.NewWritten(prove)
+	c.reconciler = reconcile.New(reconcile.Options{
+		Client: client, Identity: opts.Identity, AdoptUnproven: opts.AdoptUnproven, DryRun: opts.DryRun,
+		MaxWrites: opts.MaxWritesPerReconcile, Recorder: recorder, Metrics: m, Written: written,
+		Known: c.table.known,
+	})
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	c.watcher = watch.NewWatcher(informers.NewSet(client, opts.Resync, prove), mapper, written, watch.Hooks{
+		Enqueue:       c.queue.Add,
+		Running:       func(rule string) bool { return c.table.get(rule) != nil },
+		ParentDeleted: c.reconciler.ParentDeleted,
+		ChildLeft:     c.reconciler.ChildLeft,
+	}, opts.Shard != nil)
+	c.table.watcher, c.table.reconciler, c.table.enqueue = c.watcher, c.reconciler, c.queue.Add
 	if err := m.RegisterFlows(c.fair.snapshot); err != nil {
 		return nil, err
 	}
-	if err := m.RegisterNotReady(c.notReadySnapshot); err != nil {
+	if err := m.RegisterNotReady(c.table.notReady); err != nil {
 		return nil, err
 	}
-	c.events, c.recorder = newRecorder(kube, opts.DryRun)
 	if opts.Shard != nil {
-		c.queue = shardQueue{TypedRateLimitingInterface: c.queue, shard: opts.Shard}
-		c.buckets = bucketSelector(nil)
-		if err := c.registerOwnedParents(opts.Registry); err != nil {
+		if err := registerOwnedParents(opts.Registry, c.table); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// newRecorder returns an event recorder that writes Events through kube, or, in dry-run
+// mode, only logs them.
+func newRecorder(kube kubernetes.Interface, dryRun bool) (record.EventBroadcaster, record.EventRecorder) {
+	b := record.NewBroadcaster()
+	if !dryRun {
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	}
+	return b, b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubecel"})
 }
 
 // Run processes the queue until ctx ends, then stops every watch.
@@ -209,13 +214,18 @@ func (c *Controller) Run(ctx context.Context) error {
 	logger.Info("Starting controller", "workers", c.opts.Workers, "dryRun", c.opts.DryRun)
 	var wg sync.WaitGroup
 	for range c.opts.Workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for c.processNext(ctx) {
+				}
+			}, time.Second)
+		})
 	}
-	wg.Go(func() { c.watchKinds(ctx, c.meta) })
+	wg.Go(func() { c.table.watchKinds(ctx, c.meta) })
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
-	c.stopAll()
+	c.table.stopAll()
 	c.events.Shutdown()
 	logger.Info("Controller stopped")
 	return nil
@@ -224,17 +234,18 @@ func (c *Controller) Run(ctx context.Context) error {
 // Ready reports whether rules are loaded and every running rule's caches are synced,
 // with the names of the rules that wait for their kinds to be served.
 func (c *Controller) Ready() (bool, []string) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	pending := make([]string, 0, len(c.pending))
-	for name := range c.pending {
+	t := c.table
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	pending := make([]string, 0, len(t.pending))
+	for name := range t.pending {
 		pending = append(pending, name)
 	}
-	if !c.loaded {
+	if !t.loaded {
 		return false, pending
 	}
-	for _, rs := range c.rules {
-		if !rs.synced() {
+	for _, st := range t.running {
+		if !st.Synced() {
 			return false, pending
 		}
 	}
@@ -243,11 +254,13 @@ func (c *Controller) Ready() (bool, []string) {
 
 // EnqueueAll queues every parent of every running rule, as a resync does.
 func (c *Controller) EnqueueAll() {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, rs := range c.rules {
-		rs.enqueueAll(c.queue)
-	}
+	c.table.each(func(st *watch.Rule) { enqueueAll(c.queue.Add, st) })
+}
+
+// SetRules replaces the running rule set. Only rules whose fingerprint changed are
+// restarted; rules whose kinds are not served yet wait and start by themselves.
+func (c *Controller) SetRules(ctx context.Context, rs *rules.RuleSet) {
+	c.table.set(ctx, rs)
 }
 
 // Idle reports whether no key is queued or being reconciled (keys waiting for a delayed

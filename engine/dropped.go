@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
 
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
@@ -24,15 +25,7 @@ func (c *Controller) DroppedRules(ctx context.Context, namespace string) ([]plan
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("discover the served resources: %w", err)
 	}
-	c.mu.RLock()
-	known := map[string]bool{}
-	for name := range c.rules {
-		known[name] = true
-	}
-	for name := range c.pending {
-		known[name] = true
-	}
-	c.mu.RUnlock()
+	known := c.table.known
 	selector := fmt.Sprintf("%s=%s,%s=%s", rules.LabelManagedBy, rules.ManagedByValue, rules.LabelInstallation, c.opts.Identity.Name())
 	type found struct {
 		parents  map[string]bool
@@ -69,7 +62,7 @@ func (c *Controller) DroppedRules(ctx context.Context, namespace string) ([]plan
 			gk := schema.GroupKind{Group: gv.Group, Kind: r.Kind}
 			for _, o := range objs.Items {
 				claim := rules.ClaimOf(gk, o.Namespace, o.Name, o.Labels, o.Annotations)
-				if known[claim.Rule] || !c.opts.Identity.Proves(claim, o.Annotations[rules.AnnotationProof]) {
+				if known(claim.Rule) || !c.opts.Identity.Proves(claim, o.Annotations[rules.AnnotationProof]) {
 					continue
 				}
 				claims = append(claims, claim)
@@ -79,7 +72,7 @@ func (c *Controller) DroppedRules(ctx context.Context, namespace string) ([]plan
 			}
 		}
 	}
-	live, err := c.liveParents(ctx, parentsOf)
+	live, err := liveParents(ctx, c.meta, parentsOf)
 	if err != nil {
 		return nil, err
 	}
@@ -132,13 +125,13 @@ func parentResource(parent string) string {
 
 // liveParents lists the objects of the given resources that are not being deleted, nor
 // in a namespace being deleted, by UID.
-func (c *Controller) liveParents(ctx context.Context, resources map[schema.GroupVersionResource]bool) (map[string]bool, error) {
+func liveParents(ctx context.Context, meta metadata.Interface, resources map[schema.GroupVersionResource]bool) (map[string]bool, error) {
 	live := map[string]bool{}
 	if len(resources) == 0 {
 		return live, nil
 	}
 	terminating := map[string]bool{}
-	namespaces, err := c.meta.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
+	namespaces, err := meta.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list namespaces: %w", err)
 	}
@@ -146,7 +139,7 @@ func (c *Controller) liveParents(ctx context.Context, resources map[schema.Group
 		terminating[ns.Name] = ns.DeletionTimestamp != nil
 	}
 	for gvr := range resources {
-		objs, err := c.meta.Resource(gvr).List(ctx, metav1.ListOptions{})
+		objs, err := meta.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			continue // cannot be read: its children are not counted
 		}

@@ -14,7 +14,7 @@ import (
 // key is a queue key for parent name in namespace ns ("" for a cluster-scoped parent).
 func key(ns, name string) queueKey { return queueKey{Rule: "r", Namespace: ns, Name: name} }
 
-func (k queueKey) short() string {
+func short(k queueKey) string {
 	if k.Namespace == "" {
 		return k.Name
 	}
@@ -93,7 +93,7 @@ func TestFairQueueOrder(t *testing.T) {
 					if q.Len() == 0 {
 						t.Fatalf("queue empty after %v", got)
 					}
-					got = append(got, q.Pop().short())
+					got = append(got, short(q.Pop()))
 				}
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -149,7 +149,7 @@ func TestQueueFair(t *testing.T) {
 	clock = clock.Add(2 * time.Second)
 	q.Add(key("light", "a"))
 	if got := take(); got != key("light", "a") {
-		t.Errorf("next key = %s, want light/a ahead of heavy's backlog", got.short())
+		t.Errorf("next key = %s, want light/a ahead of heavy's backlog", short(got))
 	}
 	// A key added while it runs comes back at the back of its flow when done.
 	q.Add(running)
@@ -158,7 +158,7 @@ func TestQueueFair(t *testing.T) {
 	var rest []string
 	for q.Len() > 0 {
 		k := take()
-		rest = append(rest, k.short())
+		rest = append(rest, short(k))
 	}
 	want := []string{"heavy/1", "heavy/2", "heavy/3", "heavy/4", "heavy/5", "heavy/6", "heavy/7", "heavy/8", "heavy/9", "heavy/0"}
 	if diff := cmp.Diff(want, rest); diff != "" {

@@ -50,26 +50,17 @@ func (c *Controller) watchLeftovers(ctx context.Context, names []string) error {
 			}
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.table.mu.Lock()
+	defer c.table.mu.Unlock()
 	for rule, kinds := range found {
-		st := c.rules[rule]
+		st := c.table.running[rule]
 		if st == nil {
 			continue
 		}
 		for gvk := range kinds {
-			if st.children[gvk.GroupKind()] != nil {
-				continue
-			}
-			info, err := c.kindInfo(gvk)
-			if err != nil {
-				return fmt.Errorf("rule %q: kind %s of objects to prune: %w", rule, gvk, err)
-			}
-			w, err := c.watches.Acquire(ctx, c.childWatchKey(info.GVR), c.setupChildInformer)
-			if err != nil {
+			if err := c.watcher.AddChildKind(ctx, st, gvk); err != nil {
 				return err
 			}
-			st.children[gvk.GroupKind()] = &childKind{kindInfo: info, watch: w}
 		}
 	}
 	return nil

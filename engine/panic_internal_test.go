@@ -47,7 +47,11 @@ var widgetGVR = schema.GroupVersionResource{Group: "engine.kubecel.dev", Version
 // worker goes on with other parents, and once the bug is gone the backoff brings the
 // parent back and it converges, with no event of its own.
 func TestReconcilePanic(t *testing.T) {
-	c, ns := newTestController(t)
+	c, err := New(testenv.Config(t), Options{Identity: testIdentity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t)
 	c.opts.Workers = 1
 	// A rule name of its own: a rule's name is what its children carry, so another
 	// controller with the same rule would take them for its own.
@@ -84,7 +88,7 @@ func TestReconcilePanic(t *testing.T) {
 			"metadata": map[string]any{"name": name, "namespace": ns},
 			"spec":     map[string]any{"value": name + "-value"},
 		}}
-		if _, err := c.client.Resource(widgetGVR).Namespace(ns).Create(t.Context(), w, metav1.CreateOptions{}); err != nil {
+		if _, err := testenv.Dynamic(t).Resource(widgetGVR).Namespace(ns).Create(t.Context(), w, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,7 +96,7 @@ func TestReconcilePanic(t *testing.T) {
 	waitWidget := func(name, ready, synced, reason, msg string) {
 		t.Helper()
 		testenv.Eventually(t, 60*time.Second, func() (bool, string) {
-			w, err := c.client.Resource(widgetGVR).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+			w, err := testenv.Dynamic(t).Resource(widgetGVR).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -105,7 +109,7 @@ func TestReconcilePanic(t *testing.T) {
 	converged := func(name string) {
 		t.Helper()
 		waitWidget(name, "True", "True", rules.ReasonSynced, "")
-		cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
+		cm, err := testenv.Kube(t).CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil || cm.Data["value"] != name+"-value" {
 			t.Errorf("child of %s: %v, %v", name, cm.Data, err)
 		}
@@ -114,7 +118,7 @@ func TestReconcilePanic(t *testing.T) {
 	create("bad")
 	waitWidget("bad", "Unknown", "False", rules.ReasonReconcilePanic, "test panic")
 	testenv.Eventually(t, 60*time.Second, func() (bool, string) {
-		events, err := c.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{
+		events, err := testenv.Kube(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{
 			FieldSelector: "involvedObject.name=bad,reason=" + rules.ReasonReconcilePanic + ",type=Warning"})
 		if err != nil {
 			return false, err.Error()

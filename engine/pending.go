@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/engine/internal/reconcile"
+	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -35,9 +36,9 @@ const forbiddenRetry = time.Minute
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // setPending records why a rule does not run and reports it once per reason.
-func (c *Controller) setPending(ctx context.Context, r *rules.Rule, err error) {
+func (t *ruleTable) setPending(ctx context.Context, r *rules.Rule, err error) {
 	var forbidden *forbiddenError
-	p := &pendingRule{rule: r, reason: err.Error(), next: time.Now().Add(c.opts.PendingRetry)}
+	p := &pendingRule{rule: r, reason: err.Error(), next: time.Now().Add(t.opts.PendingRetry)}
 	kind := rules.PendingError
 	switch {
 	case errors.As(err, &forbidden):
@@ -45,22 +46,22 @@ func (c *Controller) setPending(ctx context.Context, r *rules.Rule, err error) {
 	case meta.IsNoMatchError(err):
 		kind = rules.PendingNotServed
 	}
-	old := c.pending[r.Name]
-	c.pending[r.Name] = p
+	old := t.pending[r.Name]
+	t.pending[r.Name] = p
 	if old != nil && old.reason == p.reason && old.rule == r {
 		return
 	}
 	klog.FromContext(ctx).Info("Rule is not running", "rule", r.Name, "reason", kind, "message", p.reason)
-	c.metrics.RuleProblems.WithLabelValues(r.Name, kind).Inc()
-	if c.opts.Notify != nil {
-		c.opts.Notify(ctx, r.Name, kind, p.reason)
+	t.metrics.RuleProblems.WithLabelValues(r.Name, kind).Inc()
+	if t.opts.Notify != nil {
+		t.opts.Notify(ctx, r.Name, kind, p.reason)
 	}
 }
 
 // watchKinds retries pending rules every PendingRetry, and re-checks all rules at once
 // when a CRD appears or disappears: a running rule whose kinds are no longer served
 // stops and waits again.
-func (c *Controller) watchKinds(ctx context.Context, meta metadata.Interface) {
+func (t *ruleTable) watchKinds(ctx context.Context, meta metadata.Interface) {
 	changed := make(chan struct{}, 1)
 	signal := func(any) {
 		select {
@@ -76,7 +77,7 @@ func (c *Controller) watchKinds(ctx context.Context, meta metadata.Interface) {
 		})
 		go inf.RunWithContext(ctx)
 	}
-	tick := time.NewTicker(c.opts.PendingRetry)
+	tick := time.NewTicker(t.opts.PendingRetry)
 	defer tick.Stop()
 	// Discovery lags a CRD's deletion (the CRD lingers while its objects are removed),
 	// so after a CRD event every rule is re-checked each second for a while, not once.
@@ -88,14 +89,14 @@ func (c *Controller) watchKinds(ctx context.Context, meta metadata.Interface) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			c.retryPending(ctx, false)
+			t.retryPending(ctx, false)
 		case <-second.C:
 			if time.Now().Before(recheckUntil) {
-				c.retryPending(ctx, true)
+				t.retryPending(ctx, true)
 			}
 		case <-changed:
 			recheckUntil = time.Now().Add(crdRecheckWindow)
-			c.retryPending(ctx, true)
+			t.retryPending(ctx, true)
 		}
 	}
 }
@@ -105,71 +106,50 @@ const crdRecheckWindow = 30 * time.Second
 
 // retryPending tries to start the waiting rules; with recheck it also stops the running
 // rules whose kinds are gone.
-func (c *Controller) retryPending(ctx context.Context, recheck bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !recheck && len(c.pending) == 0 {
+func (t *ruleTable) retryPending(ctx context.Context, recheck bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !recheck && len(t.pending) == 0 {
 		return
 	}
-	c.mapper.Reset()
+	t.watcher.Reset()
 	if recheck {
-		for name, st := range c.rules {
-			if err := c.stillServed(st); err != nil {
+		for name, st := range t.running {
+			if err := t.watcher.StillServed(st); err != nil {
 				klog.FromContext(ctx).Info("Stopping rule: its kinds are no longer served", "rule", name, "reason", err.Error())
-				c.stopRule(st)
-				delete(c.rules, name)
-				c.setPending(ctx, st.rule, err)
+				t.stopLocked(st)
+				t.setPending(ctx, st.Rule, err)
 			}
 		}
 	}
 	now := time.Now()
-	for name, p := range c.pending {
+	for name, p := range t.pending {
 		if !recheck && now.Before(p.next) {
 			continue
 		}
-		if err := c.startRuleLocked(ctx, p.rule, nil); err != nil {
-			c.setPending(ctx, p.rule, err)
+		if err := t.startLocked(ctx, p.rule, nil); err != nil {
+			t.setPending(ctx, p.rule, err)
 			continue
 		}
-		delete(c.pending, name)
-		c.rules[name].enqueueAll(c.queue)
+		delete(t.pending, name)
+		enqueueAll(t.enqueue, t.running[name])
 	}
-	c.updateRuleGauges()
-}
-
-// stillServed reports an error when discovery no longer serves a kind the rule uses.
-func (c *Controller) stillServed(st *ruleState) error {
-	if _, err := c.kindForResource(st.parent.GVR); err != nil {
-		return err
-	}
-	for _, ck := range st.children {
-		if _, err := c.kindInfo(ck.GVK); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *Controller) updateRuleGauges() {
-	c.metrics.ActiveRules.Set(float64(len(c.rules)))
-	c.metrics.PendingRules.Set(float64(len(c.pending)))
+	t.updateGauges()
 }
 
 // releaseParents removes the rule's finalizer from the parents of a rule that was
 // deliberately removed from the rules, so they can still be deleted. Their children
 // stay where they are. It runs in the background; failures are logged.
-func (c *Controller) releaseParents(ctx context.Context, st *ruleState) {
+func (t *ruleTable) releaseParents(ctx context.Context, st *watch.Rule) {
+	parents, err := st.Parents("")
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot release the parents of a removed rule", "rule", st.Rule.Name)
+		return
+	}
 	var held []*unstructured.Unstructured
-	for _, w := range st.parents {
-		for _, o := range w.Informer.GetStore().List() {
-			u, err := o.(*informers.Object).Decode()
-			if err != nil {
-				klog.FromContext(ctx).Error(err, "Cannot release parent of a removed rule", "rule", st.rule.Name)
-				continue
-			}
-			if st.holds(u) && c.serves(u.GetNamespace(), u.GetName()) {
-				held = append(held, u)
-			}
+	for _, u := range parents {
+		if reconcile.Holds(st, u) && t.gate.serves(watch.KeyFor(st.Rule.Name, u)) {
+			held = append(held, u)
 		}
 	}
 	if len(held) == 0 {
@@ -178,14 +158,14 @@ func (c *Controller) releaseParents(ctx context.Context, st *ruleState) {
 	go func() {
 		logger := klog.FromContext(ctx)
 		for _, p := range held {
-			end, ok := c.begin(p.GetNamespace(), p.GetName())
+			end, ok := t.gate.begin(watch.KeyFor(st.Rule.Name, p))
 			if !ok {
 				continue // moved to another replica since: not this one's to write
 			}
-			err := c.applyFinalizer(ctx, st, p, false)
+			err := t.reconciler.ReleaseParent(ctx, st, p)
 			end()
 			if err != nil {
-				logger.Error(err, "Cannot release parent of a removed rule", "rule", st.rule.Name, "parent", p.GetNamespace()+"/"+p.GetName())
+				logger.Error(err, "Cannot release parent of a removed rule", "rule", st.Rule.Name, "parent", p.GetNamespace()+"/"+p.GetName())
 			}
 		}
 	}()

@@ -6,9 +6,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubecel/kubecel/engine/internal/watch"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 )
 
 // access is one permission a rule needs.
@@ -34,21 +36,10 @@ func (a access) String() string {
 	return fmt.Sprintf("%s %s in %s", a.Verb, res, where)
 }
 
-// neededAccess lists what a rule needs, one verb per entry, from the rules' own list
-// (rules.Rule.Access, which `kubecel rbac` prints): the child kinds include those an
-// earlier version of the rule made, which it may still prune.
-func neededAccess(st *ruleState) []access {
-	children := make([]schema.GroupVersionResource, 0, len(st.children))
-	for _, ck := range st.children {
-		children = append(children, ck.GVR)
-	}
-	sort.Slice(children, func(i, j int) bool { return children[i].String() < children[j].String() })
+// neededAccess lists what a rule needs, one verb per entry (watch.Rule.Access).
+func neededAccess(st *watch.Rule) []access {
 	var out []access
-	needed := st.rule.Access(st.parent.Namespaced, children)
-	for _, rk := range st.refs {
-		needed = append(needed, st.rule.RefAccess(rk.ref, rk.GVR, rk.Namespaced)...)
-	}
-	for _, a := range needed {
+	for _, a := range st.Access() {
 		for _, verb := range a.Verbs {
 			out = append(out, access{GVR: a.Resource, Subresource: a.Subresource, Verb: verb, Namespace: a.Namespace})
 		}
@@ -58,7 +49,7 @@ func neededAccess(st *ruleState) []access {
 
 // checkAccess asks the API server (SelfSubjectAccessReview) whether this controller may
 // do everything the rule needs, and lists what it may not.
-func (c *Controller) checkAccess(ctx context.Context, st *ruleState) error {
+func checkAccess(ctx context.Context, kube kubernetes.Interface, st *watch.Rule) error {
 	var denied []string
 	for _, a := range neededAccess(st) {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
@@ -67,7 +58,7 @@ func (c *Controller) checkAccess(ctx context.Context, st *ruleState) error {
 				Subresource: a.Subresource, Verb: a.Verb, Namespace: a.Namespace,
 			},
 		}}
-		got, err := c.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		got, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("check permissions: %w", err)
 		}

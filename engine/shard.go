@@ -3,18 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-
-	"github.com/kubecel/kubecel/engine/internal/informers"
-	"github.com/kubecel/kubecel/rules"
 )
 
 // Shard tells a controller which parents it serves when several replicas share them
@@ -29,27 +25,25 @@ type Shard interface {
 }
 
 // With a Shard, the controller queues and reconciles only the parents of the buckets it
-// serves, and its child informers hold only the children of those buckets (selected by
-// rules.LabelBucket): WatchBuckets changes them. Parent informers hold every parent; the
-// queue drops the keys of other buckets. Ref informers hold every object they would
-// without sharding: a ref may read any object.
+// serves, and its child informers hold only the children of those buckets
+// (watch.Watcher.Rebucket): WatchBuckets changes them.
 
-// serves reports whether this replica serves the parent with this namespace and name.
-func (c *Controller) serves(namespace, name string) bool {
-	return c.opts.Shard == nil || c.opts.Shard.Serves(rules.Bucket(namespace, name))
+// gate is the sharding gate of work outside the queue: whether this replica serves a
+// parent now. Without a Shard it serves every parent.
+type gate struct{ shard Shard }
+
+// serves reports whether this replica serves the parent of key.
+func (g gate) serves(key queueKey) bool {
+	return g.shard == nil || g.shard.Serves(key.Bucket())
 }
 
-// begin is Shard.Begin for the parent with this namespace and name, for work outside
-// a reconcile; without a Shard it always succeeds.
-func (c *Controller) begin(namespace, name string) (end func(), ok bool) {
-	if c.opts.Shard == nil {
+// begin is Shard.Begin for the parent of key; without a Shard it always succeeds.
+func (g gate) begin(key queueKey) (end func(), ok bool) {
+	if g.shard == nil {
 		return func() {}, true
 	}
-	return c.opts.Shard.Begin(rules.Bucket(namespace, name))
+	return g.shard.Begin(key.Bucket())
 }
-
-// bucketOf is the bucket of a queue key.
-func bucketOf(key queueKey) int { return rules.Bucket(key.Namespace, key.Name) }
 
 // shardQueue is the controller's queue, dropping the keys of buckets the replica does not
 // serve, so that no handler, requeue or retry needs to ask.
@@ -59,136 +53,75 @@ type shardQueue struct {
 }
 
 func (q shardQueue) Add(key queueKey) {
-	if q.shard.Serves(bucketOf(key)) {
+	if q.shard.Serves(key.Bucket()) {
 		q.TypedRateLimitingInterface.Add(key)
 	}
 }
 
 func (q shardQueue) AddAfter(key queueKey, d time.Duration) {
-	if q.shard.Serves(bucketOf(key)) {
+	if q.shard.Serves(key.Bucket()) {
 		q.TypedRateLimitingInterface.AddAfter(key, d)
 	}
 }
 
 func (q shardQueue) AddRateLimited(key queueKey) {
-	if q.shard.Serves(bucketOf(key)) {
+	if q.shard.Serves(key.Bucket()) {
 		q.TypedRateLimitingInterface.AddRateLimited(key)
 	} else {
 		q.Forget(key)
 	}
 }
 
-// noBuckets selects no child: what a replica watches before it serves a ring.
-const noBuckets = "none"
-
-// bucketSelector is the label selector of the children of buckets: "" for every bucket.
-func bucketSelector(buckets []int) string {
-	if len(buckets) == rules.Buckets {
-		return ""
-	}
-	values := make([]string, 0, len(buckets))
-	for _, b := range buckets {
-		values = append(values, rules.BucketLabel(b))
-	}
-	if len(values) == 0 {
-		values = []string{noBuckets}
-	}
-	return rules.LabelBucket + " in (" + strings.Join(values, ",") + ")"
-}
-
-// childWatchKey is the key of the informer of kubecel's objects of one resource, in
-// every namespace, restricted to the buckets the replica serves. The caller holds c.mu.
-func (c *Controller) childWatchKey(gvr schema.GroupVersionResource) informers.Key {
-	key := managedWatchKey(gvr)
-	if c.buckets != "" {
-		key.Selector += "," + c.buckets
-	}
-	return key
-}
-
 // WatchBuckets makes the child informers of every running rule hold the children of
 // these buckets, and returns once the new informers have synced. Reconciles pause only
 // while the informers are swapped, after the sync.
 func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
-	selector := bucketSelector(buckets)
-	c.mu.Lock()
-	if selector == c.buckets {
-		c.mu.Unlock()
-		return nil
+	c.table.mu.Lock()
+	var running []*watch.Rule
+	for _, st := range c.table.running {
+		running = append(running, st)
 	}
-	previous := c.buckets
-	c.buckets = selector
-	next := map[*childKind]*informers.Watch{}
-	var err error
-acquire:
-	for _, st := range c.rules {
-		for _, ck := range st.children {
-			var w *informers.Watch
-			if w, err = c.watches.Acquire(ctx, c.childWatchKey(ck.GVR), c.setupChildInformer); err != nil {
-				break acquire
-			}
-			next[ck] = w
-		}
+	rb, err := c.watcher.Rebucket(ctx, buckets, running)
+	c.table.mu.Unlock()
+	if rb == nil || err != nil {
+		return err
 	}
-	c.mu.Unlock()
-	if err == nil {
-		err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-			for _, w := range next {
-				if !w.Synced() {
-					return false, nil
-				}
-			}
-			return true, nil
-		})
-	}
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		return rb.Synced(), nil
+	})
 	c.pause.Lock()
 	defer c.pause.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for ck, w := range next {
-		if err != nil || !c.holdsKind(ck) {
-			c.watches.Release(w)
-			continue
+	c.table.mu.Lock()
+	defer c.table.mu.Unlock()
+	// A kind of a rule stopped or replaced meanwhile gets no informer.
+	rb.Finish(func(ck *watch.ChildKind) bool {
+		for _, st := range c.table.running {
+			if st.Children[ck.GVK.GroupKind()] == ck {
+				return true
+			}
 		}
-		old := ck.watch
-		ck.watch = w
-		c.watches.Release(old)
-	}
+		return false
+	}, err == nil)
 	if err != nil {
-		// The old informers stay; the next call tries the new selector again. (A rule
-		// started meanwhile keeps the new one: its caches hold at least as much as
-		// the member serves, whichever way the buckets change.)
-		c.buckets = previous
-		return fmt.Errorf("watch the children of buckets %s: %w", selector, err)
+		// The old informers stay; the next call tries the new selector again.
+		return fmt.Errorf("watch the children of buckets %s: %w", rb.Selector(), err)
 	}
 	klog.FromContext(ctx).V(1).Info("Child informers follow the buckets", "buckets", len(buckets))
 	return nil
 }
 
-// holdsKind reports whether ck belongs to a running rule. The caller holds c.mu.
-func (c *Controller) holdsKind(ck *childKind) bool {
-	for _, st := range c.rules {
-		if st.children[ck.GVK.GroupKind()] == ck {
-			return true
-		}
-	}
-	return false
-}
-
 // EnqueueMoved queues every parent of every running rule whose bucket gained says, and
 // calls done once each of them has been reconciled once (at once when there is none).
 func (c *Controller) EnqueueMoved(gained func(bucket int) bool, done func()) {
-	c.mu.RLock()
 	var keys []queueKey
-	for _, st := range c.rules {
-		for _, key := range st.parentKeys() {
-			if gained(bucketOf(key)) {
+	c.table.each(func(st *watch.Rule) {
+		for _, key := range st.ParentKeys() {
+			if gained(key.Bucket()) {
 				keys = append(keys, key)
 			}
 		}
-	}
-	c.mu.RUnlock()
-	c.moved.start(keys, done, func(k queueKey) bool { return c.opts.Shard == nil || c.opts.Shard.Serves(bucketOf(k)) })
+	})
+	c.moved.start(keys, done, c.table.gate.serves)
 	for _, k := range keys {
 		c.queue.Add(k)
 	}
@@ -254,20 +187,18 @@ func (m *movedParents) reconciled(key queueKey) {
 
 // registerOwnedParents adds kubecel_shard_owned_parents: the parents, per rule and in
 // all, that this replica serves.
-func (c *Controller) registerOwnedParents(reg *prometheus.Registry) error {
+func registerOwnedParents(reg *prometheus.Registry, t *ruleTable) error {
 	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "kubecel_shard_owned_parents", Help: "Parents (one per rule that selects it) this replica serves.",
 	}, func() float64 {
-		c.mu.RLock()
-		defer c.mu.RUnlock()
 		n := 0
-		for _, st := range c.rules {
-			for _, key := range st.parentKeys() {
-				if c.opts.Shard.Serves(bucketOf(key)) {
+		t.each(func(st *watch.Rule) {
+			for _, key := range st.ParentKeys() {
+				if t.gate.serves(key) {
 					n++
 				}
 			}
-		}
+		})
 		return float64(n)
 	}))
 }

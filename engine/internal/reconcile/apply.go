@@ -1,0 +1,89 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubecel/kubecel/engine/internal/watch"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// prepareChild turns a desired child into the object to apply, by the rules' child
+// contract (rules.Rule.Shape): namespace defaulted to the parent's, the namespace rule
+// enforced, kubecel's labels and parent annotation added, an owner reference where
+// garbage collection can follow it, and last the hash of all that in
+// rules.AnnotationAppliedHash (see compare.NeedsApply).
+func (c *Reconciler) prepareChild(st *watch.Rule, parent *unstructured.Unstructured, d rules.Desired) (*unstructured.Unstructured, error) {
+	probe := &unstructured.Unstructured{Object: d.Object}
+	gk := probe.GroupVersionKind().GroupKind()
+	ck := st.Children[gk]
+	if ck == nil {
+		return nil, childError(st.Rule.Name, d.ID, watch.KeyOf(probe), fmt.Errorf("kind %s is not among the rule's child kinds", gk))
+	}
+	obj, err := st.Rule.Shape(c.opts.Identity, st.ParentRef(parent), d, ck.Namespaced)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: obj}, nil
+}
+
+// apply server-side applies obj with kubecel's field manager, forcing conflicts.
+func (c *Reconciler) apply(ctx context.Context, st *watch.Rule, child string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ck := st.Children[obj.GroupVersionKind().GroupKind()]
+	got, err := c.remembered(watch.KeyOf(obj).String(), func() (*unstructured.Unstructured, error) {
+		return c.send.apply(ctx, ck.GVR, obj, rules.FieldManager)
+	})
+	if err != nil {
+		if st.Child(child).Sensitive {
+			err = withholdMessage(err)
+		}
+		return nil, childError(st.Rule.Name, child, watch.KeyOf(obj), fmt.Errorf("apply: %w", err))
+	}
+	c.metrics.Applies.WithLabelValues(st.Rule.Name).Inc()
+	return got, nil
+}
+
+// remembered sends a write whose response is remembered under key (informers.Written):
+// announced before it is sent, so that its watch echo is told apart, and settled even
+// when write panics, so that the events held back meanwhile are not lost. The response
+// is trimmed as the caches trim. A dry run remembers nothing.
+func (c *Reconciler) remembered(key string, write func() (*unstructured.Unstructured, error)) (got *unstructured.Unstructured, err error) {
+	if c.opts.DryRun {
+		return write()
+	}
+	c.written.Sending(key)
+	defer func() {
+		if err != nil {
+			got = nil
+		}
+		c.written.Settle(key, got)
+	}()
+	return write()
+}
+
+// withholdMessage replaces the API server's message about a child that holds Secret
+// data, which may quote a value it refused, with its reason and code; the error stays
+// an API status error of the same reason, so callers still tell a conflict from a 403.
+// The fields of its causes stay, their messages go.
+func withholdMessage(err error) error {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return errors.New("the request failed; its message is withheld because the child holds Secret data")
+	}
+	s := status.Status()
+	s.Message = fmt.Sprintf("the API server refused it (%s, %d); its message is withheld because the child holds Secret data", s.Reason, s.Code)
+	if s.Details != nil {
+		d := *s.Details
+		d.Causes = nil
+		for _, c := range s.Details.Causes {
+			d.Causes = append(d.Causes, metav1.StatusCause{Type: c.Type, Field: c.Field})
+		}
+		s.Details = &d
+	}
+	return &apierrors.StatusError{ErrStatus: s}
+}

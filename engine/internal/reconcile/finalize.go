@@ -1,0 +1,143 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubecel/kubecel/engine/internal/watch"
+	"github.com/kubecel/kubecel/engine/plan"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// ensureFinalizerFor adds the rule's finalizer to the parent before the first child that
+// garbage collection does not delete with it is created (a child in another namespace or
+// cluster-scoped, or one kept when the parent is deleted), so that kubecel gets to delete
+// or release it.
+// The write is recorded in out.
+func (c *Reconciler) ensureFinalizerFor(ctx context.Context, st *watch.Rule, parent, child *unstructured.Unstructured, out *outcome) error {
+	ck := st.Children[child.GroupVersionKind().GroupKind()]
+	if Holds(st, parent) || st.Rule.GarbageCollected(st.ParentRef(parent), child.GetLabels()[rules.LabelChild], child.GetNamespace(), ck.Namespaced) {
+		return nil
+	}
+	got, err := c.sendFinalizer(ctx, st, parent, true)
+	if err != nil {
+		return err
+	}
+	out.record(plan.ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
+	// Later children in this reconcile see it on the cached object's copy.
+	parent.SetFinalizers(append(parent.GetFinalizers(), rules.FinalizerFor(st.Rule.Name)))
+	return nil
+}
+
+// Holds reports whether parent carries the rule's finalizer.
+func Holds(st *watch.Rule, parent *unstructured.Unstructured) bool {
+	return slices.Contains(parent.GetFinalizers(), rules.FinalizerFor(st.Rule.Name))
+}
+
+// applyFinalizer server-side applies the parent's metadata with (or without) the rule's
+// finalizer. The rule's own field manager owns only that list entry, so adding or
+// removing it never touches another rule's finalizer.
+func (c *Reconciler) applyFinalizer(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, present bool) error {
+	_, err := c.sendFinalizer(ctx, st, parent, present)
+	return err
+}
+
+// sendFinalizer is applyFinalizer returning the server's response.
+func (c *Reconciler) sendFinalizer(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, present bool) (*unstructured.Unstructured, error) {
+	patch := &unstructured.Unstructured{}
+	patch.SetAPIVersion(parent.GetAPIVersion())
+	patch.SetKind(parent.GetKind())
+	patch.SetName(parent.GetName())
+	patch.SetNamespace(parent.GetNamespace())
+	patch.SetUID(parent.GetUID()) // a precondition: never re-create a parent that is gone
+	if present {
+		patch.SetFinalizers([]string{rules.FinalizerFor(st.Rule.Name)})
+	}
+	got, err := c.send.apply(ctx, st.ParentKind.GVR, patch, rules.ParentFieldManager(st.Rule.Name))
+	if !present && (apierrors.IsNotFound(err) || otherUID(err)) {
+		// Removing from a parent that is gone, or whose name another object now has:
+		// there is no finalizer of ours left to remove.
+		return nil, nil
+	}
+	if err != nil {
+		verb := "add"
+		if !present {
+			verb = "remove"
+		}
+		return nil, fmt.Errorf("rule %q: %s finalizer %s: %w", st.Rule.Name, verb, rules.FinalizerFor(st.Rule.Name), err)
+	}
+	return got, nil
+}
+
+// otherUID reports whether an apply failed on its UID precondition: with no object of
+// that name the server answers 409 "uid mismatch" (a forced apply has no other conflict),
+// with an object of another UID 422 "metadata.uid: field is immutable".
+func otherUID(err error) bool {
+	if apierrors.IsConflict(err) {
+		return true
+	}
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
+}
+
+// finalize handles a parent being deleted. Deleted with the orphan policy, its children
+// stay. Otherwise, when the parent carries the rule's finalizer, kubecel deletes every
+// child the rule labelled for this parent, waits until they are gone, then removes the
+// finalizer; in a foreground deletion it deletes the children that still point at the
+// parent (teardown); in a background one, the parent is gone at once and teardown
+// follows its delete event.
+func (c *Reconciler) finalize(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) (Result, error) {
+	key := watch.KeyFor(st.Rule.Name, parent)
+	switch {
+	case hasFinalizer(parent, finalizerOrphan):
+		// kubectl delete --cascade=orphan: the children stay. The garbage collector
+		// removes their owner references; the rule's finalizer goes at once.
+		c.gone.markOrphan(key, parent.GetUID())
+		if Holds(st, parent) {
+			return Result{}, c.applyFinalizer(ctx, st, parent, false)
+		}
+		return Result{}, nil
+	case !Holds(st, parent) && hasFinalizer(parent, finalizerForeground):
+		// Foreground deletion waits for the children: delete them now rather than
+		// after the garbage collector's turn.
+		return c.teardown(ctx, st, key, parent.GetUID(), false)
+	case !Holds(st, parent):
+		return Result{}, nil
+	}
+	children := st.OwnedChildren(string(parent.GetUID()))
+	more, err := c.letGoBatch(ctx, st, parent, children, true, "the parent is being deleted")
+	switch {
+	case err != nil:
+		return Result{}, err
+	case more:
+		return Result{Yield: true}, nil
+	}
+	if len(children) > 0 {
+		// Child delete events requeue the parent; the delay is a safety net.
+		return Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	return Result{}, c.applyFinalizer(ctx, st, parent, false)
+}
+
+// ReleaseParent removes the rule's finalizer from a parent of a rule that was removed
+// from the rules, so that the parent can still be deleted; its children stay.
+func (c *Reconciler) ReleaseParent(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) error {
+	return c.applyFinalizer(ctx, st, parent, false)
+}

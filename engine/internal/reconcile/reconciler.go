@@ -1,0 +1,154 @@
+package reconcile
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/engine/internal/metrics"
+	"github.com/kubecel/kubecel/engine/internal/watch"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// Options configures a Reconciler.
+type Options struct {
+	// Client sends every request (writer).
+	Client dynamic.Interface
+	// Identity proves the children the reconciler creates and tells its objects apart.
+	Identity *rules.Identity
+	// AdoptUnproven takes over children made by a kubecel before proofs.
+	AdoptUnproven bool
+	// DryRun sends every write with DryRun=All and remembers none.
+	DryRun bool
+	// MaxWrites is how many child writes one reconcile sends before it yields.
+	MaxWrites int
+	// Recorder records Events on parents (nil in a dry run: none are recorded).
+	Recorder record.EventRecorder
+	Metrics  *metrics.Metrics
+	// Written is the memory of the controller's writes, shared with the watches that
+	// drop their echoes.
+	Written *informers.Written
+	// Known reports whether a rule of that name runs or waits to run.
+	Known func(rule string) bool
+}
+
+// Reconciler makes one parent at a time match its rule (Reconcile). It owns the state
+// that outlives one reconcile: our writes the caches do not show yet (shared with the
+// watches), the parents seen deleted, the parents waiting for a child's name, the
+// deletes sent, the work yielded turns left, and what was reported per parent.
+type Reconciler struct {
+	opts    Options
+	send    writer
+	metrics *metrics.Metrics
+	written *informers.Written
+
+	// statusless remembers (Key -> UID) parents whose status cannot be written (no
+	// status subresource), so the error is reported once, not in a loop.
+	statusless sync.Map
+	// lastFailure holds the last failure reported per parent (Key -> "uid|reason|msg"),
+	// to record each failure once.
+	lastFailure sync.Map
+	// notReady remembers since when parents have been not Ready (notready.go).
+	notReady *notReady
+	// waiting holds the parents whose child's name another object holds.
+	waiting *waiters
+	// gone holds the parents seen deleted whose children are being deleted.
+	gone *goneParents
+	// deleting holds the children deleted whose informers have not shown it yet.
+	deleting *deleting
+	// resume holds the work yielded reconciles left for the parents' next turns.
+	resume *resumePoints
+}
+
+// New returns a Reconciler.
+func New(opts Options) *Reconciler {
+	return &Reconciler{
+		opts:     opts,
+		send:     writer{client: opts.Client, dryRun: opts.DryRun},
+		metrics:  opts.Metrics,
+		written:  opts.Written,
+		notReady: newNotReady(),
+		waiting:  newWaiters(),
+		gone:     newGoneParents(),
+		deleting: newDeleting(),
+		resume:   newResumePoints(),
+	}
+}
+
+// Result is what a reconcile asks of the queue besides its error. RequeueAfter is the
+// one way to ask for a delayed look:
+//
+//	error     RequeueAfter  the loop
+//	nil       0             forgets the key: the next event brings it back
+//	nil       d             forgets the key's backoff and looks again after d
+//	terminal  any           forgets the key: retrying cannot help, the next change can
+//	other     0             retries with the queue's per-key exponential backoff
+//	other     d             retries after d, neither growing nor resetting the backoff
+//	nil       Yield, Again  forgets the key's backoff and queues it again at once
+type Result struct {
+	RequeueAfter time.Duration
+	// Yield is set by a reconcile that sent its batch of writes with more to send: the
+	// key goes to the back of its flow at once (no backoff), and the next turn continues.
+	Yield bool
+	// Again asks for the same without work left: something the reconcile read may have
+	// changed while it ran (a ref's event came before the index knew the parent reads it).
+	Again bool
+	// Reason says why a reconcile of a live parent failed, for
+	// kubecel_reconcile_errors_total: the reason of the parent's Synced condition, or
+	// ReasonStatusFailed.
+	Reason string
+}
+
+// ReasonStatusFailed is the reason of a failed reconcile whose only failure was writing
+// the parent's status.
+const ReasonStatusFailed = "StatusFailed"
+
+// terminalError is a failure that a retry without a change would only repeat, such as
+// an evaluation error of the rule. Wrap with Terminal.
+type terminalError struct{ err error }
+
+// Terminal marks err as a failure that retrying without a change would only repeat.
+func Terminal(err error) error { return &terminalError{err: err} }
+
+func (e *terminalError) Error() string { return e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
+
+// IsTerminal reports whether err is a failure that retrying without a change would only
+// repeat: the loop forgets the key until the next change.
+func IsTerminal(err error) bool { return errors.As(err, new(*terminalError)) }
+
+// batch is how many child writes one reconcile sends before it yields
+// (Options.MaxWrites), unlimited in a dry run: nothing a dry run sends shows in the
+// caches, so a next turn would find the same writes to send.
+func (c *Reconciler) batch() int {
+	if c.opts.DryRun || c.opts.MaxWrites <= 0 {
+		return math.MaxInt
+	}
+	return c.opts.MaxWrites
+}
+
+// ForgetRule drops what the reconciler keeps for a rule that stopped.
+func (c *Reconciler) ForgetRule(name string) { c.resume.dropRule(name) }
+
+// ChildLeft is told of a child deleted (deleted) or whose parent changed (watch.Hooks),
+// and returns the parents that waited for its name, to queue.
+func (c *Reconciler) ChildLeft(o *informers.Object, deleted bool) []watch.Key {
+	if deleted {
+		c.deleting.gone(o.GetUID())
+	}
+	return c.waiting.take(watch.KeyOf(o).String())
+}
+
+// parentGone forgets what the reconciler kept about a parent its rule no longer holds.
+func (c *Reconciler) parentGone(st *watch.Rule, key watch.Key) {
+	c.statusless.Delete(key)
+	c.lastFailure.Delete(key)
+	c.notReady.forget(key)
+	c.resume.take(key)
+	st.DropReads(key)
+}

@@ -1,0 +1,258 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/engine/internal/watch"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// When a parent is deleted, kubecel deletes its children itself, as soon as it sees the
+// parent go (or, for a foreground deletion, start terminating), instead of leaving them
+// to kube-controller-manager's garbage collector, which works at its own client rate.
+// The garbage collector stays the safety net: when kubecel is down, the owner
+// references still take the children away.
+//
+// Only children that are still the parent's are deleted: a child whose cached copy
+// carries an owner reference to the parent's UID, or, for a child that garbage
+// collection cannot follow (in another namespace, or cluster-scoped), the parent's UID
+// label. Each delete carries preconditions on the child's UID and resourceVersion, so a
+// child that the garbage collector has just orphaned (kubectl delete --cascade=orphan
+// removes the owner references first) or that someone deleted and created again is never
+// touched: a conflict means the cache is behind, and the parent's key is looked at
+// again once it has caught up. Deletes run in the worker that handles the parent's key,
+// under the controller's client rate limit, so they share the workers with the
+// reconciles of live parents instead of taking them over: a batch of deletes
+// (Options.MaxWritesPerReconcile) per turn.
+
+// Finalizers Kubernetes puts on an object deleted with a propagation policy.
+const (
+	finalizerOrphan     = metav1.FinalizerOrphanDependents
+	finalizerForeground = metav1.FinalizerDeleteDependents
+)
+
+// teardownParallel bounds the deletes sent at once for one parent. With 16 workers
+// tearing down large parents, 4 each kept the API server as busy as 8 did (the same
+// teardown time in the noisy-neighbour bench) and let other namespaces' writes through
+// sooner (docs/benchmarks.md, *Noisy neighbour*).
+const teardownParallel = 4
+
+// goneTTL is how long a deleted parent is remembered after its children were deleted,
+// so that their delete events, which requeue its key, need no request to the API server.
+const goneTTL = 2 * time.Minute
+
+// goneParents remembers, per key, the UID of a parent whose delete the rule's informer
+// reported, until its children are deleted (and goneTTL after).
+type goneParents struct {
+	mu sync.Mutex
+	m  map[watch.Key]*goneParent
+	// swept is when done parents were last forgotten.
+	swept time.Time
+}
+
+type goneParent struct {
+	uid types.UID
+	// sure is true when the delete came from a watch event on an informer without a
+	// label selector: the parent was deleted, not relabelled out of the selector or
+	// missed during a relist.
+	sure bool
+	// orphan is true when the parent was deleted with the orphan propagation policy.
+	orphan bool
+	// done is when its children were all deleted; zero while some are left.
+	done time.Time
+}
+
+func newGoneParents() *goneParents { return &goneParents{m: map[watch.Key]*goneParent{}} }
+
+// add records the delete of a parent. Parents done for longer than goneTTL are forgotten,
+// in a sweep at most every goneTTL/4, so that deleting many parents at once does not
+// walk the whole map at every delete.
+func (g *goneParents) add(key watch.Key, p *goneParent) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now := time.Now(); now.Sub(g.swept) > goneTTL/4 {
+		g.swept = now
+		for k, old := range g.m {
+			if !old.done.IsZero() && now.Sub(old.done) > goneTTL {
+				delete(g.m, k)
+			}
+		}
+	}
+	if old := g.m[key]; old != nil && old.uid == p.uid {
+		p.orphan = p.orphan || old.orphan
+	}
+	g.m[key] = p
+}
+
+func (g *goneParents) get(key watch.Key) (goneParent, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.m[key]
+	if !ok {
+		return goneParent{}, false
+	}
+	return *p, true
+}
+
+// markOrphan records that the parent with this key and UID is deleted with the orphan
+// policy: its children are left where they are.
+func (g *goneParents) markOrphan(key watch.Key, uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.m[key] = &goneParent{uid: uid, orphan: true}
+}
+
+// drop forgets the key: its parent was not deleted after all.
+func (g *goneParents) drop(key watch.Key) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.m, key)
+}
+
+// finish marks the parent's children as deleted.
+func (g *goneParents) finish(key watch.Key, uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p := g.m[key]; p != nil && p.uid == uid {
+		p.done = time.Now()
+	}
+}
+
+// ParentDeleted records a parent its rule's informer saw deleted (watch.Hooks), for its
+// teardown.
+func (c *Reconciler) ParentDeleted(key watch.Key, uid types.UID, sure bool) {
+	c.gone.add(key, &goneParent{uid: uid, sure: sure})
+}
+
+// teardown deletes the children of the parent with key and UID uid (gone, or being
+// deleted in the foreground) that are still that parent's.
+func (c *Reconciler) teardown(ctx context.Context, st *watch.Rule, key watch.Key, uid types.UID, orphan bool) (Result, error) {
+	if orphan {
+		// Deleted with --cascade=orphan: the children stay, without their owner
+		// references (the garbage collector removes them).
+		c.gone.finish(key, uid)
+		return Result{}, nil
+	}
+	var doomed []*informers.Object
+	for _, child := range st.OwnedChildren(string(uid)) {
+		if len(doomed) > c.batch() {
+			break // enough to know there is more than a batch
+		}
+		if child.GetDeletionTimestamp() != nil || c.deleting.pending(child.GetUID()) {
+			continue
+		}
+		mine, err := stillChildOf(st, key, uid, child)
+		if err != nil {
+			return Result{}, err
+		}
+		if mine {
+			doomed = append(doomed, child)
+		}
+	}
+	more := len(doomed) > c.batch()
+	if more {
+		doomed = doomed[:c.batch()] // the rest on the parent's next turn
+	}
+	var mu sync.Mutex
+	var errs []error
+	again := false
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(teardownParallel)
+	for _, child := range doomed {
+		g.Go(func() error {
+			var err error
+			counter := c.metrics.Teardowns
+			if keeps(st, child.Child(), true) {
+				err, counter = c.releaseChild(gctx, st, child), c.metrics.Releases
+			} else {
+				err = c.sendDelete(gctx, st, child, true)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case apierrors.IsConflict(err):
+				again = true // changed since the cache saw it: look again once it has caught up
+			case err != nil:
+				errs = append(errs, err)
+			default:
+				counter.WithLabelValues(st.Rule.Name).Inc()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Result{}, err
+	}
+	if again {
+		return Result{RequeueAfter: time.Second}, nil
+	}
+	if more {
+		return Result{Yield: true}, nil
+	}
+	if len(doomed) > 0 {
+		klog.FromContext(ctx).Info("Deleted children of deleted parent", "parentUID", string(uid), "children", len(doomed), "dryRun", c.opts.DryRun)
+	}
+	c.gone.finish(key, uid)
+	return Result{}, nil
+}
+
+// stillChildOf reports whether the cached child still belongs to the parent with key and
+// UID uid: an owner reference to that UID, or, where garbage collection cannot follow
+// the child (Shape gives it no owner reference), the parent's UID label, which the
+// caller has checked.
+func stillChildOf(st *watch.Rule, key watch.Key, uid types.UID, child *informers.Object) (bool, error) {
+	ck := st.Children[child.GetObjectKind().GroupVersionKind().GroupKind()]
+	if ck == nil {
+		return false, nil
+	}
+	ref := rules.ParentRef{Namespace: key.Namespace, Namespaced: st.ParentKind.Namespaced}
+	if !st.Rule.GarbageCollected(ref, child.Child(), child.GetNamespace(), ck.Namespaced) {
+		return true, nil
+	}
+	obj, err := child.Decode()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(obj.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == uid }), nil
+}
+
+// hasFinalizer reports whether parent carries finalizer f.
+func hasFinalizer(parent *unstructured.Unstructured, f string) bool {
+	return slices.Contains(parent.GetFinalizers(), f)
+}
+
+// orphaning reports whether an apply to the live child would undo a deletion of the
+// parent with --cascade=orphan. The garbage collector orphans the children by removing
+// their owner references before it lets the parent go; the parent's cache may not show
+// the deletion yet, and an apply that put the owner reference back would make the
+// collector delete the child once the parent is gone. So when the owner reference that
+// desired sets is missing from the live child, the parent is read from the API server,
+// and a parent that is gone, replaced or being deleted is not applied to.
+func (c *Reconciler) orphaning(ctx context.Context, st *watch.Rule, parent, desired, live *unstructured.Unstructured) bool {
+	uid := parent.GetUID()
+	owned := func(o metav1.OwnerReference) bool { return o.UID == uid }
+	if !slices.ContainsFunc(desired.GetOwnerReferences(), owned) || slices.ContainsFunc(live.GetOwnerReferences(), owned) {
+		return false
+	}
+	fresh, err := c.send.get(ctx, st.ParentKind.GVR, parent.GetNamespace(), parent.GetName())
+	switch {
+	case apierrors.IsNotFound(err):
+		return true
+	case err != nil:
+		return false // the apply says what is wrong
+	}
+	return fresh.GetUID() != uid || fresh.GetDeletionTimestamp() != nil
+}

@@ -1,0 +1,26 @@
+// Package watch is the controller's view of the cluster for its rules: for each
+// running rule (Rule), the informers of its parents, of the children it made and of the
+// objects its refs read, and the event handlers that turn their events into the keys of
+// the parents to reconcile (Key, queued through Hooks). Watcher resolves a rule's
+// kinds through discovery and starts and stops its watches; package informers below it
+// holds the shared informers themselves, the compact cached objects, the index from a
+// parent's UID to its children, and the memory of the controller's own writes.
+//
+// State: the Rule values (their watches, and per rule the index of which parents read
+// which referenced objects) and, in Watcher, the bucket selector of child informers
+// under sharding. What to do with a key, and all writes, are package reconcile's.
+//
+// Invariants:
+//   - Handlers never block and never write: they compute keys and queue them. An event
+//     that only echoes one of the controller's own writes queues nothing
+//     (informers.Written.Echo), so a converged cluster is quiet.
+//   - A child's event queues its parent only when the object carries this
+//     installation's proof (the caches keep kubecel's labels of proven objects alone)
+//     and its rule runs.
+//   - Rule's reads are all from the caches; OwnedChildren returns only the proven
+//     children of that rule, origin and parent UID.
+//   - A ref reads every object of its kind in the namespaces its rule names. When the
+//     rule also makes objects of the kind, kubecel's own objects are read from the
+//     kind's managed informer and the rest from ref informers that exclude them, so
+//     that without sharding each object is cached once.
+package watch

@@ -1,0 +1,218 @@
+package watch
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// Kind is what discovery says about one kind.
+type Kind struct {
+	GVK        schema.GroupVersionKind
+	GVR        schema.GroupVersionResource
+	Namespaced bool
+}
+
+// ChildKind is one kind a rule's children have, and the informer of kubecel's objects
+// of that kind. Watcher.WatchBuckets replaces the informer: read it through Rule's
+// methods, under the loop's pause.
+type ChildKind struct {
+	Kind
+	watch *informers.Watch
+}
+
+// Selector is the label selector of the kind's informer.
+func (ck *ChildKind) Selector() string { return ck.watch.Key().Selector }
+
+// Rule is one running rule's view of the cluster: its parents, the children it made
+// and the objects its refs read, all from the caches. Its child kinds include kinds an
+// earlier version of the rule produced, so that their objects can still be pruned.
+// Nothing in it changes after Watcher.Start returns but the informer behind a child
+// kind (Watcher.WatchBuckets) and Stopped.
+type Rule struct {
+	Rule       *rules.Rule
+	ParentKind Kind
+	// Children are the rule's child kinds.
+	Children map[schema.GroupKind]*ChildKind
+
+	parents map[string]*informers.Watch // by namespace ("" = all)
+	regs    map[string]cache.ResourceEventHandlerRegistration
+	refs    []*refKind
+	reads   refIndex
+	stopped atomic.Bool
+}
+
+// Name is the rule's name.
+func (st *Rule) Name() string { return st.Rule.Name }
+
+// Stopped reports whether the rule's watches were released: a reconcile that still
+// holds the rule then does nothing.
+func (st *Rule) Stopped() bool { return st.stopped.Load() }
+
+// Synced reports whether every watch of the rule has synced.
+func (st *Rule) Synced() bool {
+	for _, w := range st.parents {
+		if !w.Synced() {
+			return false
+		}
+	}
+	for _, ck := range st.Children {
+		if ck.watch == nil || !ck.watch.Synced() {
+			return false
+		}
+	}
+	return st.refsSynced()
+}
+
+// cachedParent returns a parent from the rule's cache, still encoded.
+func (st *Rule) cachedParent(key Key) (*informers.Object, bool) {
+	w := st.parents[key.Namespace]
+	if w == nil {
+		w = st.parents[""]
+	}
+	if w == nil {
+		return nil, false
+	}
+	obj, ok, err := w.Informer.GetStore().GetByKey(storeKey(key.Namespace, key.Name))
+	if err != nil || !ok {
+		return nil, false
+	}
+	return obj.(*informers.Object), true
+}
+
+// HasParent reports whether the rule's cache holds the parent.
+func (st *Rule) HasParent(key Key) bool {
+	_, ok := st.cachedParent(key)
+	return ok
+}
+
+// Get reads a parent from the rule's cache and decodes it: the result is the
+// caller's to change.
+func (st *Rule) Get(key Key) (*unstructured.Unstructured, bool, error) {
+	obj, ok := st.cachedParent(key)
+	if !ok {
+		return nil, false, nil
+	}
+	u, err := obj.Decode()
+	return u, err == nil, err
+}
+
+// Parents returns the cached parents of the rule (in one namespace, or all when it is
+// ""), decoded, sorted by namespace and name.
+func (st *Rule) Parents(namespace string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, w := range st.parents {
+		for _, o := range w.Informer.GetStore().List() {
+			c := o.(*informers.Object)
+			if namespace != "" && c.GetNamespace() != namespace {
+				continue
+			}
+			u, err := c.Decode()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, u)
+		}
+	}
+	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
+	return out, nil
+}
+
+// ParentKeys are the keys of every parent the rule's caches hold.
+func (st *Rule) ParentKeys() []Key {
+	var keys []Key
+	for _, w := range st.parents {
+		for _, o := range w.Informer.GetStore().List() {
+			keys = append(keys, KeyFor(st.Rule.Name, o.(*informers.Object)))
+		}
+	}
+	return keys
+}
+
+// OwnedChildren returns the cached children this rule made for the parent with this
+// UID, in a stable order: objects whose proof (the caches keep kubecel's labels of
+// proven objects alone) names this rule, its origin and the parent's UID.
+func (st *Rule) OwnedChildren(parentUID string) []*informers.Object {
+	var out []*informers.Object
+	for _, ck := range st.Children {
+		store := ck.watch.Informer.GetStore()
+		for _, key := range ck.watch.Children.Keys(parentUID) {
+			o, ok, err := store.GetByKey(key)
+			if err != nil || !ok {
+				continue // deleted since: its delete event updates the index next
+			}
+			u := o.(*informers.Object)
+			if st.Owns(u, parentUID) {
+				out = append(out, u)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return KeyOf(out[i]).String() < KeyOf(out[j]).String() })
+	return out
+}
+
+// Owns reports whether a cached object is the rule's proven child of the parent with
+// this UID.
+func (st *Rule) Owns(o *informers.Object, parentUID string) bool {
+	return o.Rule() == st.Rule.Name && o.Origin() == st.Rule.Origin && o.ParentUID() == parentUID
+}
+
+// Cached returns the object the child informer of its kind holds under k, if any:
+// kubecel's object of that name, proven or not.
+func (st *Rule) Cached(k ObjectKey) (*informers.Object, bool) {
+	ck := st.Children[k.GK]
+	if ck == nil || ck.watch == nil {
+		return nil, false
+	}
+	o, ok, err := ck.watch.Informer.GetStore().GetByKey(storeKey(k.Namespace, k.Name))
+	if err != nil || !ok {
+		return nil, false
+	}
+	return o.(*informers.Object), true
+}
+
+// ParentRef describes a parent of the rule for the child contract.
+func (st *Rule) ParentRef(parent *unstructured.Unstructured) rules.ParentRef {
+	return rules.ParentRefOf(parent.Object, st.ParentKind.GVR.GroupResource(), st.ParentKind.Namespaced)
+}
+
+// Selects reports whether the rule's namespaces and selector take in parent.
+func (st *Rule) Selects(parent *unstructured.Unstructured) bool {
+	return st.Rule.Selects(parent.GetNamespace(), st.ParentKind.Namespaced, parent.GetLabels())
+}
+
+// Child is the rule's child of this id (a bare one for an id the rule no longer has).
+func (st *Rule) Child(id string) *rules.Child {
+	for _, ch := range st.Rule.Children {
+		if ch.ID == id {
+			return ch
+		}
+	}
+	return &rules.Child{ID: id}
+}
+
+// Access lists what the rule needs from the API server for the kinds discovery resolved
+// (rules.Rule.Access and RefAccess, which `kubecel rbac` prints too): its child kinds
+// include those an earlier version of the rule made, which it may still prune.
+func (st *Rule) Access() []rules.Access {
+	children := make([]schema.GroupVersionResource, 0, len(st.Children))
+	for _, ck := range st.Children {
+		children = append(children, ck.GVR)
+	}
+	sort.Slice(children, func(i, j int) bool { return children[i].String() < children[j].String() })
+	needed := st.Rule.Access(st.ParentKind.Namespaced, children)
+	for _, rk := range st.refs {
+		needed = append(needed, st.Rule.RefAccess(rk.ref, rk.GVR, rk.Namespaced)...)
+	}
+	return needed
+}

@@ -1,0 +1,218 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/engine/internal/informers"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// Watcher starts and stops the watches of rules: it resolves a rule's kinds through
+// discovery, acquires the shared informers of its parents, children and refs, and
+// routes their events to Hooks. Its methods that change which informers a rule holds
+// (Start, Stop, AddChildKind, Rebucket) are called by one caller at a time: the
+// controller's rule lifecycle, under its lock.
+type Watcher struct {
+	set     *informers.Set
+	mapper  meta.ResettableRESTMapper
+	written *informers.Written
+	hooks   Hooks
+	// buckets is the bucket selector of child informers ("" for all: see
+	// childWatchKey).
+	buckets string
+}
+
+// NewWatcher returns a Watcher over the informers of set, resolving kinds with mapper.
+// written is the controller's memory of its writes, whose echoes the handlers drop.
+// sharded starts it with no bucket: child informers hold nothing until Rebucket.
+func NewWatcher(set *informers.Set, mapper meta.ResettableRESTMapper, written *informers.Written, hooks Hooks, sharded bool) *Watcher {
+	w := &Watcher{set: set, mapper: mapper, written: written, hooks: hooks}
+	if sharded {
+		w.buckets = bucketSelector(nil)
+	}
+	return w
+}
+
+// Reset forgets what discovery said, so that kinds are looked up again.
+func (w *Watcher) Reset() { w.mapper.Reset() }
+
+// KindFor is the kind of a resource, as discovery serves it.
+func (w *Watcher) KindFor(gvr schema.GroupVersionResource) (Kind, error) {
+	gvk, err := w.mapper.KindFor(gvr)
+	if err != nil {
+		return Kind{}, err
+	}
+	return w.Kind(gvk)
+}
+
+// Kind is what discovery says about gvk.
+func (w *Watcher) Kind(gvk schema.GroupVersionKind) (Kind, error) {
+	m, err := w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return Kind{}, err
+	}
+	return Kind{GVK: gvk, GVR: m.Resource, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, nil
+}
+
+// Resolve finds the kinds of a rule's parent, children and refs, without watching
+// anything yet. old, when set, is the version being replaced: its child kinds stay.
+func (w *Watcher) Resolve(r *rules.Rule, old *Rule) (*Rule, error) {
+	parent, err := w.KindFor(r.Parent.GVR)
+	if err != nil {
+		return nil, fmt.Errorf("parent resource %s in %s: %w", r.Parent.GVR.Resource, r.Parent.GVR.GroupVersion(), err)
+	}
+	st := &Rule{Rule: r, ParentKind: parent, parents: map[string]*informers.Watch{},
+		regs: map[string]cache.ResourceEventHandlerRegistration{}, Children: map[schema.GroupKind]*ChildKind{}}
+	kinds := map[schema.GroupKind]schema.GroupVersionKind{}
+	if old != nil {
+		for gk, ck := range old.Children {
+			kinds[gk] = ck.GVK
+		}
+	}
+	for _, ch := range r.Children {
+		kinds[ch.GVK.GroupKind()] = ch.GVK
+	}
+	for gk, gvk := range kinds {
+		info, err := w.Kind(gvk)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", childrenOfKind(r, gvk), err)
+		}
+		st.Children[gk] = &ChildKind{Kind: info}
+	}
+	if err := w.resolveRefs(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Start acquires the watches of a resolved rule: its child kinds, its refs and its
+// parents, whose events it routes to the hooks. On error, whatever it acquired is
+// released.
+func (w *Watcher) Start(ctx context.Context, st *Rule) error {
+	for _, ck := range st.Children {
+		cw, err := w.set.Acquire(ctx, w.childWatchKey(ck.GVR), w.setupChildInformer)
+		if err != nil {
+			w.Stop(st)
+			return err
+		}
+		ck.watch = cw
+	}
+	if err := w.watchRefs(ctx, st); err != nil {
+		w.Stop(st)
+		return err
+	}
+	r := st.Rule
+	namespaces := r.Parent.Namespaces
+	if len(namespaces) == 0 || !st.ParentKind.Namespaced {
+		namespaces = []string{""}
+	}
+	for _, ns := range namespaces {
+		pw, err := w.set.Acquire(ctx, informers.Key{GVR: st.ParentKind.GVR, Namespace: ns, Selector: r.Parent.Selector.String()}, nil)
+		if err != nil {
+			w.Stop(st)
+			return err
+		}
+		st.parents[ns] = pw
+		reg, err := pw.Informer.AddEventHandler(w.parentHandler(r.Name, r.Parent.Selector != nil))
+		if err != nil {
+			w.Stop(st)
+			return err
+		}
+		st.regs[ns] = reg
+	}
+	klog.FromContext(ctx).Info("Started rule", "rule", r.Name, "parent", st.ParentKind.GVR.String(), "childKinds", len(st.Children))
+	return nil
+}
+
+// Stop releases the rule's handlers and watches and marks it stopped. Its maps stay as
+// they are: a reconcile that already holds the rule may still read them.
+func (w *Watcher) Stop(st *Rule) {
+	for ns, pw := range st.parents {
+		if reg, ok := st.regs[ns]; ok {
+			_ = pw.Informer.RemoveEventHandler(reg)
+		}
+		w.set.Release(pw)
+	}
+	for _, ck := range st.Children {
+		if ck.watch != nil {
+			w.set.Release(ck.watch)
+		}
+	}
+	w.releaseRefs(st)
+	st.stopped.Store(true)
+}
+
+// StillServed reports an error when discovery no longer serves a kind the rule uses.
+func (w *Watcher) StillServed(st *Rule) error {
+	if _, err := w.KindFor(st.ParentKind.GVR); err != nil {
+		return err
+	}
+	for _, ck := range st.Children {
+		if _, err := w.Kind(ck.GVK); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddChildKind makes a running rule also watch its objects of a kind that no child of
+// the rule produces (any more), so that they can be pruned.
+func (w *Watcher) AddChildKind(ctx context.Context, st *Rule, gvk schema.GroupVersionKind) error {
+	if st.Children[gvk.GroupKind()] != nil {
+		return nil
+	}
+	info, err := w.Kind(gvk)
+	if err != nil {
+		return fmt.Errorf("rule %q: kind %s of objects to prune: %w", st.Rule.Name, gvk, err)
+	}
+	cw, err := w.set.Acquire(ctx, w.childWatchKey(info.GVR), w.setupChildInformer)
+	if err != nil {
+		return err
+	}
+	st.Children[gvk.GroupKind()] = &ChildKind{Kind: info, watch: cw}
+	return nil
+}
+
+// managedWatchKey is the key of the informer of kubecel's objects of one resource, in
+// every namespace: the children's (unless sharding restricts them to some buckets:
+// childWatchKey), which refs of the kind read too.
+func managedWatchKey(gvr schema.GroupVersionResource) informers.Key {
+	return informers.Key{GVR: gvr, Selector: rules.LabelManagedBy + "=" + rules.ManagedByValue}
+}
+
+// childWatchKey is the key of the informer of kubecel's objects of one resource, in
+// every namespace, restricted to the buckets the replica serves.
+func (w *Watcher) childWatchKey(gvr schema.GroupVersionResource) informers.Key {
+	key := managedWatchKey(gvr)
+	if w.buckets != "" {
+		key.Selector += "," + w.buckets
+	}
+	return key
+}
+
+// childrenOfKind names, for an error, the children of a rule that have a kind: child
+// "a", children "a", "b", or the kind when none has it (a kind an earlier version of
+// the rule made).
+func childrenOfKind(r *rules.Rule, gvk schema.GroupVersionKind) string {
+	var ids []string
+	for _, ch := range r.Children {
+		if ch.GVK == gvk {
+			ids = append(ids, strconv.Quote(ch.ID))
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return fmt.Sprintf("child kind %s %s", gvk.GroupVersion(), gvk.Kind)
+	case 1:
+		return "child " + ids[0]
+	}
+	return "children " + strings.Join(ids, ", ")
+}
