@@ -1,0 +1,43 @@
+// Package reconcile makes one parent match its rule: Reconciler.Reconcile(ctx, rule,
+// key) takes a parent, live, being deleted, gone or no longer selected, and converges
+// it: evaluates the rule, creates or applies the children (ownership.go, apply.go),
+// writes the status (status.go), and does all of deletion: pruning what is no longer
+// produced (prune.go), releasing Keep children (keep.go), tearing down a deleted
+// parent's children (teardown.go), finalizers (finalize.go) and letting go of a parent
+// the rule no longer selects (release.go). Every request goes through one writer
+// (writer.go), the one place that knows of a dry run.
+//
+// State, all kept across reconciles and keyed by parent: our writes the caches do not
+// show yet (informers.Written, shared with the watches, which drop their echoes), the
+// parents seen deleted (goneParents), the parents that wait for a child's name held by
+// another object (waiters), the deletes sent and not yet seen (deleting), the work a
+// yielded turn left (resumePoints), the parents whose status cannot be written, the
+// last failure reported, and since when parents are not Ready.
+//
+// Invariants:
+//   - Every write to a child or a parent is a server-side apply, or a delete with a UID
+//     precondition, but one: releasing a Keep child is a JSON merge patch on its cached
+//     resourceVersion (keep.go), because it removes kubecel's labels, annotations and
+//     owner reference and leaves every field kubecel applied to their new owner, which
+//     an apply by kubecel's field manager cannot do without taking those fields away.
+//   - A write that would change nothing is skipped, so a converged cluster sees no
+//     writes, also where the server stores values in another form than they were sent
+//     (quantities): a child is compared with what we last applied, while nobody changed
+//     our fields (engine/internal/compare).
+//   - Children are created, never adopted: a child the caches do not show is created by
+//     an apply that fails when the name is taken, and an object that is not this rule's
+//     child of this parent is a ChildExists conflict on the parent, never written to
+//     (unless the child says adopt: true and the object has no controller).
+//   - An object is a child only when it carries the installation's proof that it was
+//     made as that child of that parent (rules.Identity): labels, annotations and owner
+//     references that anyone can write make nothing a child.
+//   - Nothing is pruned in a reconcile whose evaluation or applies failed, and only
+//     proven children of the rule and the parent are pruned or deleted.
+//   - Each rule writes to its parents (status, finalizer) with its own field manager
+//     and finalizer, so rules sharing a parent never undo each other.
+//   - A reconcile sends at most Options.MaxWrites child writes, then yields; the status
+//     and the prune come only in the last, full turn. It never queues, sleeps or logs
+//     its failure: it returns a Result and an error for the loop.
+//   - No message carries an object's contents: a child that holds Secret data has the
+//     API server's message about it withheld.
+package reconcile
