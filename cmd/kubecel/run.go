@@ -106,6 +106,12 @@ func (o *runOptions) run(ctx context.Context) error {
 	if o.dryRun && o.sharding.enabled {
 		return errors.New("--dry-run and --sharding cannot be combined: a dry run writes nothing, and sharding writes membership Leases; run the dry run as a single replica")
 	}
+	if err := o.leader.validate(); err != nil {
+		return err
+	}
+	if err := o.sharding.validate(); err != nil {
+		return err
+	}
 	if err := checkRulesPaths(o.rulesFiles); err != nil {
 		return err
 	}
