@@ -202,11 +202,7 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 	g.Go(func() error { loader.Watch(ctx); return nil })
 	g.Go(func() error { return ctrl.Run(ctx) })
 	g.Go(func() error {
-		releaseWhenIdle(ctx, ctrl, time.Second, 5*time.Second, freeOSMemory(ctx))
-		return nil
-	})
-	g.Go(func() error {
-		boundHeapGrowth(ctx, time.Second)
+		memoryLoop(ctx, ctrl, goRuntime{}, time.Second, 5*time.Second)
 		return nil
 	})
 	return g.Wait()
