@@ -106,6 +106,12 @@ func (o *runOptions) run(ctx context.Context) error {
 	if o.dryRun && o.sharding.enabled {
 		return errors.New("--dry-run and --sharding cannot be combined: a dry run writes nothing, and sharding writes membership Leases; run the dry run as a single replica")
 	}
+	if err := o.leader.validate(); err != nil {
+		return err
+	}
+	if err := o.sharding.validate(); err != nil {
+		return err
+	}
 	if err := checkRulesPaths(o.rulesFiles); err != nil {
 		return err
 	}
@@ -196,11 +202,7 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 	g.Go(func() error { loader.Watch(ctx); return nil })
 	g.Go(func() error { return ctrl.Run(ctx) })
 	g.Go(func() error {
-		releaseWhenIdle(ctx, ctrl, time.Second, 5*time.Second, freeOSMemory(ctx))
-		return nil
-	})
-	g.Go(func() error {
-		boundHeapGrowth(ctx, time.Second)
+		memoryLoop(ctx, ctrl, goRuntime{}, time.Second, 5*time.Second)
 		return nil
 	})
 	return g.Wait()

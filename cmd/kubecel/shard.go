@@ -26,9 +26,15 @@ func (o *shardOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.enabled, "sharding", false, "run active-active: the parents are spread over every replica that holds a membership Lease in the ring (not with --leader-elect)")
 	f.StringVar(&o.opts.Ring, "sharding-ring", "kubecel", "name of the ring: the label kubecel.dev/ring on its members' Leases")
 	f.StringVar(&o.opts.Namespace, "sharding-namespace", "", "namespace of the membership Leases (default: the pod's namespace in a cluster, kubecel-system outside one)")
-	f.DurationVar(&o.opts.LeaseDuration, "sharding-lease-duration", 15*time.Second, "how long after a replica's last renewal the others take its parents over")
-	f.DurationVar(&o.opts.RenewDeadline, "sharding-renew-deadline", 10*time.Second, "how long after its last renewal a replica may write; one that cannot renew for this long stops and exits")
-	f.DurationVar(&o.opts.RetryPeriod, "sharding-retry-period", 2*time.Second, "how often each replica renews its Lease and looks at the ring")
+	o.opts.Timing.AddFlags(f, "sharding")
+}
+
+// validate checks the flags when sharding is on.
+func (o shardOptions) validate() error {
+	if !o.enabled {
+		return nil
+	}
+	return o.opts.Validate()
 }
 
 // newMember prepares membership of the ring (see shard.New), or returns nil when

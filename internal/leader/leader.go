@@ -24,7 +24,6 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +32,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/internal/lease"
 )
 
 // serviceAccountNamespace holds the pod's namespace inside a cluster.
@@ -45,14 +46,18 @@ type Options struct {
 	Namespace string
 	// ID is the Lease's name.
 	ID string
-	// LeaseDuration is how long a standby waits after the leader's last renewal before
-	// it takes over.
-	LeaseDuration time.Duration
-	// RenewDeadline is how long the leader keeps trying to renew before it gives up;
-	// also how long after the start of its last renewal it may write.
-	RenewDeadline time.Duration
-	// RetryPeriod is how often to try to acquire or renew the Lease.
-	RetryPeriod time.Duration
+	// Timing: a standby takes over the lease duration after the leader's last renewal;
+	// the leader keeps trying to renew for the renew deadline before it gives up, and
+	// may write for as long after the start of its last renewal.
+	lease.Timing
+}
+
+// Validate checks the timings (lease.Timing.Validate).
+func (o Options) Validate() error {
+	if err := o.Timing.Validate(); err != nil {
+		return fmt.Errorf("leader election timings: %w", err)
+	}
+	return nil
 }
 
 // Elector runs a function only while this process holds the Lease. A nil *Elector
@@ -72,6 +77,9 @@ type Elector struct {
 // before that. The gauge kubecel_leader, registered on reg, is 1 while this replica
 // leads.
 func New(o Options, cfg *rest.Config, reg *prometheus.Registry) (*Elector, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	if o.Namespace == "" {
 		o.Namespace = PodNamespace()
 	}

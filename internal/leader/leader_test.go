@@ -15,15 +15,16 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/lease"
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}) }
 
 // Short enough for a test, long enough for a loaded machine: client-go requires
-// LeaseDuration > RenewDeadline > 1.2 * RetryPeriod.
+// LeaseDuration > RenewDeadline > 1.2 * RetryPeriod (lease.Timing.Validate).
 func testOptions(ns string) Options {
-	return Options{Namespace: ns, ID: "lease", LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond}
+	return Options{Namespace: ns, ID: "lease", Timing: lease.Timing{LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond}}
 }
 
 // replica is one Elector and a client that writes through its fenced configuration.

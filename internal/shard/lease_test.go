@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubecel/kubecel/internal/lease"
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
@@ -16,7 +17,7 @@ import (
 // went back would tell the others that this member still keeps out of buckets it may
 // have started on since.
 func TestRenewWritesTheLatestAck(t *testing.T) {
-	opts := Options{Namespace: testenv.Namespace(t), Ring: "acks", LeaseDuration: time.Minute, RenewDeadline: 50 * time.Second, RetryPeriod: time.Second}
+	opts := Options{Namespace: testenv.Namespace(t), Ring: "acks", Timing: lease.Timing{LeaseDuration: time.Minute, RenewDeadline: 50 * time.Second, RetryPeriod: time.Second}}
 	l := newLeaseClient(kubernetes.NewForConfigOrDie(testenv.Config(t)), opts, "me")
 	if err := l.join(t.Context()); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/internal/leader"
+	"github.com/kubecel/kubecel/internal/lease"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -31,12 +32,21 @@ type Options struct {
 	Namespace string
 	// Ring is the ring's name: the value of LabelRing on its Leases.
 	Ring string
-	// LeaseDuration is how long after a member's last renewal the others drop it.
-	LeaseDuration time.Duration
-	// RenewDeadline is how long after the start of its last renewal a member may write.
-	RenewDeadline time.Duration
-	// RetryPeriod is how often a member renews its Lease and looks at the ring.
-	RetryPeriod time.Duration
+	// Timing: the others drop a member the lease duration after its last renewal; a
+	// member may write for the renew deadline after the start of its last renewal; it
+	// renews its Lease and looks at the ring every retry period.
+	lease.Timing
+}
+
+// Validate checks the ring's name and the timings (lease.Timing.Validate).
+func (o Options) Validate() error {
+	if errs := validRing(o.Ring); errs != "" {
+		return fmt.Errorf("--sharding-ring %q: %s", o.Ring, errs)
+	}
+	if err := o.Timing.Validate(); err != nil {
+		return fmt.Errorf("sharding timings: %w", err)
+	}
+	return nil
 }
 
 // Controller is what a member drives: the engine.
@@ -76,14 +86,11 @@ type Member struct {
 // they fail unless the member renewed its Lease within the renew deadline. Its metrics
 // (kubecel_shard_*) are registered on reg.
 func New(o Options, cfg *rest.Config, reg *prometheus.Registry) (*Member, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	if o.Namespace == "" {
 		o.Namespace = leader.PodNamespace()
-	}
-	if errs := validRing(o.Ring); errs != "" {
-		return nil, fmt.Errorf("--sharding-ring %q: %s", o.Ring, errs)
-	}
-	if o.RenewDeadline >= o.LeaseDuration || o.RetryPeriod >= o.RenewDeadline {
-		return nil, fmt.Errorf("sharding timings: want retry period (%s) < renew deadline (%s) < lease duration (%s)", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
 	}
 	identity, kube, err := leader.Identify(cfg)
 	if err != nil {

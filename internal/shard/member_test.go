@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/lease"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -68,7 +69,7 @@ type node struct {
 
 func startNode(t *testing.T, ns, name string, h *holders) *node {
 	t.Helper()
-	opts := Options{Namespace: ns, Ring: "test", LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond}
+	opts := Options{Namespace: ns, Ring: "test", Timing: lease.Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond}}
 	m, err := New(opts, rest.CopyConfig(testenv.Config(t)), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
