@@ -93,15 +93,8 @@ func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
 	defer c.pause.Unlock()
 	c.table.mu.Lock()
 	defer c.table.mu.Unlock()
-	// A kind of a rule stopped or replaced meanwhile gets no informer.
-	rb.Finish(func(ck *watch.ChildKind) bool {
-		for _, st := range c.table.running {
-			if st.Children[ck.GVK.GroupKind()] == ck {
-				return true
-			}
-		}
-		return false
-	}, err == nil)
+	// A rule stopped or replaced meanwhile gets no informer.
+	rb.Finish(func(st *watch.Rule) bool { return c.table.running[st.Rule.Name] == st }, err == nil)
 	if err != nil {
 		// The old informers stay; the next call tries the new selector again.
 		return fmt.Errorf("watch the children of buckets %s: %w", rb.Selector(), err)

@@ -148,3 +148,20 @@ func managerOf(entry map[string]any) string {
 	m, _ := entry["manager"].(string)
 	return m
 }
+
+// Copies counts, for each object of gvr that the set's informers hold (by store key),
+// how many of them hold it: every object is cached once when every count is 1.
+func (s *Set) Copies(gvr schema.GroupVersionResource) map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for key, w := range s.watches {
+		if key.GVR != gvr {
+			continue
+		}
+		for _, k := range w.Informer.GetStore().ListKeys() {
+			out[k]++
+		}
+	}
+	return out
+}

@@ -9,14 +9,15 @@ import (
 )
 
 // With sharding, child informers hold only the children of the buckets the replica
-// serves (selected by rules.LabelBucket). Parent informers hold every parent, and ref
-// informers every object they would without sharding: a ref may read any object.
+// serves (selected by rules.LabelBucket). Parent informers hold every parent, and refs
+// read every object they would without sharding (a ref may read any object): kubecel's
+// own objects of the other buckets from an informer of those buckets (ourWatchKeys).
 
 // noBuckets selects no child: what a replica watches before it serves a ring.
 const noBuckets = "none"
 
-// bucketSelector is the label selector of the children of buckets: "" for every bucket.
-func bucketSelector(buckets []int) string {
+// servedValues is the list of bucket label values of buckets, "" for every bucket.
+func servedValues(buckets []int) string {
 	if len(buckets) == rules.Buckets {
 		return ""
 	}
@@ -27,61 +28,95 @@ func bucketSelector(buckets []int) string {
 	if len(values) == 0 {
 		values = []string{noBuckets}
 	}
-	return rules.LabelBucket + " in (" + strings.Join(values, ",") + ")"
+	return strings.Join(values, ",")
+}
+
+// bucketSelector is the label selector of the children of buckets: "" for every bucket.
+func bucketSelector(buckets []int) string {
+	v := servedValues(buckets)
+	if v == "" {
+		return ""
+	}
+	return rules.LabelBucket + " in (" + v + ")"
 }
 
 // Rebucketing is a change of the buckets whose children the child informers hold: the
-// new informers are acquired and sync while the old ones keep serving, and Finish swaps
-// them in.
+// new informers (and those of the refs that read kubecel's objects) are acquired and
+// sync while the old ones keep serving, and Finish swaps them in.
 type Rebucketing struct {
 	w        *Watcher
 	previous string
-	next     map[*ChildKind]*informers.Watch
+	children map[*ChildKind]*informers.Watch
+	refs     map[*refKind][]hooked
+	// kindOf and refOf are the rules the child kinds and refs belong to.
+	kindOf map[*ChildKind]*Rule
+	refOf  map[*refKind]*Rule
 }
 
 // Rebucket begins to make the child informers of rules hold the children of buckets.
 // It returns nil when they already do. On error nothing changed.
-func (w *Watcher) Rebucket(ctx context.Context, buckets []int, rules []*Rule) (*Rebucketing, error) {
-	selector := bucketSelector(buckets)
-	if selector == w.buckets {
+func (w *Watcher) Rebucket(ctx context.Context, buckets []int, running []*Rule) (*Rebucketing, error) {
+	served := servedValues(buckets)
+	if served == w.served {
 		return nil, nil
 	}
-	rb := &Rebucketing{w: w, previous: w.buckets, next: map[*ChildKind]*informers.Watch{}}
-	w.buckets = selector
-	for _, st := range rules {
+	rb := &Rebucketing{w: w, previous: w.served, children: map[*ChildKind]*informers.Watch{},
+		refs: map[*refKind][]hooked{}, kindOf: map[*ChildKind]*Rule{}, refOf: map[*refKind]*Rule{}}
+	w.served = served
+	fail := func(err error) (*Rebucketing, error) {
+		rb.Finish(func(*Rule) bool { return false }, false)
+		return nil, err
+	}
+	for _, st := range running {
 		for _, ck := range st.Children {
 			cw, err := w.set.Acquire(ctx, w.childWatchKey(ck.GVR), w.setupChildInformer)
 			if err != nil {
-				rb.Finish(func(*ChildKind) bool { return false }, false)
-				return nil, err
+				return fail(err)
 			}
-			rb.next[ck] = cw
+			rb.children[ck], rb.kindOf[ck] = cw, st
+		}
+		for _, rk := range st.refs {
+			if len(rk.ours) == 0 {
+				continue
+			}
+			hs, err := w.watchOurs(ctx, st, rk)
+			if err != nil {
+				return fail(err)
+			}
+			rb.refs[rk], rb.refOf[rk] = hs, st
 		}
 	}
 	return rb, nil
 }
 
 // Selector is the label selector of the buckets the change goes to.
-func (rb *Rebucketing) Selector() string { return rb.w.buckets }
+func (rb *Rebucketing) Selector() string {
+	return rules.LabelBucket + " in (" + rb.w.served + ")"
+}
 
 // Synced reports whether every new informer has synced.
 func (rb *Rebucketing) Synced() bool {
-	for _, cw := range rb.next {
+	for _, cw := range rb.children {
 		if !cw.Synced() {
+			return false
+		}
+	}
+	for _, hs := range rb.refs {
+		if !hookedSynced(hs) {
 			return false
 		}
 	}
 	return true
 }
 
-// Finish swaps the new informers in for the child kinds running says still run, and
-// releases the old ones; with ok false it releases the new ones instead and goes back
-// to the previous buckets (a rule started meanwhile keeps the new informers: its
-// caches hold at least as much as the replica serves, whichever way the buckets
-// changed). The caller keeps every reconcile out while it runs.
-func (rb *Rebucketing) Finish(running func(*ChildKind) bool, ok bool) {
-	for ck, cw := range rb.next {
-		if !ok || !running(ck) {
+// Finish swaps the new informers in for the rules running says still run, and releases
+// the old ones; with ok false it releases the new ones instead and goes back to the
+// previous buckets (a rule started meanwhile keeps the new informers: its caches hold
+// at least as much as the replica serves, whichever way the buckets changed). The
+// caller keeps every reconcile out while it runs.
+func (rb *Rebucketing) Finish(running func(*Rule) bool, ok bool) {
+	for ck, cw := range rb.children {
+		if !ok || !running(rb.kindOf[ck]) {
 			rb.w.set.Release(cw)
 			continue
 		}
@@ -89,7 +124,16 @@ func (rb *Rebucketing) Finish(running func(*ChildKind) bool, ok bool) {
 		ck.watch = cw
 		rb.w.set.Release(old)
 	}
+	for rk, hs := range rb.refs {
+		if !ok || !running(rb.refOf[rk]) {
+			rb.w.unhook(hs)
+			continue
+		}
+		old := rk.ours
+		rk.ours = hs
+		rb.w.unhook(old)
+	}
 	if !ok {
-		rb.w.buckets = rb.previous
+		rb.w.served = rb.previous
 	}
 }

@@ -15,33 +15,35 @@ import (
 
 // This file gives a rule's refs their watches and serves the rule's lookups from them.
 // A ref reads every object of its kind in the namespaces the rule reads. When the rule
-// also makes objects of that kind, it reads them from two caches that split the objects
-// by kubecel's managed-by label: the children's informer of the kind (label-selected,
-// cluster-wide, which the rule holds anyway), and a ref informer per namespace for
-// everything else (managed-by!=kubecel); so an object kubecel made is cached once,
-// whether it is a child, a ref or both. (Under sharding the child informer holds only
-// the buckets the replica serves, and the ref reads the kind's kubecel objects from an
-// informer of its own, every bucket: the served buckets' objects of a kind that is both
-// a child kind and a ref kind are then cached twice, the price of a ref reading any
-// object while the children follow the ring.) Otherwise one ref informer per namespace holds
-// them all: a cluster-wide watch would need permissions that the rule does not (a ref
-// confined to namespaces is granted there only, see `kubecel rbac`). Ref informers are
-// shared by key with every rule.
+// also makes objects of that kind, it reads them from caches that split the objects by
+// kubecel's managed-by label: kubecel's own from the kind's child informer
+// (label-selected, cluster-wide, which the rule holds anyway) and, under sharding, from
+// the informer of the buckets the replica does not serve (the child informer holds only
+// those it serves); everything else from a ref informer per namespace (managed-by!=
+// kubecel). So an object is cached once, whether it is a child, a ref or both.
+// Otherwise one ref informer per namespace holds them all: a cluster-wide watch would
+// need permissions that the rule does not (a ref confined to namespaces is granted
+// there only, see `kubecel rbac`). Ref informers are shared by key with every rule.
 
 // notOurs selects the objects that child informers leave out.
 var notOurs = rules.LabelManagedBy + "!=" + rules.ManagedByValue
 
 // refKind is one ref of a running rule: its kind as discovery says, its ref watches by
 // namespace ("" for every namespace), and, when the rule makes objects of the kind, the
-// child informer of the kind, which holds the objects kubecel made (the ref watches then
-// hold the others).
+// informers of kubecel's own objects of the kind (ours; the ref watches then hold the
+// others).
 type refKind struct {
 	Kind
 	ref     *rules.Ref
 	watches map[string]*informers.Watch
 	regs    map[string]cache.ResourceEventHandlerRegistration
-	ours    *informers.Watch
-	oursReg cache.ResourceEventHandlerRegistration
+	ours    []hooked
+}
+
+// hooked is an informer acquired for a rule's ref, with the rule's handler on it.
+type hooked struct {
+	watch *informers.Watch
+	reg   cache.ResourceEventHandlerRegistration
 }
 
 // resolveRefs finds the kind of every ref of the rule, and refuses a namespaced parent's
@@ -67,14 +69,11 @@ func (w *Watcher) watchRefs(ctx context.Context, st *Rule) error {
 	for _, rk := range st.refs {
 		selector := ""
 		if st.Children[rk.GVK.GroupKind()] != nil {
-			ours, err := w.set.Acquire(ctx, managedWatchKey(rk.GVR), w.setupChildInformer)
+			ours, err := w.watchOurs(ctx, st, rk)
 			if err != nil {
 				return err
 			}
 			rk.ours = ours
-			if rk.oursReg, err = ours.Informer.AddEventHandler(w.refHandler(st, rk.GVK.GroupKind())); err != nil {
-				return err
-			}
 			selector = notOurs
 		}
 		namespaces := []string{""}
@@ -109,25 +108,58 @@ func (w *Watcher) releaseRefs(st *Rule) {
 			}
 			w.set.Release(rw)
 		}
-		if rk.ours != nil {
-			if rk.oursReg != nil {
-				_ = rk.ours.Informer.RemoveEventHandler(rk.oursReg)
-			}
-			w.set.Release(rk.ours)
+		w.unhook(rk.ours)
+	}
+}
+
+// watchOurs acquires the informers of kubecel's objects of a ref's kind, every bucket
+// between them (ourWatchKeys), with the rule's ref handler on each.
+func (w *Watcher) watchOurs(ctx context.Context, st *Rule, rk *refKind) ([]hooked, error) {
+	var out []hooked
+	for _, key := range w.ourWatchKeys(rk.GVR) {
+		ow, err := w.set.Acquire(ctx, key, w.setupChildInformer)
+		if err != nil {
+			w.unhook(out)
+			return nil, err
 		}
+		reg, err := ow.Informer.AddEventHandler(w.refHandler(st, rk.GVK.GroupKind()))
+		if err != nil {
+			w.set.Release(ow)
+			w.unhook(out)
+			return nil, err
+		}
+		out = append(out, hooked{watch: ow, reg: reg})
+	}
+	return out, nil
+}
+
+// unhook removes the handlers of hs and releases their informers.
+func (w *Watcher) unhook(hs []hooked) {
+	for _, h := range hs {
+		_ = h.watch.Informer.RemoveEventHandler(h.reg)
+		w.set.Release(h.watch)
 	}
 }
 
 // refsSynced reports whether every ref informer of the rule has synced.
 func (st *Rule) refsSynced() bool {
 	for _, rk := range st.refs {
-		if rk.ours != nil && !rk.ours.Synced() {
+		if !hookedSynced(rk.ours) {
 			return false
 		}
 		for _, w := range rk.watches {
 			if !w.Synced() {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+func hookedSynced(hs []hooked) bool {
+	for _, h := range hs {
+		if !h.watch.Synced() {
+			return false
 		}
 	}
 	return true
@@ -172,8 +204,8 @@ func (st *Rule) SetReads(key Key, lookups []rules.Lookup) {
 func (st *Rule) DropReads(key Key) { st.reads.drop(key) }
 
 // stores returns the caches that hold the objects of gvk in namespace: the ref watch's,
-// and the child informer's when the rule makes the kind (nil otherwise).
-func (s cachedRefs) stores(gvk schema.GroupVersionKind, namespace string) (theirs, ours cache.Store, namespaced bool, err error) {
+// then those of kubecel's own objects when the rule makes the kind.
+func (s cachedRefs) stores(gvk schema.GroupVersionKind, namespace string) (stores []cache.Store, namespaced bool, err error) {
 	for _, rk := range s.st.refs {
 		if rk.GVK.GroupKind() != gvk.GroupKind() {
 			continue
@@ -185,20 +217,21 @@ func (s cachedRefs) stores(gvk schema.GroupVersionKind, namespace string) (their
 		if w == nil {
 			continue
 		}
-		if !w.Synced() || (rk.ours != nil && !rk.ours.Synced()) {
-			return nil, nil, false, fmt.Errorf("the cache of %s has not synced yet", rk.GVR.Resource)
+		if !w.Synced() || !hookedSynced(rk.ours) {
+			return nil, false, fmt.Errorf("the cache of %s has not synced yet", rk.GVR.Resource)
 		}
-		if rk.ours != nil {
-			ours = rk.ours.Informer.GetStore()
+		stores = append(stores, w.Informer.GetStore())
+		for _, h := range rk.ours {
+			stores = append(stores, h.watch.Informer.GetStore())
 		}
-		return w.Informer.GetStore(), ours, rk.Namespaced, nil
+		return stores, rk.Namespaced, nil
 	}
-	return nil, nil, false, fmt.Errorf("%s in namespace %q is not watched for this rule's refs", gvk.Kind, namespace)
+	return nil, false, fmt.Errorf("%s in namespace %q is not watched for this rule's refs", gvk.Kind, namespace)
 }
 
 // Get implements rules.RefSource.
 func (s cachedRefs) Get(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (map[string]any, bool, error) {
-	theirs, ours, namespaced, err := s.stores(gvk, namespace)
+	stores, namespaced, err := s.stores(gvk, namespace)
 	if err != nil {
 		return nil, false, err
 	}
@@ -206,10 +239,7 @@ func (s cachedRefs) Get(_ context.Context, gvk schema.GroupVersionKind, namespac
 	if namespaced && namespace != "" {
 		key = namespace + "/" + name
 	}
-	for _, store := range []cache.Store{theirs, ours} {
-		if store == nil {
-			continue
-		}
+	for _, store := range stores {
 		obj, ok, err := store.GetByKey(key)
 		if err != nil {
 			return nil, false, err
@@ -228,15 +258,12 @@ func (s cachedRefs) Get(_ context.Context, gvk schema.GroupVersionKind, namespac
 
 // List implements rules.RefSource.
 func (s cachedRefs) List(_ context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]map[string]any, error) {
-	theirs, ours, namespaced, err := s.stores(gvk, namespace)
+	stores, namespaced, err := s.stores(gvk, namespace)
 	if err != nil {
 		return nil, err
 	}
 	var objs []*informers.Object
-	for _, store := range []cache.Store{theirs, ours} {
-		if store == nil {
-			continue
-		}
+	for _, store := range stores {
 		for _, obj := range store.List() {
 			if o := obj.(*informers.Object); !namespaced || namespace == "" || o.GetNamespace() == namespace {
 				objs = append(objs, o)

@@ -25,9 +25,9 @@ type Watcher struct {
 	mapper  meta.ResettableRESTMapper
 	written *informers.Written
 	hooks   Hooks
-	// buckets is the bucket selector of child informers ("" for all: see
-	// childWatchKey).
-	buckets string
+	// served lists the buckets whose children the child informers hold under
+	// sharding, as label values ("3,17", or noBuckets); "" holds every bucket.
+	served string
 }
 
 // NewWatcher returns a Watcher over the informers of set, resolving kinds with mapper.
@@ -36,7 +36,7 @@ type Watcher struct {
 func NewWatcher(set *informers.Set, mapper meta.ResettableRESTMapper, written *informers.Written, hooks Hooks, sharded bool) *Watcher {
 	w := &Watcher{set: set, mapper: mapper, written: written, hooks: hooks}
 	if sharded {
-		w.buckets = bucketSelector(nil)
+		w.served = servedValues(nil)
 	}
 	return w
 }
@@ -182,8 +182,8 @@ func (w *Watcher) AddChildKind(ctx context.Context, st *Rule, gvk schema.GroupVe
 }
 
 // managedWatchKey is the key of the informer of kubecel's objects of one resource, in
-// every namespace: the children's (unless sharding restricts them to some buckets:
-// childWatchKey), which refs of the kind read too.
+// every namespace: the children's, unless sharding restricts them to some buckets
+// (childWatchKey).
 func managedWatchKey(gvr schema.GroupVersionResource) informers.Key {
 	return informers.Key{GVR: gvr, Selector: rules.LabelManagedBy + "=" + rules.ManagedByValue}
 }
@@ -192,10 +192,24 @@ func managedWatchKey(gvr schema.GroupVersionResource) informers.Key {
 // every namespace, restricted to the buckets the replica serves.
 func (w *Watcher) childWatchKey(gvr schema.GroupVersionResource) informers.Key {
 	key := managedWatchKey(gvr)
-	if w.buckets != "" {
-		key.Selector += "," + w.buckets
+	if w.served != "" {
+		key.Selector += "," + rules.LabelBucket + " in (" + w.served + ")"
 	}
 	return key
+}
+
+// ourWatchKeys are the keys of the informers that hold kubecel's objects of one
+// resource in every bucket, for a ref of a kind the rule also makes: the child
+// informer's, and under sharding the informer of the buckets it leaves out (an object
+// without a bucket label among them).
+func (w *Watcher) ourWatchKeys(gvr schema.GroupVersionResource) []informers.Key {
+	keys := []informers.Key{w.childWatchKey(gvr)}
+	if w.served != "" {
+		others := managedWatchKey(gvr)
+		others.Selector += "," + rules.LabelBucket + " notin (" + w.served + ")"
+		keys = append(keys, others)
+	}
+	return keys
 }
 
 // childrenOfKind names, for an error, the children of a rule that have a kind: child
