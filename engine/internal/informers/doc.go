@@ -1,5 +1,5 @@
-// Package informers holds the controller's view of the cluster: one informer per
-// watched GVR, namespace and label selector, each with its own stop and shared by
+// Package informers is the storage under package watch: one informer per watched GVR,
+// namespace and label selector, each with its own stop and shared by
 // reference count (Set), so that rules can start and stop at runtime without touching
 // one another's watches; the compact form in which their caches hold objects (Object);
 // the index from a parent's UID to its children in a child informer (ChildIndex); and
@@ -13,8 +13,8 @@
 //     entries stay.
 //   - A cached object carries kubecel's labels (Rule, Child, ParentUID, Parent, Origin)
 //     only when the Set's Prover accepts its proof; every other object is cached without
-//     them, whatever it carries, so nothing indexes it as a child. Cached objects are never modified; Decode returns a copy the caller
-//     may change.
+//     them, whatever it carries, so nothing indexes it as a child. Cached objects are
+//     never modified; Decode returns a copy the caller may change.
 //   - Written returns a remembered write only while it is newer than the cache (same
 //     UID, a later resourceVersion), and forgets it once the cache caught up.
 //   - Written.Echo drops only a watch event that shows an object exactly as our own

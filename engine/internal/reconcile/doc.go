@@ -5,7 +5,7 @@
 // produced (prune.go), releasing Keep children (keep.go), tearing down a deleted
 // parent's children (teardown.go), finalizers (finalize.go) and letting go of a parent
 // the rule no longer selects (release.go). Every request goes through one writer
-// (writer.go), the one place that knows of a dry run.
+// (writer, in apply.go), the one place that knows of a dry run.
 //
 // State, all kept across reconciles and keyed by parent: our writes the caches do not
 // show yet (informers.Written, shared with the watches, which drop their echoes), the

@@ -22,5 +22,5 @@
 //   - A ref reads every object of its kind in the namespaces its rule names. When the
 //     rule also makes objects of the kind, kubecel's own objects are read from the
 //     kind's managed informer and the rest from ref informers that exclude them, so
-//     that without sharding each object is cached once.
+//     that each object is cached once, with or without sharding.
 package watch
