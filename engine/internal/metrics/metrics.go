@@ -1,7 +1,3 @@
-// Package metrics defines the controller's Prometheus metrics: the kubecel_* counters,
-// gauges and histogram of reconciles, applies, prunes, CEL errors and rules, and the
-// workqueue_* metrics of its queue, registered on the registry the caller gives (so a
-// process serves them with its other metrics, and tests read them per controller).
 package metrics
 
 import (
