@@ -1,14 +1,6 @@
 package engine
 
-import (
-	"github.com/kubecel/kubecel/rules"
-)
+import "github.com/kubecel/kubecel/internal/testenv"
 
 // testIdentity is the installation of the package's in-process controllers.
-var testIdentity = func() *rules.Identity {
-	id, err := rules.NewIdentity("engine-test", []byte("engine-test-key-0123456789abcdef"))
-	if err != nil {
-		panic(err)
-	}
-	return id
-}()
+var testIdentity = testenv.FixedIdentity("engine-test")

@@ -181,3 +181,13 @@ func Identity(t testing.TB) *rules.Identity {
 	}
 	return id
 }
+
+// FixedIdentity is an installation for in-process controllers of a test package, with
+// a key made from its name: the same on every run, no Secret needed.
+func FixedIdentity(name string) *rules.Identity {
+	id, err := rules.NewIdentity(name, []byte(fmt.Sprintf("%-32s", name+"-test-key")))
+	if err != nil {
+		panic(err)
+	}
+	return id
+}

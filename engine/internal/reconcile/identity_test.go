@@ -5,17 +5,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
 
 // testIdentity is the installation of the package's in-process controllers.
-var testIdentity = func() *rules.Identity {
-	id, err := rules.NewIdentity("engine-test", []byte("engine-test-key-0123456789abcdef"))
-	if err != nil {
-		panic(err)
-	}
-	return id
-}()
+var testIdentity = testenv.FixedIdentity("reconcile-test")
 
 // trustLabels takes every object's labels for proven, for tests about what happens to
 // a child once it is one (deletes, indexes), not about whether it is one.
