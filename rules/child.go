@@ -18,26 +18,6 @@ import (
 // `children` variable. The controller, `kubecel render`, `kubecel plan` and the example
 // tests all call these functions, so what render prints is what run applies.
 
-// Labels and the annotation kubecel puts on every child. The labels say which rule made
-// the object for which parent (by UID, which nobody can match by accident); the
-// annotation names the parent for people and for requeueing it on child events.
-const (
-	LabelManagedBy   = "app.kubernetes.io/managed-by"
-	ManagedByValue   = "kubecel"
-	LabelRule        = "kubecel.dev/rule"
-	LabelParentUID   = "kubecel.dev/parent-uid"
-	LabelChild       = "kubecel.dev/child"
-	AnnotationParent = "kubecel.dev/parent"
-	// AnnotationAppliedHash holds a hash of the shaped child without this annotation:
-	// the controller compares it with the live object's to tell whether it applied
-	// exactly this object last (see the engine's no-op decision).
-	AnnotationAppliedHash = "kubecel.dev/applied-hash"
-)
-
-// PlaceholderUID stands for a parent's UID where it is not known yet: offline, for a
-// manifest the API server has not stored (kubecel render).
-const PlaceholderUID = "<parent-uid>"
-
 // ParentRef is what the child contract needs to know of a parent.
 type ParentRef struct {
 	APIVersion, Kind string

@@ -25,13 +25,6 @@ const (
 	PolicyKeep   = format.PolicyKeep
 )
 
-// The mark of a released object: the rule that released it, and its parent as
-// AnnotationParent named it.
-const (
-	LabelReleased          = "kubecel.dev/released"
-	AnnotationReleasedFrom = "kubecel.dev/released-from"
-)
-
 // lifecycleSource is a child's lifecycle block as written.
 type lifecycleSource struct {
 	keepOnRemove, keepOnParentDelete bool
