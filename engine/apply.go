@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/rules"
 )
@@ -18,17 +19,17 @@ import (
 // garbage collection can follow it, and last the hash of all that in
 // rules.AnnotationAppliedHash (see compare.NeedsApply).
 func (c *Controller) prepareChild(st *ruleState, parent *unstructured.Unstructured, d rules.Desired) (*unstructured.Unstructured, error) {
-	probe := &unstructured.Unstructured{Object: d.Object}
-	gk := probe.GroupVersionKind().GroupKind()
-	ck := st.children[gk]
-	if ck == nil {
-		return nil, childError(st.rule.Name, d.ID, keyOf(probe), fmt.Errorf("kind %s is not among the rule's child kinds", gk))
-	}
-	obj, err := st.rule.Shape(c.opts.Identity, st.parentRef(parent), d, ck.Namespaced)
+	shaped, err := st.rule.Shape(c.opts.Identity, st.parentRef(parent), func(apiVersion, kind string) (bool, error) {
+		gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
+		if ck := st.children[gk]; ck != nil {
+			return ck.Namespaced, nil
+		}
+		return false, fmt.Errorf("kind %s is not among the rule's child kinds", gk)
+	}, d)
 	if err != nil {
 		return nil, err
 	}
-	return &unstructured.Unstructured{Object: obj}, nil
+	return &unstructured.Unstructured{Object: shaped[0].Object}, nil
 }
 
 // parentRef describes a parent of the rule for the child contract.

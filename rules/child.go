@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -81,18 +82,42 @@ func ObjectName(gk schema.GroupKind, namespace, name string) string {
 	return kind + " " + namespace + "/" + name
 }
 
-// Shape turns a desired child of parent into the object the controller applies:
-// a copy of the manifest with its namespace defaulted to the parent's, kubecel's labels
-// and annotation, and an owner reference (controller: true) where Kubernetes garbage
-// collection is to delete it with the parent (GarbageCollected).
-// childNamespaced is the scope of the child's kind. A namespaced
-// parent's child that is cluster-scoped or in another namespace needs crossNamespace: true
-// on the child; otherwise Shape returns a *ChildError, as it does for a child with no name.
+// Shape turns desired children of parent p, as this rule's Result gives them, into the
+// objects the controller applies, in one call: each is a copy of its manifest with its
+// namespace defaulted to the parent's, kubecel's labels and annotations, an owner
+// reference (controller: true) where Kubernetes garbage collection is to delete it with
+// the parent (GarbageCollected), and last the hash of all that in AnnotationAppliedHash.
+// It returns them in order, each with its ID, Index, Observed and Ready, and its Object
+// shaped.
 //
-// id is the installation that applies the child: its name goes into LabelInstallation
-// and its proof of the child into AnnotationProof (identity.go). A nil id (offline)
-// writes DefaultInstallation and PlaceholderProof.
-func (r *Rule) Shape(id *Identity, p ParentRef, d Desired, childNamespaced bool) (map[string]any, error) {
+// scope tells the scope of a child's kind; an error from it fails that child. A
+// namespaced parent's child that is cluster-scoped or in another namespace needs
+// crossNamespace: true on the child. A child that cannot be applied as it is (that, no
+// name, an unknown scope) is left out, and the error holds a *ChildError for each.
+//
+// id is the installation that applies the children: its name goes into
+// LabelInstallation and its proof of each child into AnnotationProof (identity.go). A
+// nil id (offline) writes DefaultInstallation and PlaceholderProof.
+func (r *Rule) Shape(id *Identity, p ParentRef, scope func(apiVersion, kind string) (namespaced bool, err error), desired ...Desired) ([]Desired, error) {
+	shaped := make([]Desired, 0, len(desired))
+	var errs []error
+	for _, d := range desired {
+		obj, err := r.shape(id, p, d, scope)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d.Object = obj
+		shaped = append(shaped, d)
+	}
+	if len(errs) == 1 {
+		return shaped, errs[0]
+	}
+	return shaped, errors.Join(errs...)
+}
+
+// shape shapes one desired child (see Shape).
+func (r *Rule) shape(id *Identity, p ParentRef, d Desired, scope func(apiVersion, kind string) (bool, error)) (map[string]any, error) {
 	obj := runtime.DeepCopyJSON(d.Object)
 	md, _ := obj["metadata"].(map[string]any)
 	if md == nil {
@@ -113,6 +138,10 @@ func (r *Rule) Shape(id *Identity, p ParentRef, d Desired, childNamespaced bool)
 	}
 	if name == "" {
 		return nil, fail("metadata.name is empty")
+	}
+	childNamespaced, err := scope(apiVersion, kind)
+	if err != nil {
+		return nil, fail("%v", err)
 	}
 	switch {
 	case !childNamespaced && namespace != "":
