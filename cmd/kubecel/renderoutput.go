@@ -59,27 +59,6 @@ func (o *renderOutput) parentRef(parent map[string]any, gr schema.GroupResource)
 // refName is the parent's [namespace/]name.
 func refName(ref rules.ParentRef) string { return namespaced(ref.Namespace, ref.Name) }
 
-// observedOf picks the observed objects that may be the parent's children: those the
-// controller labelled for it (by parent annotation or UID), and those with no kubecel
-// parent at all (matched by kind and name later).
-func observedOf(ref rules.ParentRef, objs []map[string]any) []map[string]any {
-	var out []map[string]any
-	for _, obj := range objs {
-		md, _ := obj["metadata"].(map[string]any)
-		ann, _ := md["annotations"].(map[string]any)
-		lbls, _ := md["labels"].(map[string]any)
-		who, hasWho := ann[rules.AnnotationParent].(string)
-		uid, hasUID := lbls[rules.LabelParentUID].(string)
-		switch {
-		case hasWho && who != ref.Annotation():
-		case hasUID && ref.UID != rules.PlaceholderUID && uid != ref.UID:
-		default:
-			out = append(out, obj)
-		}
-	}
-	return out
-}
-
 // add records a rule's result for a parent: its children as the controller would apply
 // them, then its status. It returns the children that cannot be applied.
 func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string]any, res *rules.Result) []error {
