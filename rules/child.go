@@ -152,7 +152,7 @@ func (r *Rule) shape(id *Identity, p ParentRef, d Desired, scope func(apiVersion
 	case childNamespaced && namespace == "":
 		return nil, fail("a namespaced child of a cluster-scoped parent needs metadata.namespace")
 	}
-	crosses := p.CrossesNamespace(namespace, childNamespaced)
+	crosses := p.crossesNamespace(namespace, childNamespaced)
 	if crosses && !r.child(d.ID).CrossNamespace {
 		return nil, fail("the parent is in namespace %q: a cluster-scoped child or one in another namespace needs crossNamespace: true on the child in the rules", p.Namespace)
 	}
@@ -235,10 +235,10 @@ func withoutAnnotations(obj map[string]any, keys ...string) map[string]any {
 	return out
 }
 
-// CrossesNamespace reports whether garbage collection cannot follow an owner reference
+// crossesNamespace reports whether garbage collection cannot follow an owner reference
 // from a child in namespace (childNamespaced says whether its kind is namespaced) to p:
 // the parent is namespaced and the child is cluster-scoped or in another namespace.
-func (p ParentRef) CrossesNamespace(namespace string, childNamespaced bool) bool {
+func (p ParentRef) crossesNamespace(namespace string, childNamespaced bool) bool {
 	return p.Namespaced && (!childNamespaced || namespace != p.Namespace)
 }
 

@@ -83,7 +83,7 @@ func (c *Child) Policy() string {
 // finalizer on the parent of any child it does not garbage-collect, and deletes or
 // releases those children itself.
 func (r *Rule) GarbageCollected(p ParentRef, childID, namespace string, childNamespaced bool) bool {
-	if p.CrossesNamespace(namespace, childNamespaced) {
+	if p.crossesNamespace(namespace, childNamespaced) {
 		return false
 	}
 	ch := r.child(childID)
