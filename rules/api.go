@@ -240,7 +240,8 @@ type Desired struct {
 	// Index is the forEach index, or -1 for a plain child.
 	Index int
 	// Object is the desired manifest (apiVersion, kind, metadata.name at least;
-	// metadata.namespace only when the template sets one).
+	// metadata.namespace only when the template sets one); in what Rule.Shape returns,
+	// the object the controller applies.
 	Object map[string]any
 	// Observed reports whether a matching observed object exists (same id, kind,
 	// namespace, name); Ready whether it passes readyWhen (true when it exists and the
