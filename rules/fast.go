@@ -64,9 +64,10 @@ func (plainPath) status(ev *evaluation) {
 // does.
 type fastPath struct{}
 
-// fastChild is what fastPath evaluates for a child: the template, or an expr child's
-// split map literal (nil when it cannot be split), and the batch of its expressions
-// (nil when not worth it).
+// fastChild is what fastPath evaluates for a child: its template, or an expr child's
+// split map literal, and the batch of their expressions (nil when not worth it). The
+// template is nil when fastPath has nothing to gain: an expr that cannot be split, a
+// template without a batch.
 type fastChild struct {
 	template *node
 	batch    *batch
@@ -78,7 +79,7 @@ func (fastPath) object(ev *evaluation, ch *Child, vars *activation, at int) (map
 	}
 	f := &fill{ev: ev, vars: vars, at: at, batched: ch.fast.batch.run(ev.ctx, vars)}
 	if ch.expr == nil && f.batched == nil {
-		// A template child without its batch is evaluated as written.
+		// A template child whose batch failed is evaluated as written.
 		return plainPath{}.object(ev, ch, vars, at)
 	}
 	ev.fastRuns++
@@ -107,6 +108,10 @@ func (c *compiler) fastChild(env *cel.Env, ch *Child) fastChild {
 	}
 	if fc.template != nil {
 		fc.batch = c.newBatch(env, fc.template)
+	}
+	if ch.expr == nil && fc.batch == nil {
+		// A template without a batch has nothing to gain: plainPath evaluates it.
+		fc.template = nil
 	}
 	return fc
 }

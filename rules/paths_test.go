@@ -71,7 +71,7 @@ func TestPathsAgree(t *testing.T) {
 		for _, r := range c.rules.Rules {
 			fastParts := r.fastStatus != nil
 			for _, ch := range r.Children {
-				fastParts = fastParts || ch.fast.batch != nil || ch.expr != nil && ch.fast.template != nil
+				fastParts = fastParts || ch.fast.template != nil
 			}
 			var fastRuns, evaluations int32
 			for _, parent := range c.parents {
