@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -91,7 +93,7 @@ func TestPathsAgree(t *testing.T) {
 						if diff := cmp.Diff(wantRes, gotRes); diff != "" {
 							t.Fatalf("round %d: result (-plain +fast):\n%s", round, diff)
 						}
-						if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
+						if !sameErrors(wantErr, gotErr) {
 							t.Fatalf("round %d: error:\nplain: %v\nfast:  %v", round, wantErr, gotErr)
 						}
 						if wantRes == nil || !observeRound(observed, wantRes, parent, c.existing) {
@@ -104,6 +106,56 @@ func TestPathsAgree(t *testing.T) {
 				t.Errorf("%s/%s: fastPath never computed anything its own way in %d evaluations", c.name, r.Name, evaluations)
 			}
 		}
+	}
+}
+
+// sameErrors reports whether the errors of the two paths say the same: the same
+// problems in the same order, where a field of an expr child that fastPath split may
+// go on into the map literal (expr.metadata.name where plainPath says expr; see
+// TestPathsExprField).
+func sameErrors(plain, fast error) bool {
+	var pl, fl ErrorList
+	if !errors.As(plain, &pl) || !errors.As(fast, &fl) {
+		return fmt.Sprint(plain) == fmt.Sprint(fast)
+	}
+	if len(pl) != len(fl) {
+		return false
+	}
+	for i, p := range pl {
+		f := *fl[i]
+		if p.Field == "expr" && strings.HasPrefix(f.Field, "expr.") {
+			f.Field = p.Field
+		}
+		if !cmp.Equal(*p, f, cmpopts.IgnoreFields(Error{}, "Err"), cmpopts.IgnoreUnexported(Error{})) || fmt.Sprint(p.Err) != fmt.Sprint(f.Err) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPathsExprField shows where the paths' errors differ: an expr child's failing
+// entry is named by its field inside the map literal along fastPath, which evaluates
+// the entries on their own, and by expr along plainPath. sameErrors allows that.
+func TestPathsExprField(t *testing.T) {
+	r := loadRule(t, `- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps}
+  children:
+    - id: cm
+      expr: |
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": parent.spec.nope}, "data": {"a": parent.spec.x}}
+`, Options{})
+	parent := webApp(map[string]any{"x": "y"})
+	_, plain := r.evaluate(t.Context(), parent, nil, nil, true).outcome()
+	_, fast := r.evaluate(t.Context(), parent, nil, nil, false).outcome()
+	var pl, fl ErrorList
+	if !errors.As(plain, &pl) || !errors.As(fast, &fl) || len(pl) != 1 || len(fl) != 1 {
+		t.Fatalf("errors: plain %v, fast %v; want one each", plain, fast)
+	}
+	if pl[0].Field != "expr" || fl[0].Field != "expr.metadata.name" {
+		t.Errorf("fields: plain %q, fast %q; want expr and expr.metadata.name", pl[0].Field, fl[0].Field)
+	}
+	if !sameErrors(plain, fast) {
+		t.Errorf("sameErrors() = false for\nplain: %v\nfast:  %v", plain, fast)
 	}
 }
 
