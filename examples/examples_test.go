@@ -263,12 +263,12 @@ func (ex *example) render(t *testing.T, parent map[string]any, observed rules.Ob
 		if !known {
 			t.Fatalf("child %s: the scope of its kind is unknown", d.ID)
 		}
-		obj, err := ex.rule.Shape(nil, ref, d, namespaced)
+		shaped, err := ex.rule.Shape(nil, ref, func(string, string) (bool, error) { return namespaced, nil }, d)
 		if err != nil {
 			t.Errorf("child %s: %v", d.ID, err)
 			continue
 		}
-		c := renderedChild{ID: d.ID, Observed: d.Observed, Ready: d.Ready, Object: obj}
+		c := renderedChild{ID: d.ID, Observed: d.Observed, Ready: d.Ready, Object: shaped[0].Object}
 		if d.Index >= 0 {
 			c.Index = &d.Index
 		}

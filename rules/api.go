@@ -61,8 +61,9 @@ type Rule struct {
 	// when is parent.when; nil when the rule sets none.
 	when   *program
 	status []statusField
-	// statusBatch evaluates every status field at once, when all can be evaluated.
-	statusBatch *batch
+	// fastStatus evaluates every status field at once, when all can be evaluated
+	// (fastPath); nil when not worth it.
+	fastStatus *batch
 	// timeout bounds one Evaluate call.
 	timeout time.Duration
 	// parentType is the declared type of `parent` (nil without a schema); coerce is true
@@ -114,12 +115,12 @@ type Child struct {
 	// expressions read one (sensitive.go). Messages about it never quote its values.
 	Sensitive bool
 
-	// Compiled parts; nil when not set. An expr child may also have a template: its map
-	// literal split along constant keys (see exprtmpl.go), evaluated instead of expr.
+	// Compiled parts; nil when not set: a template child has a template, an expr child
+	// an expr.
 	when, forEach, readyWhen, expr *program
 	template                       *node
-	// batch evaluates the template's expressions at once; nil when not worth it.
-	batch *batch
+	// fast is what fastPath evaluates instead (fast.go).
+	fast fastChild
 	// apiVersion is GVK's group/version as written in manifests.
 	apiVersion string
 	// typed is true when the template was checked against its kind's schema.
@@ -239,7 +240,8 @@ type Desired struct {
 	// Index is the forEach index, or -1 for a plain child.
 	Index int
 	// Object is the desired manifest (apiVersion, kind, metadata.name at least;
-	// metadata.namespace only when the template sets one).
+	// metadata.namespace only when the template sets one); in what Rule.Shape returns,
+	// the object the controller applies.
 	Object map[string]any
 	// Observed reports whether a matching observed object exists (same id, kind,
 	// namespace, name); Ready whether it passes readyWhen (true when it exists and the

@@ -11,11 +11,6 @@ import (
 // caches can hold only the children of its own buckets.
 const Buckets = 256
 
-// LabelBucket is the label that carries a child's bucket: its parent's, as
-// BucketLabel gives it. It is set in every mode, sharded or not, and never changes for
-// a parent, so that turning sharding on or off needs no new write.
-const LabelBucket = "kubecel.dev/bucket"
-
 // Bucket is the bucket of the parent with this namespace ("" when cluster-scoped) and
 // name: FNV-1a of "namespace/name", modulo Buckets. It depends on nothing but the
 // name, so a parent's bucket is known from its queue key alone, also once the parent

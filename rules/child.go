@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,26 +18,6 @@ import (
 // controller applies, which parents a rule takes, and how observed objects become the
 // `children` variable. The controller, `kubecel render`, `kubecel plan` and the example
 // tests all call these functions, so what render prints is what run applies.
-
-// Labels and the annotation kubecel puts on every child. The labels say which rule made
-// the object for which parent (by UID, which nobody can match by accident); the
-// annotation names the parent for people and for requeueing it on child events.
-const (
-	LabelManagedBy   = "app.kubernetes.io/managed-by"
-	ManagedByValue   = "kubecel"
-	LabelRule        = "kubecel.dev/rule"
-	LabelParentUID   = "kubecel.dev/parent-uid"
-	LabelChild       = "kubecel.dev/child"
-	AnnotationParent = "kubecel.dev/parent"
-	// AnnotationAppliedHash holds a hash of the shaped child without this annotation:
-	// the controller compares it with the live object's to tell whether it applied
-	// exactly this object last (see the engine's no-op decision).
-	AnnotationAppliedHash = "kubecel.dev/applied-hash"
-)
-
-// PlaceholderUID stands for a parent's UID where it is not known yet: offline, for a
-// manifest the API server has not stored (kubecel render).
-const PlaceholderUID = "<parent-uid>"
 
 // ParentRef is what the child contract needs to know of a parent.
 type ParentRef struct {
@@ -101,18 +82,42 @@ func ObjectName(gk schema.GroupKind, namespace, name string) string {
 	return kind + " " + namespace + "/" + name
 }
 
-// Shape turns a desired child of parent into the object the controller applies:
-// a copy of the manifest with its namespace defaulted to the parent's, kubecel's labels
-// and annotation, and an owner reference (controller: true) where Kubernetes garbage
-// collection is to delete it with the parent (GarbageCollected).
-// childNamespaced is the scope of the child's kind. A namespaced
-// parent's child that is cluster-scoped or in another namespace needs crossNamespace: true
-// on the child; otherwise Shape returns a *ChildError, as it does for a child with no name.
+// Shape turns desired children of parent p, as this rule's Result gives them, into the
+// objects the controller applies, in one call: each is a copy of its manifest with its
+// namespace defaulted to the parent's, kubecel's labels and annotations, an owner
+// reference (controller: true) where Kubernetes garbage collection is to delete it with
+// the parent (GarbageCollected), and last the hash of all that in AnnotationAppliedHash.
+// It returns them in order, each with its ID, Index, Observed and Ready, and its Object
+// shaped.
 //
-// id is the installation that applies the child: its name goes into LabelInstallation
-// and its proof of the child into AnnotationProof (identity.go). A nil id (offline)
-// writes DefaultInstallation and PlaceholderProof.
-func (r *Rule) Shape(id *Identity, p ParentRef, d Desired, childNamespaced bool) (map[string]any, error) {
+// scope tells the scope of a child's kind; an error from it fails that child. A
+// namespaced parent's child that is cluster-scoped or in another namespace needs
+// crossNamespace: true on the child. A child that cannot be applied as it is (that, no
+// name, an unknown scope) is left out, and the error holds a *ChildError for each.
+//
+// id is the installation that applies the children: its name goes into
+// LabelInstallation and its proof of each child into AnnotationProof (identity.go). A
+// nil id (offline) writes DefaultInstallation and PlaceholderProof.
+func (r *Rule) Shape(id *Identity, p ParentRef, scope func(apiVersion, kind string) (namespaced bool, err error), desired ...Desired) ([]Desired, error) {
+	shaped := make([]Desired, 0, len(desired))
+	var errs []error
+	for _, d := range desired {
+		obj, err := r.shape(id, p, d, scope)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d.Object = obj
+		shaped = append(shaped, d)
+	}
+	if len(errs) == 1 {
+		return shaped, errs[0]
+	}
+	return shaped, errors.Join(errs...)
+}
+
+// shape shapes one desired child (see Shape).
+func (r *Rule) shape(id *Identity, p ParentRef, d Desired, scope func(apiVersion, kind string) (bool, error)) (map[string]any, error) {
 	obj := runtime.DeepCopyJSON(d.Object)
 	md, _ := obj["metadata"].(map[string]any)
 	if md == nil {
@@ -134,6 +139,10 @@ func (r *Rule) Shape(id *Identity, p ParentRef, d Desired, childNamespaced bool)
 	if name == "" {
 		return nil, fail("metadata.name is empty")
 	}
+	childNamespaced, err := scope(apiVersion, kind)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
 	switch {
 	case !childNamespaced && namespace != "":
 		return nil, fail("%s is cluster-scoped but metadata.namespace is %q", gk, namespace)
@@ -143,7 +152,7 @@ func (r *Rule) Shape(id *Identity, p ParentRef, d Desired, childNamespaced bool)
 	case childNamespaced && namespace == "":
 		return nil, fail("a namespaced child of a cluster-scoped parent needs metadata.namespace")
 	}
-	crosses := p.CrossesNamespace(namespace, childNamespaced)
+	crosses := p.crossesNamespace(namespace, childNamespaced)
 	if crosses && !r.child(d.ID).CrossNamespace {
 		return nil, fail("the parent is in namespace %q: a cluster-scoped child or one in another namespace needs crossNamespace: true on the child in the rules", p.Namespace)
 	}
@@ -226,10 +235,10 @@ func withoutAnnotations(obj map[string]any, keys ...string) map[string]any {
 	return out
 }
 
-// CrossesNamespace reports whether garbage collection cannot follow an owner reference
+// crossesNamespace reports whether garbage collection cannot follow an owner reference
 // from a child in namespace (childNamespaced says whether its kind is namespaced) to p:
 // the parent is namespaced and the child is cluster-scoped or in another namespace.
-func (p ParentRef) CrossesNamespace(namespace string, childNamespaced bool) bool {
+func (p ParentRef) crossesNamespace(namespace string, childNamespaced bool) bool {
 	return p.Namespaced && (!childNamespaced || namespace != p.Namespace)
 }
 

@@ -101,7 +101,7 @@ func TestShape(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := cmp.Diff(nil, tt.d.Object)
-			got, err := r.Shape(nil, tt.parent, tt.d, tt.namespaced)
+			got, err := shapeOne(r, nil, tt.parent, tt.d, tt.namespaced)
 			if tt.wantErr != "" {
 				var ce *ChildError
 				if !errors.As(err, &ce) || err.Error() != tt.wantErr {
@@ -221,5 +221,68 @@ func TestChildReadyWhen(t *testing.T) {
 	}
 	if got := r.Children[1].ReadyWhen(); got != "" {
 		t.Errorf("plain: ReadyWhen() = %q, want empty", got)
+	}
+}
+
+// shapeOne shapes one desired child whose kind has the scope namespaced.
+func shapeOne(r *Rule, id *Identity, p ParentRef, d Desired, namespaced bool) (map[string]any, error) {
+	shaped, err := r.Shape(id, p, func(string, string) (bool, error) { return namespaced, nil }, d)
+	if err != nil {
+		return nil, err
+	}
+	return shaped[0].Object, nil
+}
+
+// TestShapeChildren checks that one Shape call shapes every child of a Result in order,
+// keeping its id, index and state, asks scope the scope of each child's own kind, and
+// leaves out each child it cannot shape with a *ChildError for it.
+func TestShapeChildren(t *testing.T) {
+	r := loadRule(t, shapeRules, Options{})
+	parent := ParentRef{APIVersion: "example.com/v1", Kind: "WebApp", Resource: schema.GroupResource{Group: "example.com", Resource: "webapps"},
+		Namespace: "team", Name: "shop", UID: "u-1", Namespaced: true}
+	obj := func(apiVersion, kind, name string) map[string]any {
+		return map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}
+	}
+	desired := []Desired{
+		{ID: "cm", Index: -1, Object: obj("v1", "ConfigMap", "a"), Observed: true, Ready: true},
+		{ID: "cm", Index: -1, Object: obj("example.com/v1", "Gadget", "b")},
+		{ID: "cm", Index: -1, Object: obj("v1", "ConfigMap", "")},
+		{ID: "cm", Index: 2, Object: obj("v1", "ConfigMap", "c"), Observed: true},
+	}
+	var asked []string
+	scope := func(apiVersion, kind string) (bool, error) {
+		asked = append(asked, apiVersion+" "+kind)
+		if kind == "Gadget" {
+			return false, errors.New("no such kind")
+		}
+		return true, nil
+	}
+	shaped, err := r.Shape(nil, parent, scope, desired...)
+	type got struct {
+		ID              string
+		Index           int
+		Name, Namespace string
+		Observed, Ready bool
+	}
+	var gotChildren []got
+	for _, d := range shaped {
+		md := d.Object["metadata"].(map[string]any)
+		gotChildren = append(gotChildren, got{d.ID, d.Index, md["name"].(string), md["namespace"].(string), d.Observed, d.Ready})
+	}
+	want := []got{{"cm", -1, "a", "team", true, true}, {"cm", 2, "c", "team", true, false}}
+	if diff := cmp.Diff(want, gotChildren); diff != "" {
+		t.Errorf("Shape() children (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"v1 ConfigMap", "example.com/v1 Gadget", "v1 ConfigMap"}, asked); diff != "" {
+		t.Errorf("scope asked (-want +got):\n%s", diff)
+	}
+	wantErr := `rule "web" child "cm": Gadget.example.com/b: no such kind` + "\n" +
+		`rule "web" child "cm": ConfigMap/: metadata.name is empty`
+	var ce *ChildError
+	if err == nil || err.Error() != wantErr || !errors.As(err, &ce) || ce.Object != "Gadget.example.com/b" {
+		t.Errorf("Shape() error = %v, want\n%s", err, wantErr)
+	}
+	if _, isMap := desired[0].Object["metadata"].(map[string]any)["labels"]; isMap {
+		t.Error("Shape() changed the desired object")
 	}
 }

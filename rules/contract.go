@@ -2,9 +2,65 @@ package rules
 
 import "strings"
 
-// What kubecel writes besides the children's labels (child.go): the field managers and
-// finalizers of its writes, and the conditions, reasons and Event reasons it reports on
-// parents. The controller writes them; commands, examples and tests read them from here.
+// This file holds the object contract: every label, annotation, field manager,
+// finalizer, condition and reason kubecel writes on the objects it manages, in one
+// place. The controller writes them; commands, examples and tests read them from here.
+// What they mean for a child is in child.go (Shape), identity.go (the proof) and
+// lifecycle.go (releasing).
+
+// Labels and the annotation kubecel puts on every child. The labels say which rule made
+// the object for which parent (by UID, which nobody can match by accident); the
+// annotation names the parent for people and for requeueing it on child events.
+const (
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	ManagedByValue   = "kubecel"
+	LabelRule        = "kubecel.dev/rule"
+	LabelParentUID   = "kubecel.dev/parent-uid"
+	LabelChild       = "kubecel.dev/child"
+	AnnotationParent = "kubecel.dev/parent"
+	// AnnotationAppliedHash holds a hash of the shaped child without this annotation:
+	// the controller compares it with the live object's to tell whether it applied
+	// exactly this object last (see the engine's no-op decision).
+	AnnotationAppliedHash = "kubecel.dev/applied-hash"
+	// LabelBucket carries a child's bucket: its parent's, as BucketLabel gives it. It
+	// is set in every mode, sharded or not, and never changes for a parent, so that
+	// turning sharding on or off needs no new write.
+	LabelBucket = "kubecel.dev/bucket"
+)
+
+// What proves a child kubecel's (identity.go).
+const (
+	// LabelInstallation names the installation that made a child.
+	LabelInstallation = "kubecel.dev/installation"
+	// AnnotationProof holds a child's proof (Identity.Proof).
+	AnnotationProof = "kubecel.dev/proof"
+	// AnnotationOrigin names where the rule that made a child came from, when the rules
+	// come from several ConfigMaps that different teams may write (Rule.Origin); absent
+	// otherwise.
+	AnnotationOrigin = "kubecel.dev/origin"
+	// DefaultInstallation is the installation name of kubecel run without --installation.
+	DefaultInstallation = "kubecel"
+)
+
+// Placeholders of what render cannot know offline.
+const (
+	// PlaceholderUID stands for a parent's UID where it is not known yet: for a
+	// manifest the API server has not stored.
+	PlaceholderUID = "<parent-uid>"
+	// PlaceholderProof stands for a child's proof, where the installation's key is not
+	// known.
+	PlaceholderProof = "<proof>"
+)
+
+// The mark of a released object (lifecycle.go): the rule that released it, and its
+// parent as AnnotationParent named it.
+const (
+	LabelReleased          = "kubecel.dev/released"
+	AnnotationReleasedFrom = "kubecel.dev/released-from"
+)
+
+// The field managers and finalizers of kubecel's writes, and the conditions, reasons
+// and Event reasons it reports on parents.
 
 // FieldManager is the server-side apply field manager of every write to a child.
 const FieldManager = "kubecel"
@@ -48,6 +104,10 @@ const (
 	// name is taken by an object that is not this parent's child.
 	ReasonChildExists = "ChildExists"
 )
+
+// ReasonRefMissing is the Ready reason of a parent that waits for a required reference
+// that does not exist.
+const ReasonRefMissing = "RefMissing"
 
 // ReasonAdopted is the Normal Event reason when a child with adopt: true takes over an
 // existing object.

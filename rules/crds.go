@@ -174,9 +174,9 @@ func (s *CRDSchemas) ResourceNamespaced(gr schema.GroupResource) (namespaced, kn
 	return namespaced, known
 }
 
-// HasStatusSubresource implements StatusSource: whether a version of a CRD has the
+// hasStatusSubresource implements statusSubresources: whether a version of a CRD has the
 // status subresource.
-func (s *CRDSchemas) HasStatusSubresource(gvr schema.GroupVersionResource) (has, known bool) {
+func (s *CRDSchemas) hasStatusSubresource(gvr schema.GroupVersionResource) (has, known bool) {
 	has, known = s.status[gvr]
 	return has, known
 }
@@ -188,6 +188,6 @@ func (s *CRDSchemas) pluralOf(gr schema.GroupResource) string {
 }
 
 var (
-	_ ScopeSource  = (*CRDSchemas)(nil)
-	_ StatusSource = (*CRDSchemas)(nil)
+	_ ScopeSource        = (*CRDSchemas)(nil)
+	_ statusSubresources = (*CRDSchemas)(nil)
 )

@@ -7,12 +7,16 @@
 // does the same for several named documents (files, ConfigMap keys, each possibly of
 // several YAML documents) that form one rule set, each problem naming its document and
 // line. Evaluate turns a parent object and the observed children into desired children
-// and status.
+// and status; Shape turns the desired children, all at once, into the objects the
+// controller applies. Offline, with objects read from files (kubecel render and test),
+// RuleSet.Matching picks the rules that take a parent and Rule.EvaluateObserved picks
+// its children among the objects (offline.go).
 //
-// It also holds the object contract: how a child is shaped and labelled (Shape), and how
-// an installation proves that an object is a child it made (Identity, identity.go):
-// labels can be written by anyone who can write the object, a proof only with the
-// installation's key.
+// It also holds the object contract: the labels, annotations, field managers,
+// finalizers, conditions and reasons kubecel writes (contract.go), how a child is shaped
+// and labelled (Shape), and how an installation proves that an object is a child it
+// made (Identity, identity.go): labels can be written by anyone who can write the
+// object, a proof only with the installation's key.
 //
 // Expressions and templates are type-checked against the OpenAPI schemas of the parents
 // and children: those of Options.Schemas (CRDs), else those of the built-in Kubernetes

@@ -12,10 +12,20 @@ import (
 // This file evaluates compiled template nodes into JSON-like values, and holds the CEL
 // activation that expressions read their variables from.
 
+// fill evaluates one template node tree for one set of variables.
+type fill struct {
+	ev   *evaluation
+	vars *activation
+	// at is the forEach index, -1 for a plain child or a status field.
+	at int
+	// batched holds the values of the tree's expressions when fastPath computed them at
+	// once (by their slot), or is nil to evaluate each expression.
+	batched traits.Lister
+}
+
 // value evaluates a template node. present is false for an expression that returned an
 // empty optional, which leaves its field out; ok is false when something failed.
-// results holds the values of the node's batch, or is nil to evaluate one by one.
-func (ev *evaluation) value(n *node, vars *activation, at int, results traits.Lister) (v any, present, ok bool) {
+func (f *fill) value(n *node) (v any, present, ok bool) {
 	switch n.kind {
 	case constNode:
 		return n.value, true, true
@@ -23,7 +33,7 @@ func (ev *evaluation) value(n *node, vars *activation, at int, results traits.Li
 		m := make(map[string]any, len(n.keys))
 		ok = true
 		for i, k := range n.keys {
-			v, present, okv := ev.value(n.elems[i], vars, at, results)
+			v, present, okv := f.value(n.elems[i])
 			if present {
 				m[k] = v
 			}
@@ -34,7 +44,7 @@ func (ev *evaluation) value(n *node, vars *activation, at int, results traits.Li
 		l := make([]any, 0, len(n.elems))
 		ok = true
 		for _, e := range n.elems {
-			v, present, okv := ev.value(e, vars, at, results)
+			v, present, okv := f.value(e)
 			if present {
 				l = append(l, v)
 			}
@@ -42,7 +52,7 @@ func (ev *evaluation) value(n *node, vars *activation, at int, results traits.Li
 		}
 		return l, true, ok
 	case exprNode:
-		out, ok := ev.evalIn(n.prog, vars, at, results)
+		out, ok := f.eval(n.prog)
 		if !ok {
 			return nil, false, false
 		}
@@ -54,7 +64,7 @@ func (ev *evaluation) value(n *node, vars *activation, at int, results traits.Li
 		}
 		v, err := toJSON(out)
 		if err != nil {
-			ev.fail(n.prog, at, err)
+			f.ev.fail(n.prog, f.at, err)
 			return nil, false, false
 		}
 		return v, true, true
@@ -65,13 +75,13 @@ func (ev *evaluation) value(n *node, vars *activation, at int, results traits.Li
 				b.WriteString(part.text)
 				continue
 			}
-			out, ok := ev.evalIn(part.prog, vars, at, results)
+			out, ok := f.eval(part.prog)
 			if !ok {
 				return nil, false, false
 			}
 			s, err := toText(out)
 			if err != nil {
-				ev.fail(part.prog, at, err)
+				f.ev.fail(part.prog, f.at, err)
 				return nil, false, false
 			}
 			b.WriteString(s)
@@ -81,12 +91,12 @@ func (ev *evaluation) value(n *node, vars *activation, at int, results traits.Li
 	return nil, false, false
 }
 
-// evalIn takes an expression's value from its batch's results, or evaluates it.
-func (ev *evaluation) evalIn(p *program, vars *activation, at int, results traits.Lister) (ref.Val, bool) {
-	if results != nil {
-		return results.Get(types.Int(p.slot)), true
+// eval takes an expression's value from the batched values, or evaluates it.
+func (f *fill) eval(p *program) (ref.Val, bool) {
+	if f.batched != nil {
+		return f.batched.Get(types.Int(p.slot)), true
 	}
-	return ev.eval(p, vars, at)
+	return f.ev.eval(p, f.vars, f.at)
 }
 
 // activation resolves the CEL variables of one expression.

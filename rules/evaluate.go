@@ -46,23 +46,33 @@ func (r *Rule) Evaluate(ctx context.Context, parent map[string]any, observed Obs
 // first (Result.Refs lists the lookups, Result.MissingRefs the required refs that do not
 // exist). A failed lookup is an evaluation error naming the ref; refs may be nil for a
 // rule without refs.
-func (r *Rule) EvaluateWithRefs(ctx context.Context, parent map[string]any, observed Observed, refs RefSource) (res *Result, err error) {
+func (r *Rule) EvaluateWithRefs(ctx context.Context, parent map[string]any, observed Observed, refs RefSource) (*Result, error) {
+	return r.evaluate(ctx, parent, observed, refs, false).outcome()
+}
+
+// evaluate runs one evaluation, along plainPath when plain is true (the tests'
+// reference), else along fastPath.
+func (r *Rule) evaluate(ctx context.Context, parent map[string]any, observed Observed, refs RefSource, plain bool) *evaluation {
 	// Room for a few forEach elements spares most slice growth.
 	size := len(r.Children) + 4
-	ev := &evaluation{rule: r, observed: observed, res: &Result{Children: make([]Desired, 0, size)}}
+	ev := &evaluation{rule: r, plain: plain, observed: observed, res: &Result{Children: make([]Desired, 0, size)}}
 	ev.matched = make([]map[string]any, 0, size)
 	ev.claims.list = make([]claimEntry, 0, size)
 	defer func() {
 		if p := recover(); p != nil {
-			res = ev.res
+			ev.limit = nil
 			ev.errs = append(ev.errs, &Error{Rule: r.Name, Message: fmt.Sprintf("internal error: %v", p)})
-			err = ev.errs
 		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	ev.ctx = ctx
 	ev.run(parent, refs)
+	return ev
+}
+
+// outcome is what Evaluate returns for the evaluation.
+func (ev *evaluation) outcome() (*Result, error) {
 	if ev.limit != nil {
 		return nil, ev.limit
 	}
@@ -77,9 +87,13 @@ type evaluation struct {
 	// name; parentIsNamespace whether it is a core Namespace.
 	parentNamespace, parentName string
 	parentIsNamespace           bool
-	observed                    Observed
-	res                         *Result
-	errs                        ErrorList
+	// plain is true for an evaluation along plainPath, false along fastPath (path).
+	plain bool
+	// fastRuns counts the objects and status blocks fastPath computed its own way.
+	fastRuns int32
+	observed Observed
+	res      *Result
+	errs     ErrorList
 	// vars holds parent and children for every expression.
 	vars activation
 	// children is what `children` reads: observed objects by child id.
@@ -212,7 +226,7 @@ func (ev *evaluation) objects(ch *Child) bool {
 		if ev.overLimit(ch, 1) {
 			return false
 		}
-		return ev.object(ch, &ev.vars, -1, ch.batch.run(ev.ctx, &ev.vars))
+		return ev.object(ch, &ev.vars, -1)
 	}
 	out, ok := ev.eval(ch.forEach, &ev.vars, -1)
 	if !ok {
@@ -231,40 +245,18 @@ func (ev *evaluation) objects(ch *Child) bool {
 	for i := range int(n) {
 		vars := ev.vars
 		vars.each, vars.index = list.Get(types.Int(i)), types.Int(i)
-		ok = ev.object(ch, &vars, i, ch.batch.run(ev.ctx, &vars)) && ok
+		ok = ev.object(ch, &vars, i) && ok
 	}
 	return ok
 }
 
 // object builds one desired object, matches it with the observed ones and checks
-// whether it is ready. results are the values of the template's expressions when a
-// batch computed them, else nil.
-func (ev *evaluation) object(ch *Child, vars *activation, index int, results traits.Lister) bool {
+// whether it is ready.
+func (ev *evaluation) object(ch *Child, vars *activation, index int) bool {
 	at := index
-	var obj map[string]any
-	if ch.template != nil {
-		v, present, ok := ev.value(ch.template, vars, at, results)
-		if !ok {
-			return false
-		}
-		obj, _ = v.(map[string]any)
-		if !present || obj == nil {
-			ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Child: ch.ID, Message: forEachPrefix(at) + "the template produced no object"})
-			return false
-		}
-	} else {
-		out, ok := ev.eval(ch.expr, vars, at)
-		if !ok {
-			return false
-		}
-		v, err := toJSON(out)
-		if obj, _ = v.(map[string]any); err != nil || obj == nil {
-			if err == nil {
-				err = fmt.Errorf("expr must return a map, not %s", out.Type().TypeName())
-			}
-			ev.fail(ch.expr, at, err)
-			return false
-		}
+	obj, ok := ev.path().object(ev, ch, vars, at)
+	if !ok {
+		return false
 	}
 	key, err := checkObject(ch, obj)
 	if err == nil {
@@ -293,39 +285,27 @@ func (ev *evaluation) object(ch *Child, vars *activation, index int, results tra
 	return true
 }
 
-// status evaluates the status fields whose children are observed.
+// status evaluates the status fields whose inputs are there (statusReady).
 func (ev *evaluation) status() {
 	if !ev.rule.HasStatus {
 		return
 	}
 	ev.res.Status = make(map[string]any, len(ev.rule.status))
-	include := func(f statusField) bool {
-		if waitOn, failed := ev.refsBlock(f.refReads); failed || len(waitOn) > 0 {
+	ev.path().status(ev)
+}
+
+// statusReady reports whether a status field's inputs are there: its refs found, and
+// the children it reads observed.
+func (ev *evaluation) statusReady(f statusField) bool {
+	if waitOn, failed := ev.refsBlock(f.refReads); failed || len(waitOn) > 0 {
+		return false
+	}
+	for _, id := range f.reads {
+		if _, observed := ev.children[id]; !observed {
 			return false
 		}
-		for _, id := range f.reads {
-			if _, observed := ev.children[id]; !observed {
-				return false
-			}
-		}
-		return true
 	}
-	var results traits.Lister
-	all := true
-	for _, f := range ev.rule.status {
-		all = all && include(f)
-	}
-	if all {
-		results = ev.rule.statusBatch.run(ev.ctx, &ev.vars)
-	}
-	for _, f := range ev.rule.status {
-		if !include(f) {
-			continue
-		}
-		if v, present, ok := ev.value(f.value, &ev.vars, -1, results); ok && present {
-			ev.res.Status[f.name] = v
-		}
-	}
+	return true
 }
 
 // condition evaluates a bool expression; ok is false when it failed.

@@ -23,23 +23,8 @@ import (
 // object as it stands; copying the annotation to another object, or changing any of
 // those labels, breaks it.
 
-const (
-	// LabelInstallation names the installation that made a child.
-	LabelInstallation = "kubecel.dev/installation"
-	// AnnotationProof holds a child's proof (Identity.Proof).
-	AnnotationProof = "kubecel.dev/proof"
-	// AnnotationOrigin names where the rule that made a child came from, when the rules
-	// come from several ConfigMaps that different teams may write (Rule.Origin); absent
-	// otherwise.
-	AnnotationOrigin = "kubecel.dev/origin"
-	// DefaultInstallation is the installation name of kubecel run without --installation.
-	DefaultInstallation = "kubecel"
-	// PlaceholderProof stands for a child's proof offline (kubecel render), where the
-	// installation's key is not known.
-	PlaceholderProof = "<proof>"
-	// KeySize is the size of an installation's key in bytes.
-	KeySize = 32
-)
+// KeySize is the size of an installation's key in bytes.
+const KeySize = 32
 
 // Identity is one installation of kubecel: its name and the secret key its children's
 // proofs are made with. Replicas of one installation share both.

@@ -75,7 +75,7 @@ func TestShapeProves(t *testing.T) {
 	id := testIdentity(t, "prod", strings.Repeat("k", KeySize))
 	parent := ParentRef{APIVersion: "example.com/v1", Kind: "WebApp", Resource: schema.GroupResource{Group: "example.com", Resource: "webapps"},
 		Namespace: "team", Name: "shop", UID: "u-1", Namespaced: true}
-	obj, err := r.Shape(id, parent, Desired{ID: "cm", Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}}}, true)
+	obj, err := shapeOne(r, id, parent, Desired{ID: "cm", Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

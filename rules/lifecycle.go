@@ -25,13 +25,6 @@ const (
 	PolicyKeep   = format.PolicyKeep
 )
 
-// The mark of a released object: the rule that released it, and its parent as
-// AnnotationParent named it.
-const (
-	LabelReleased          = "kubecel.dev/released"
-	AnnotationReleasedFrom = "kubecel.dev/released-from"
-)
-
 // lifecycleSource is a child's lifecycle block as written.
 type lifecycleSource struct {
 	keepOnRemove, keepOnParentDelete bool
@@ -90,7 +83,7 @@ func (c *Child) Policy() string {
 // finalizer on the parent of any child it does not garbage-collect, and deletes or
 // releases those children itself.
 func (r *Rule) GarbageCollected(p ParentRef, childID, namespace string, childNamespaced bool) bool {
-	if p.CrossesNamespace(namespace, childNamespaced) {
+	if p.crossesNamespace(namespace, childNamespaced) {
 		return false
 	}
 	ch := r.child(childID)

@@ -96,7 +96,7 @@ func TestGarbageCollected(t *testing.T) {
 			if got := r.GarbageCollected(parent, tt.id, tt.namespace, true); got != tt.want {
 				t.Errorf("GarbageCollected = %v, want %v", got, tt.want)
 			}
-			obj, err := r.Shape(nil, parent, Desired{ID: tt.id, Object: map[string]any{
+			obj, err := shapeOne(r, nil, parent, Desired{ID: tt.id, Object: map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": tt.namespace},
 			}}, true)
 			if err != nil {

@@ -185,11 +185,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 			reads, refReads := c.readsSince(mark)
 			r.status = append(r.status, statusField{name: name, value: v, reads: reads, refReads: refReads})
 		}
-		roots := make([]*node, len(r.status))
-		for i, f := range r.status {
-			roots[i] = f.value
-		}
-		r.statusBatch = c.newBatch(e.base, roots...)
+		r.fastStatus = c.fastStatus(e.base, r.status)
 	}
 	if len(*errs) > before {
 		return nil
@@ -267,12 +263,9 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 				c.fail(w.key("expr"), cs.expr, 0, msg)
 			}
 			ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
-			ch.template = c.exprTemplate(env, ch.expr)
 		}
 	}
-	if ch.template != nil {
-		ch.batch = c.newBatch(env, ch.template)
-	}
+	ch.fast = c.fastChild(env, ch)
 	if cs.readyWhen != "" {
 		ch.readyWhen = c.compile(readyEnv, w.key("readyWhen"), cs.readyWhen, cs.readyWhen, 0, wantBool)
 	}

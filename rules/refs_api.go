@@ -11,10 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// ReasonRefMissing is the Ready reason of a parent that waits for a required reference
-// that does not exist.
-const ReasonRefMissing = "RefMissing"
-
 // Ref is the static description of one reference of a rule.
 type Ref struct {
 	ID string

@@ -135,7 +135,7 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 		ev.res.MissingRefs = append(ev.res.MissingRefs, ref.ID)
 		return refOutcome{missing: []string{ref.ID}}
 	}
-	v, present, ok := ev.value(rp.selector, &ev.vars, -1, nil)
+	v, present, ok := (&fill{ev: ev, vars: &ev.vars, at: -1}).value(rp.selector)
 	if !ok {
 		return refOutcome{failed: true}
 	}
@@ -165,7 +165,7 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 
 // refString evaluates a ref's name or namespace; ok is false when it failed (reported).
 func (ev *evaluation) refString(n *node) (string, bool) {
-	v, present, ok := ev.value(n, &ev.vars, -1, nil)
+	v, present, ok := (&fill{ev: ev, vars: &ev.vars, at: -1}).value(n)
 	if !ok {
 		return "", false
 	}

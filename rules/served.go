@@ -25,10 +25,10 @@ type ServedSource interface {
 	KindServed(gvk schema.GroupVersionKind) string
 }
 
-// StatusSource is implemented by a SchemaSource that knows which resources have a
+// statusSubresources is implemented by a SchemaSource that knows which resources have a
 // status subresource (CRDSchemas does). known is false when it does not know gvr.
-type StatusSource interface {
-	HasStatusSubresource(gvr schema.GroupVersionResource) (has, known bool)
+type statusSubresources interface {
+	hasStatusSubresource(gvr schema.GroupVersionResource) (has, known bool)
 }
 
 // checkServed reports the parent, children and refs of a compiled rule whose kinds the
@@ -106,11 +106,11 @@ func checkResourceName(src *ruleSource, gvr schema.GroupVersionResource, opts Op
 // subresource, or whose status schema does not declare what the controller writes in
 // every status: the API server would refuse the controller's status writes.
 func checkStatusSubresource(src *ruleSource, gvr schema.GroupVersionResource, opts Options, errs *ErrorList) {
-	ss, ok := opts.Schemas.(StatusSource)
+	ss, ok := opts.Schemas.(statusSubresources)
 	if src.status == nil || !ok || gvr.Empty() {
 		return
 	}
-	has, known := ss.HasStatusSubresource(gvr)
+	has, known := ss.hasStatusSubresource(gvr)
 	if !known {
 		return
 	}

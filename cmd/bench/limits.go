@@ -106,12 +106,12 @@ func writeLikeController(ctx context.Context, c dynamic.Interface, rule *rules.R
 	}
 	var applied []*unstructured.Unstructured
 	var observed []map[string]any
-	for _, d := range res.Children {
-		obj, err := rule.Shape(nil, ref, d, true)
-		if err != nil {
-			return nil, err
-		}
-		u := &unstructured.Unstructured{Object: obj}
+	shaped, err := rule.Shape(nil, ref, func(string, string) (bool, error) { return true, nil }, res.Children...)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range shaped {
+		u := &unstructured.Unstructured{Object: d.Object}
 		live, err := c.Resource(childGVRs[u.GetKind()]).Namespace(u.GetNamespace()).Apply(ctx, u.GetName(), u,
 			metav1.ApplyOptions{FieldManager: userAgent, Force: true})
 		if err != nil {

@@ -9,8 +9,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -134,13 +132,13 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 // returns the errors of evaluation and shaping, or unmatched when no rule selects the
 // parent.
 func (o *renderOutput) renderParent(ctx context.Context, rs *rules.RuleSet, crds *rules.CRDSchemas, parent map[string]any, observed []map[string]any) (failed []error, unmatched error) {
-	matched, gr, err := matchingRules(rs, crds, parent)
+	matched, gr, err := rs.Matching(parent, crds)
 	if err != nil {
 		return nil, err
 	}
 	ref := o.parentRef(parent, gr)
 	for _, r := range matched {
-		res, err := evaluateWithObserved(ctx, r, parent, observedOf(ref, observed))
+		res, err := r.EvaluateObserved(ctx, parent, ref, observed)
 		if res != nil {
 			failed = append(failed, o.add(r, ref, parent, res)...)
 		}
@@ -207,42 +205,6 @@ func readObjects(stdin io.Reader, file string) ([]map[string]any, error) {
 	}
 }
 
-// matchingRules returns the rules whose parent is this object, and its resource.
-func matchingRules(rs *rules.RuleSet, crds *rules.CRDSchemas, parent map[string]any) ([]*rules.Rule, schema.GroupResource, error) {
-	apiVersion, _ := parent["apiVersion"].(string)
-	kind, _ := parent["kind"].(string)
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return nil, schema.GroupResource{}, fmt.Errorf("parent: %w", err)
-	}
-	gvk := gv.WithKind(kind)
-	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
-	how := "guessed from the kind; pass --crds to map it exactly"
-	if crds != nil {
-		if r, ok := crds.ResourceFor(gvk); ok {
-			gvr, how = r, "from the CRDs"
-		}
-	}
-	namespace, name, lbls := objectMeta(parent)
-	var matched, sameResource []*rules.Rule
-	for _, r := range rs.Rules {
-		if r.Parent.GVR != gvr {
-			continue
-		}
-		sameResource = append(sameResource, r)
-		if r.Selects(namespace, namespace != "", lbls) {
-			matched = append(matched, r)
-		}
-	}
-	if len(matched) > 0 {
-		return matched, gvr.GroupResource(), nil
-	}
-	if len(sameResource) > 0 {
-		return nil, gvr.GroupResource(), fmt.Errorf("no rule selects %s %s: rules for %s exist, but their namespaces or selector exclude it", kind, namespaced(namespace, name), gvr.Resource)
-	}
-	return nil, gvr.GroupResource(), fmt.Errorf("no rule watches %s %s (resource %s, %s)", apiVersion, kind, gvr.Resource, how)
-}
-
 func objectMeta(obj map[string]any) (namespace, name string, lbls map[string]string) {
 	md, _ := obj["metadata"].(map[string]any)
 	namespace, _ = md["namespace"].(string)
@@ -262,59 +224,4 @@ func namespaced(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
-}
-
-// evaluateWithObserved evaluates a rule, assigning observed objects to children: by
-// their kubecel.dev/child label, or else by kind and name to a desired child. Assigning
-// one can let a waiting child evaluate and produce more names, so it repeats until
-// nothing changes.
-func evaluateWithObserved(ctx context.Context, r *rules.Rule, parent map[string]any, objs []map[string]any) (*rules.Result, error) {
-	assigned := make([]bool, len(objs))
-	var labelled []map[string]any
-	for i, obj := range objs {
-		if _, _, lbls := objectMeta(obj); lbls[rules.LabelChild] != "" {
-			labelled = append(labelled, obj)
-			assigned[i] = true
-		}
-	}
-	observed := r.Observe(labelled)
-	for {
-		res, err := r.EvaluateWithRefs(ctx, parent, observed, rules.Objects(objs))
-		if err != nil {
-			return res, err
-		}
-		progress := false
-		for i, obj := range objs {
-			if assigned[i] {
-				continue
-			}
-			for _, d := range res.Children {
-				if sameObject(d.Object, obj) {
-					observed[d.ID] = append(observed[d.ID], obj)
-					assigned[i], progress = true, true
-					break
-				}
-			}
-		}
-		if !progress {
-			return res, nil
-		}
-	}
-}
-
-// sameObject reports whether an observed object is the desired one: same group, kind
-// and name, and the same namespace when the desired object sets one.
-func sameObject(desired, obj map[string]any) bool {
-	if desired["kind"] != obj["kind"] || groupOf(desired["apiVersion"]) != groupOf(obj["apiVersion"]) {
-		return false
-	}
-	dns, dname, _ := objectMeta(desired)
-	ons, oname, _ := objectMeta(obj)
-	return dname == oname && (dns == "" || dns == ons)
-}
-
-func groupOf(apiVersion any) string {
-	s, _ := apiVersion.(string)
-	gv, _ := schema.ParseGroupVersion(s)
-	return gv.Group
 }

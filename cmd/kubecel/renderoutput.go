@@ -59,27 +59,6 @@ func (o *renderOutput) parentRef(parent map[string]any, gr schema.GroupResource)
 // refName is the parent's [namespace/]name.
 func refName(ref rules.ParentRef) string { return namespaced(ref.Namespace, ref.Name) }
 
-// observedOf picks the observed objects that may be the parent's children: those the
-// controller labelled for it (by parent annotation or UID), and those with no kubecel
-// parent at all (matched by kind and name later).
-func observedOf(ref rules.ParentRef, objs []map[string]any) []map[string]any {
-	var out []map[string]any
-	for _, obj := range objs {
-		md, _ := obj["metadata"].(map[string]any)
-		ann, _ := md["annotations"].(map[string]any)
-		lbls, _ := md["labels"].(map[string]any)
-		who, hasWho := ann[rules.AnnotationParent].(string)
-		uid, hasUID := lbls[rules.LabelParentUID].(string)
-		switch {
-		case hasWho && who != ref.Annotation():
-		case hasUID && ref.UID != rules.PlaceholderUID && uid != ref.UID:
-		default:
-			out = append(out, obj)
-		}
-	}
-	return out
-}
-
 // add records a rule's result for a parent: its children as the controller would apply
 // them, then its status. It returns the children that cannot be applied.
 func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string]any, res *rules.Result) []error {
@@ -94,8 +73,12 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 	for _, l := range res.DescribeRefs() {
 		o.note(fmt.Sprintf("rule %q %s", r.Name, l))
 	}
+	shaped, err := r.Shape(nil, ref, o.scope(r), res.Children...)
 	var failed []error
-	for _, d := range res.Children {
+	if err != nil {
+		failed = append(failed, err)
+	}
+	for _, d := range shaped {
 		comment := fmt.Sprintf("rule %q child %q", r.Name, d.ID)
 		if d.Index >= 0 {
 			comment += fmt.Sprintf(" [%d]", d.Index)
@@ -113,12 +96,7 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 				comment += "; " + c.Policy()
 			}
 		}
-		obj, err := r.Shape(nil, ref, d, o.childNamespaced(r, d))
-		if err != nil {
-			failed = append(failed, err)
-			continue
-		}
-		o.docs = append(o.docs, renderDoc{comment: comment, object: rules.RedactSecrets(obj), rule: r.Name, child: d.ID, index: d.Index})
+		o.docs = append(o.docs, renderDoc{comment: comment, object: rules.RedactSecrets(d.Object), rule: r.Name, child: d.ID, index: d.Index})
 	}
 	for _, w := range res.Waiting {
 		o.note(fmt.Sprintf("rule %q child %q: waiting for %s to exist and be ready", r.Name, w.ID, strings.Join(w.On, ", ")))
@@ -141,21 +119,19 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 	return failed
 }
 
-// childNamespaced is the scope of a desired child's kind. A kind that neither the
-// built-in table nor the CRDs know is taken as namespaced, with a note.
-func (o *renderOutput) childNamespaced(r *rules.Rule, d rules.Desired) bool {
-	for _, c := range r.Children {
-		if c.ID != d.ID {
-			continue
+// scope tells the scope of a child kind of rule r for Shape. A kind that neither the
+// built-in table nor the CRDs know is taken as namespaced, with a note (once per kind).
+func (o *renderOutput) scope(r *rules.Rule) func(apiVersion, kind string) (bool, error) {
+	noted := map[schema.GroupKind]bool{}
+	return func(apiVersion, kind string) (bool, error) {
+		gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
+		namespaced, known := rules.KindNamespaced(gk, o.schemas)
+		if !known && !noted[gk] {
+			noted[gk] = true
+			o.note(fmt.Sprintf("rule %q: the scope of %s is unknown (pass --crds); taken as namespaced", r.Name, kind))
 		}
-		namespaced, known := rules.KindNamespaced(c.GVK.GroupKind(), o.schemas)
-		if !known {
-			o.note(fmt.Sprintf("rule %q child %q: the scope of %s is unknown (pass --crds); taken as namespaced", r.Name, d.ID, c.GVK.Kind))
-			return true
-		}
-		return namespaced
+		return namespaced || !known, nil
 	}
-	return true
 }
 
 // note records a remark: a comment in YAML, a line on stderr in JSON.

@@ -28,12 +28,14 @@ func (t *ruleTracer) desiredChild(ctx context.Context, d rules.Desired, matched 
 		c.State, c.Message = stateFailed, err.Error()
 		return c
 	}
-	shaped, err := t.rule.Shape(t.id, t.pref, d, m.Scope.Name() != meta.RESTScopeNameRoot)
+	shaped, err := t.rule.Shape(t.id, t.pref, func(string, string) (bool, error) {
+		return m.Scope.Name() != meta.RESTScopeNameRoot, nil
+	}, d)
 	if err != nil {
 		c.State, c.Message = stateFailed, err.Error()
 		return c
 	}
-	md, _ := shaped["metadata"].(map[string]any)
+	md, _ := shaped[0].Object["metadata"].(map[string]any)
 	c.Namespace, _ = md["namespace"].(string)
 	c.Name, _ = md["name"].(string)
 	for _, u := range t.proven {

@@ -16,23 +16,21 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// prepareChild turns a desired child into the object to apply, by the rules' child
-// contract (rules.Rule.Shape): namespace defaulted to the parent's, the namespace rule
-// enforced, kubecel's labels and parent annotation added, an owner reference where
-// garbage collection can follow it, and last the hash of all that in
-// rules.AnnotationAppliedHash (see compare.NeedsApply).
-func (c *Reconciler) prepareChild(st *watch.Rule, parent *unstructured.Unstructured, d rules.Desired) (*unstructured.Unstructured, error) {
-	probe := &unstructured.Unstructured{Object: d.Object}
-	gk := probe.GroupVersionKind().GroupKind()
-	ck := st.Children[gk]
-	if ck == nil {
-		return nil, childError(st.Rule.Name, d.ID, watch.KeyOf(probe), fmt.Errorf("kind %s is not among the rule's child kinds", gk))
+// shape turns the desired children of an evaluation into the objects to apply, in one
+// call of the rules' child contract (rules.Rule.Shape): namespace defaulted to the
+// parent's, the namespace rule enforced, kubecel's labels, parent annotation and proof
+// added, an owner reference where garbage collection can follow it, and last the hash of
+// all that in rules.AnnotationAppliedHash (see compare.NeedsApply). A child that cannot
+// be shaped is left out, and named in the error.
+func (c *Reconciler) shape(st *watch.Rule, parent *unstructured.Unstructured, desired []rules.Desired) ([]rules.Desired, error) {
+	scope := func(apiVersion, kind string) (bool, error) {
+		gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
+		if ck := st.Children[gk]; ck != nil {
+			return ck.Namespaced, nil
+		}
+		return false, fmt.Errorf("kind %s is not among the rule's child kinds", gk)
 	}
-	obj, err := st.Rule.Shape(c.opts.Identity, st.ParentRef(parent), d, ck.Namespaced)
-	if err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: obj}, nil
+	return st.Rule.Shape(c.opts.Identity, st.ParentRef(parent), scope, desired...)
 }
 
 // apply server-side applies obj with kubecel's field manager, forcing conflicts.

@@ -21,12 +21,12 @@ func (c *Reconciler) prune(ctx context.Context, st *watch.Rule, parent *unstruct
 	wanted := map[watch.ObjectKey]bool{}
 	keep := map[string]bool{}
 	if !out.result.Skip {
-		for _, d := range out.result.Children {
-			obj, err := c.prepareChild(st, parent, d)
-			if err != nil {
-				return []error{err} // cannot tell what is wanted: prune nothing
-			}
-			wanted[watch.KeyOf(obj)] = true
+		shaped, err := c.shape(st, parent, out.result.Children)
+		if err != nil {
+			return []error{err} // cannot tell what is wanted: prune nothing
+		}
+		for _, d := range shaped {
+			wanted[watch.KeyOf(&unstructured.Unstructured{Object: d.Object})] = true
 		}
 		for _, w := range out.result.Waiting {
 			keep[w.ID] = true

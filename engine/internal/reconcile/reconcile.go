@@ -33,7 +33,7 @@ type outcome struct {
 	panicked error
 	// left is how many more child writes this reconcile may send (Controller.batch);
 	// yielded is set when a write was left for the next turn because none were left,
-	// and rest then holds the desired children of that round not gone through yet.
+	// and rest then holds the children of that round not gone through yet, shaped.
 	left    int
 	yielded bool
 	rest    []rules.Desired
@@ -220,12 +220,12 @@ func (c *Reconciler) converge(ctx context.Context, st *watch.Rule, parent *unstr
 			return out
 		}
 		progressed := false
-		for i, d := range res.Children {
-			obj, err := c.prepareChild(st, parent, d)
-			if err != nil {
-				out.applyErr = append(out.applyErr, err)
-				continue
-			}
+		shaped, err := c.shape(st, parent, res.Children)
+		if err != nil {
+			out.applyErr = append(out.applyErr, err)
+		}
+		for i, d := range shaped {
+			obj := &unstructured.Unstructured{Object: d.Object}
 			k := watch.KeyOf(obj)
 			if _, done := out.applied[k]; done || failed[k] {
 				continue
@@ -244,7 +244,7 @@ func (c *Reconciler) converge(ctx context.Context, st *watch.Rule, parent *unstr
 				continue // the parent's deletion takes it: finalize sees it next
 			}
 			if out.spent() {
-				out.rest = res.Children[i:]
+				out.rest = shaped[i:]
 				return out
 			}
 			got, err := c.writeChild(ctx, st, parent, d.ID, obj, live[k])

@@ -30,7 +30,7 @@ type resumePoint struct {
 	version   string
 	rule      *watch.Rule
 	refEvents uint64
-	todo      []rules.Desired
+	todo      []rules.Desired // shaped (Reconciler.shape)
 }
 
 // resumePoints holds the work yielded turns left, by parent. The workqueue never hands
@@ -100,10 +100,7 @@ func (c *Reconciler) continueWith(ctx context.Context, st *watch.Rule, parent *u
 	scratch := &outcome{applied: map[watch.ObjectKey]*unstructured.Unstructured{}}
 	left := c.batch()
 	for i, d := range todo {
-		obj, err := c.prepareChild(st, parent, d)
-		if err != nil {
-			continue
-		}
+		obj := &unstructured.Unstructured{Object: d.Object} // shaped by the turn that left it
 		k := watch.KeyOf(obj)
 		if err := c.ensureFinalizerFor(ctx, st, parent, obj, scratch); err != nil {
 			continue
