@@ -38,7 +38,13 @@ package docstest
 // TestDocsFiles checks that every file under docs/ other than the documents is read by
 // a command that TestDocs runs (or a checked diff), except docs/examples/ (rendered and
 // compared with their output.yaml by cmd/kubecel's TestDocsExamples) and docs/cli/
-// (the command reference, compared with the commands by cmd/kubecel's TestCLIReference).
+// (the command reference, compared with the commands by cmd/kubecel's TestCLIReference),
+// and that a file edited from another (*-edited.*) is shown in a checked diff against it.
+//
+// Figures in prose that restate what an example or a test holds are checked against it
+// by TestDocsFigures; the table of cached objects in docs/benchmarks.md against
+// BenchmarkCachedObject by TestCachedObjectTable (cmd/bench's TestGoalsTable checks the
+// goals table there against the run rows).
 //
 // Commands write only inside the copy (a redirect such as `> deploy/base/rules-rbac.yaml`
 // changes the copy's file), never the repository.
