@@ -41,7 +41,8 @@ package docstest
 // (the command reference, compared with the commands by cmd/kubecel's TestCLIReference),
 // and that a file edited from another (*-edited.*) is shown in a checked diff against it.
 //
-// Figures in prose that restate what an example or a test holds are checked against it
+// TestDocsYAML checks that every ```yaml block that does not quote a file is YAML, and
+// that one holding a whole rules file loads. Figures in prose that restate what an example or a test holds are checked against it
 // by TestDocsFigures; the table of cached objects in docs/benchmarks.md against
 // BenchmarkCachedObject by TestCachedObjectTable (cmd/bench's TestGoalsTable checks the
 // goals table there against the run rows).
