@@ -45,8 +45,9 @@ type shardWorld struct {
 // bucket; then, while every parent keeps changing, that a replica joining, one leaving
 // (SIGTERM), one crashing (SIGKILL) and one freezing (SIGSTOP) hand the parents over
 // with nothing lost and no parent written by two replicas at once: each parent's writes
-// come from its old owner, then only from its new one. A frozen replica, woken up,
-// exits without writing. At the end, no replica writes at rest.
+// come from its old owner, then only from its new one, and once the ring has settled
+// only from its new one, which writes every parent edited then. A frozen replica, woken
+// up, exits without writing. At the end, no replica writes at rest.
 func TestSharding(t *testing.T) {
 	w := &shardWorld{t: t, bin: buildKubecel(t), cp: auditedControlPlane(t), ns: "shard-test", replicas: map[string]*replica{},
 		health: map[string]string{}, metrics: map[string]string{}}
@@ -296,10 +297,12 @@ func (w *shardWorld) converged(value string) {
 	})
 }
 
-// handover changes the ring with change while it sets every parent's values to value,
-// one parent after the other, over and over until the new ring has settled; then checks that each
-// parent's writes came from its owner in the old ring, then only from its owner in the
-// new one.
+// handover changes the ring with change while it edits every parent, one after the
+// other, over and over until the new ring has settled (every member's Lease acknowledges
+// it); then it edits every parent once more, to value. It checks that each parent's
+// writes came from its owner in the old ring, then only from its owner in the new one,
+// and that once the ring had settled only the new owner wrote it, and did: a moved
+// parent is owned by one replica at a time, and its new owner takes it over.
 func (w *shardWorld) handover(what string, before shard.Ring, change func(), value string, after ...string) {
 	w.t.Helper()
 	mark := len(auditEvents(w.t, w.cp))
@@ -307,40 +310,49 @@ func (w *shardWorld) handover(what string, before shard.Ring, change func(), val
 	settled := make(chan shard.Ring)
 	go func() { settled <- w.settled(after...) }()
 	var ring shard.Ring
-	// Every parent changes at least once, and they go on changing until the ring settles.
-	for i := 0; ring == nil || i < shardParents; i++ {
-		p := parentName(i % shardParents)
-		patch := fmt.Sprintf(`{"data":{"alpha":%q,"beta":%q}}`, value, value)
-		if _, err := w.kube.CoreV1().ConfigMaps(w.ns).Patch(w.t.Context(), p, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			w.t.Fatal(err)
-		}
-		if ring != nil {
-			continue
-		}
+	for i := 0; ring == nil; i++ {
+		w.edit(parentName(i%shardParents), fmt.Sprintf("%s-%d", value, i/shardParents))
 		select {
 		case ring = <-settled:
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	since := len(auditEvents(w.t, w.cp))
+	for i := range shardParents {
+		w.edit(parentName(i), value)
+	}
 	w.converged(value)
 	old, next := before.Assign(), ring.Assign()
+	all, settledWrites := w.writers(mark), w.writers(since)
 	moved := 0
-	for p, ids := range w.writers(mark) {
+	for i := range shardParents {
+		p := parentName(i)
 		b := rules.Bucket(w.ns, p)
-		seq := slices.Compact(ids)
-		// The old owner may have made every write before the handover, or none.
-		want := [][]string{{next[b]}, {old[b]}, {old[b], next[b]}}
+		want := [][]string{{next[b]}, {old[b], next[b]}}
 		if old[b] == next[b] {
 			want = [][]string{{next[b]}}
 		} else {
 			moved++
 		}
-		if !slices.ContainsFunc(want, func(s []string) bool { return slices.Equal(s, seq) }) {
+		if seq := slices.Compact(all[p]); !slices.ContainsFunc(want, func(s []string) bool { return slices.Equal(s, seq) }) {
 			w.t.Errorf("%s: parent %s (bucket %d) written by %v in this order, want its old owner %s, then only its new owner %s",
 				what, p, b, w.names(seq), w.nameOf(old[b]), w.nameOf(next[b]))
 		}
+		if seq := slices.Compact(settledWrites[p]); !slices.Equal(seq, []string{next[b]}) {
+			w.t.Errorf("%s: after the ring settled, parent %s (bucket %d) written by %v, want only by its new owner %s",
+				what, p, b, w.names(seq), w.nameOf(next[b]))
+		}
 	}
-	w.t.Logf("%s: ring %s -> %s, %d parents written, %d of them moved", what, before.Version(), ring.Version(), len(w.writers(mark)), moved)
+	w.t.Logf("%s: ring %s -> %s, %d parents written, %d of them moved", what, before.Version(), ring.Version(), len(all), moved)
+}
+
+// edit sets both values of a parent.
+func (w *shardWorld) edit(parent, value string) {
+	w.t.Helper()
+	patch := fmt.Sprintf(`{"data":{"alpha":%q,"beta":%q}}`, value, value)
+	if _, err := w.kube.CoreV1().ConfigMaps(w.ns).Patch(w.t.Context(), parent, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 func (w *shardWorld) names(ids []string) []string {

@@ -130,17 +130,19 @@ func parseBlock(b block) ([]step, error) {
 	return out, nil
 }
 
-// diffStep checks a diff block that starts with `--- FROM` and `+++ TO` (files of the
+// diffStep checks a diff block, which starts with `--- FROM` and `+++ TO` (files of the
 // repository, or bin/dev/rules.yaml of kubecel dev): its hunks must be what `diff -u
-// FROM TO` prints. A diff block without those two lines is not checked.
+// FROM TO` prints. A diff block without those two lines and a hunk is an error: it
+// could not be checked.
 func diffStep(b block) ([]step, error) {
-	if len(b.lines) < 3 {
-		return nil, nil
+	var from, to string
+	okFrom, okTo := false, false
+	if len(b.lines) >= 3 {
+		from, okFrom = strings.CutPrefix(b.lines[0], "--- ")
+		to, okTo = strings.CutPrefix(b.lines[1], "+++ ")
 	}
-	from, okFrom := strings.CutPrefix(b.lines[0], "--- ")
-	to, okTo := strings.CutPrefix(b.lines[1], "+++ ")
 	if !okFrom || !okTo {
-		return nil, nil
+		return nil, errors.New("a diff block starts with `--- FROM` and `+++ TO`, the files it compares, and shows what `diff -u FROM TO` prints")
 	}
 	// diff exits 1 when the files differ; tail drops its header (names and times).
 	command := fmt.Sprintf("diff -u %s %s | tail -n +3", from, to)

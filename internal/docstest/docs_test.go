@@ -10,9 +10,9 @@ package docstest
 //     repository, with the kubecel built from this tree first on $PATH and in bin/, no
 //     $KUBECONFIG and an empty $HOME. Other lines (make, kubectl, comments) are not
 //     kubecel commands and are not run.
-//   - Blocks of any other language (```text, ```yaml, ```diff, no language) are never
-//     run: synopses such as `kubecel render --rules FILE -f PARENTS [-o yaml|json]` and
-//     sample output without a command belong there.
+//   - Blocks of any other language (```text, ```yaml, no language) are never run:
+//     synopses such as `kubecel render --rules FILE -f PARENTS [-o yaml|json]` and sample
+//     output without a command belong there (```yaml blocks are checked by TestDocsYAML).
 //   - In a ```sh block a command must exit 0; its output is not compared.
 //   - In a ```console block, the lines after a `$ ` command up to the next `$ ` line (or
 //     the end of the block) are its expected output: stdout and stderr as one stream,
@@ -22,8 +22,9 @@ package docstest
 //   - Before comparing, every UUID in both texts becomes <uid> (UIDs change each run),
 //     and the value of every kubecel.dev/proof annotation <proof> (it depends on the
 //     installation's key); nothing else is normalised.
-//   - A ```diff block that starts with `--- FROM` and `+++ TO` is checked: its hunks must
-//     be what `diff -u FROM TO` prints in the copy. A file under docs/ derived from
+//   - A ```diff block starts with `--- FROM` and `+++ TO` and is checked: its hunks must
+//     be what `diff -u FROM TO` prints in the copy (a diff block without them is an
+//     error). A file under docs/ derived from
 //     another (docs/plan/rules-edited.yaml is the rules of `kubecel dev`, edited) is
 //     shown this way, so it cannot fall behind what it was derived from.
 //   - A command that names bin/dev/ runs against `kubecel dev --dir bin/dev` started in
@@ -38,7 +39,14 @@ package docstest
 // TestDocsFiles checks that every file under docs/ other than the documents is read by
 // a command that TestDocs runs (or a checked diff), except docs/examples/ (rendered and
 // compared with their output.yaml by cmd/kubecel's TestDocsExamples) and docs/cli/
-// (the command reference, compared with the commands by cmd/kubecel's TestCLIReference).
+// (the command reference, compared with the commands by cmd/kubecel's TestCLIReference),
+// and that a file edited from another (*-edited.*) is shown in a checked diff against it.
+//
+// TestDocsYAML checks that every ```yaml block that does not quote a file is YAML, and
+// that one holding a whole rules file loads. Figures in prose that restate what an example or a test holds are checked against it
+// by TestDocsFigures; the table of cached objects in docs/benchmarks.md against
+// BenchmarkCachedObject by TestCachedObjectTable (cmd/bench's TestGoalsTable checks the
+// goals table there against the run rows).
 //
 // Commands write only inside the copy (a redirect such as `> deploy/base/rules-rbac.yaml`
 // changes the copy's file), never the repository.

@@ -3,19 +3,25 @@ package docstest
 import (
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
 // TestDocsFiles fails for a file under docs/ that no documented command reads: such a
-// file is shown to readers but checked by nothing (see TestDocs for the exceptions).
+// file is shown to readers but checked by nothing (see TestDocs for the exceptions). A
+// file that is an edit of another (named *-edited.*) must also be the +++ side of a
+// checked diff block, which compares it with what it was derived from: a command that
+// reads it shows only part of its output (plan's changes, ...), so it could fall behind
+// its source unnoticed.
 func TestDocsFiles(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var commands []string
+	diffed := map[string]bool{} // the +++ files of checked diff blocks
 	for _, doc := range documents(t, root) {
 		for _, b := range blocks(t, root, doc) {
 			steps, err := parseBlock(b)
@@ -24,6 +30,9 @@ func TestDocsFiles(t *testing.T) {
 			}
 			for _, s := range steps {
 				commands = append(commands, s.command)
+				if m := diffCommand.FindStringSubmatch(s.command); m != nil && b.lang == "diff" {
+					diffed[m[2]] = true
+				}
 			}
 		}
 	}
@@ -34,6 +43,9 @@ func TestDocsFiles(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		if strings.HasPrefix(rel, "docs/examples/") || strings.HasPrefix(rel, "docs/cli/") {
 			return nil
+		}
+		if derived(rel) && !diffed[rel] {
+			t.Errorf("%s: an edit of another file, but no checked diff block (--- FROM, +++ %s) shows it against what it was derived from, so it can fall behind it", rel, rel)
 		}
 		for _, c := range commands {
 			if readsFile(c, rel) {
@@ -46,6 +58,16 @@ func TestDocsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// diffCommand is the command of a checked diff block (diffStep).
+var diffCommand = regexp.MustCompile(`^diff -u (\S+) (\S+) \| tail -n \+3$`)
+
+// derived reports whether a file under docs/ is an edit of another: its name ends in
+// -edited (rules-edited.yaml).
+func derived(file string) bool {
+	base := filepath.Base(file)
+	return strings.HasSuffix(strings.TrimSuffix(base, filepath.Ext(base)), "-edited")
 }
 
 // readsFile reports whether a command names the file, or a directory that holds it as

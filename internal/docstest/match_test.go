@@ -69,6 +69,14 @@ func TestParseBlock(t *testing.T) {
 		name: "text and yaml blocks never run",
 		b:    block{line: 1, lang: "text", lines: []string{"kubecel render --rules FILE -f PARENTS [-o yaml|json]"}},
 	}, {
+		name: "diff: checked against diff -u",
+		b:    block{line: 1, lang: "diff", lines: []string{"--- a.yaml", "+++ b.yaml", "@@ -1 +1 @@", "-x", "+y"}},
+		want: []step{{line: 2, command: "diff -u a.yaml b.yaml | tail -n +3", want: []string{"@@ -1 +1 @@", "-x", "+y"}}},
+	}, {
+		name:    "diff: without its files",
+		b:       block{line: 1, lang: "diff", lines: []string{"-x", "+y"}},
+		wantErr: "a diff block starts with `--- FROM` and `+++ TO`",
+	}, {
 		name:    "console: only kubecel commands",
 		b:       block{line: 1, lang: "console", lines: []string{"$ kubectl get pods"}},
 		wantErr: `line 2: a console block shows only kubecel commands (and echo $?), not "kubectl get pods"`,
