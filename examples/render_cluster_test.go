@@ -27,7 +27,7 @@ var kubecelBinary = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "kubecel")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kubecel")
+	build := exec.Command("go", testenv.BuildArgs(bin, "./cmd/kubecel")...)
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", &exec.ExitError{Stderr: out}

@@ -218,7 +218,7 @@ func TestLeaderElection(t *testing.T) {
 func buildKubecel(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kubecel")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", testenv.BuildArgs(bin, ".")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin

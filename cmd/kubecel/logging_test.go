@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubecel/kubecel/internal/testenv"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -80,7 +81,7 @@ func runUntil(t *testing.T, bin, until string, args ...string) ([]string, int) {
 // asked for, at the verbosity asked for.
 func TestLoggingFlags(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "kubecel")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", testenv.BuildArgs(bin, ".")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	run := []string{"run", "--rules", "testdata/render/rules.yaml", "--kubeconfig", closedPortKubeconfig(t), "--metrics-addr", "", "--health-addr", ""}

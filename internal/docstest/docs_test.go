@@ -148,7 +148,7 @@ func newDocEnv(t *testing.T, root string) *docEnv {
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(binDir, "kubecel"), "./cmd/kubecel")
+	build := exec.Command("go", testenv.BuildArgs(filepath.Join(binDir, "kubecel"), "./cmd/kubecel")...)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -87,7 +87,7 @@ func (c *controller) running() bool {
 // get fetches a path of the health endpoint and returns the status code and body.
 func (c *controller) get(path string) (int, string, error) { return c.fetch("health", path) }
 
-// fetch gets a path of one of the process's endpoints ("health", "metrics") and returns
+// fetch gets a path of one of the process's endpoints ("health", "metrics", "pprof") and returns
 // the status code and body.
 func (c *controller) fetch(endpoint, path string) (int, string, error) {
 	addr, err := c.servingAddr(endpoint)
@@ -107,13 +107,20 @@ func (c *controller) fetch(endpoint, path string) (int, string, error) {
 // servingLine matches the log line engine's serve writes once an endpoint listens.
 var servingLine = regexp.MustCompile(`"Serving" endpoint="([^"]+)" addr="([^"]+)"`)
 
-// servingAddr is the address an endpoint ("health", "metrics") bound, read from the
-// process's log.
+// pprofLine matches the log line of `kubecel run --pprof-addr` once it listens.
+var pprofLine = regexp.MustCompile(`"Serving pprof" addr="([^"]+)"`)
+
+// servingAddr is the address an endpoint ("health", "metrics", "pprof") bound, read from
+// the process's log.
 func (c *controller) servingAddr(endpoint string) (string, error) {
-	for _, m := range servingLine.FindAllStringSubmatch(c.logs.String(), -1) {
+	logs := c.logs.String()
+	for _, m := range servingLine.FindAllStringSubmatch(logs, -1) {
 		if m[1] == endpoint {
 			return m[2], nil
 		}
+	}
+	if m := pprofLine.FindStringSubmatch(logs); m != nil && endpoint == "pprof" {
+		return m[1], nil
 	}
 	if !c.running() {
 		return "", fmt.Errorf("kubecel exited before serving %s", endpoint)

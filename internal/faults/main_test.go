@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/testenv"
 )
 
 var long = flag.Bool("faults.long", false, "run every fault for its full duration (make test-faults)")
@@ -56,7 +57,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	kubecelBin = filepath.Join(dir, "kubecel")
-	build := exec.Command("go", "build", "-o", kubecelBin, "./cmd/kubecel")
+	build := exec.Command("go", testenv.BuildArgs(kubecelBin, "./cmd/kubecel")...)
 	build.Dir = moduleRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "faults: build kubecel: %v\n%s", err, out)

@@ -105,8 +105,13 @@ func (r *ownershipRun) liveness(s *snapshot) string {
 				continue
 			}
 			for _, ns := range []string{r.NS, r.Other} {
-				if key := ns + "/" + specName(p) + "-" + rule.Suffix; s.objects[key] == nil {
+				key := ns + "/" + specName(p) + "-" + rule.Suffix
+				obj := s.objects[key]
+				if obj == nil {
 					return fmt.Sprintf("widget %s has no ConfigMap %s (rule %s), neither its own nor another's", p.GetName(), key, rule.Name)
+				}
+				if _, msg := r.holder(p, rule, key, obj); msg != "" {
+					return msg
 				}
 			}
 		}

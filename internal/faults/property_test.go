@@ -103,16 +103,22 @@ func TestPropertyOwnership(t *testing.T) {
 	}
 }
 
-// knownSeeds run every time, besides a random one: each reached a defect once.
+// knownSeeds run every time, besides a random one. A seed joins when it reached a
+// defect, real or planted, that the random seeds reach seldom; the end of each run logs
+// who held the names its widgets computed ("held by"), which shows what a seed reaches.
 //   - 11: the squatter's rule a runs, is removed, and the file's rule a comes back; with
 //     a rule's children not bound to their origin, the file's rule pruned the squatter's
-//     (found by planting that defect).
+//     (found by planting that defect). It also reaches, at step 5, a widget's own child
+//     in its namespace: with that child's owner reference planted away, it fails there.
+//
+// Seed 101 fails today, in 2 of 5 runs (docs/reliability.md, Known issues): it joins
+// once the engine is fixed, as it would fail `make test` as often.
 var knownSeeds = []uint64{11}
 
 // runOwnership runs the steps of one seed.
 func runOwnership(t *testing.T, seed uint64, steps int) {
 	t.Logf("seed %d, %d steps", seed, steps)
-	r := &ownershipRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed)), released: map[types.UID]releasedObject{}}
+	r := &ownershipRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed)), released: map[types.UID]releasedObject{}, holders: map[string]int{}}
 	r.world = newWorldRules(t, "property", rulesHead) // the rules follow, with r's
 	r.Forge = namespace(t, "property-forge")
 	r.Active = ruleSets[3]
@@ -124,7 +130,8 @@ func runOwnership(t *testing.T, seed uint64, steps int) {
 	for _, name := range r.names() {
 		r.do(r.deleteParent(name))
 	}
-	t.Logf("%d steps, %d foreign objects, %d objects of removed rules", len(r.steps), len(r.foreign), len(r.released))
+	t.Logf("%d steps, %d foreign objects, %d objects of removed rules; names computed, held by: %s",
+		len(r.steps), len(r.foreign), len(r.released), r.describeHolders())
 }
 
 // ownershipRun is one run of TestPropertyOwnership; its world and Active rules are the
@@ -143,7 +150,9 @@ type ownershipRun struct {
 	// released holds the objects of rules that were removed (by UID): they stay, until
 	// their rule is back and selects their widget, or their widget is gone.
 	released map[types.UID]releasedObject
-	steps    []string
+	// holders counts who held the names the widgets computed (see held).
+	holders map[string]int
+	steps   []string
 }
 
 // do records a step that has been taken and waits until the cluster is quiet, checking
@@ -153,8 +162,9 @@ func (r *ownershipRun) do(step string) {
 	r.t.Logf("step %d: %s", len(r.steps), step)
 	var last string
 	fingerprint, since := "", time.Now()
+	var s *snapshot
 	quiet, _ := within(settle, func() (bool, string) {
-		s := r.observe()
+		s = r.observe()
 		if msg := r.safety(s) + r.partySafety(s) + r.releasedSafety(s); msg != "" {
 			r.fail(msg)
 		}
@@ -170,6 +180,7 @@ func (r *ownershipRun) do(step string) {
 		}
 		r.fail(fmt.Sprintf("not quiet within %s: %s", settle, last))
 	}
+	r.held(s)
 }
 
 // fail ends the test with the counterexample: the seed and the steps so far.

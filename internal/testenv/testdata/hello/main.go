@@ -1,0 +1,4 @@
+// Command hello is the program TestBuildArgs builds.
+package main
+
+func main() {}
