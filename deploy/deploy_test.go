@@ -30,6 +30,7 @@ import (
 	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}) }
@@ -503,7 +504,7 @@ func readRulesConfigMap(t *testing.T) {
 // as `kubecel run` does: creating its Secret when it is missing, reading it otherwise.
 func loadIdentity(t *testing.T) {
 	t.Helper()
-	s := identity.Secret{Installation: rules.DefaultInstallation, Namespace: namespace, Name: identity.SecretName(rules.DefaultInstallation)}
+	s := identity.Secret{Installation: contract.DefaultInstallation, Namespace: namespace, Name: identity.SecretName(contract.DefaultInstallation)}
 	first, err := identity.Load(t.Context(), asController(t), s, true)
 	if err != nil {
 		t.Fatalf("load the identity as the controller: %v", err)
@@ -512,7 +513,7 @@ func loadIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load the identity again as the controller: %v", err)
 	}
-	claim := rules.ChildClaim{Installation: rules.DefaultInstallation, Rule: "r", ParentUID: "u"}
+	claim := rules.ChildClaim{Installation: contract.DefaultInstallation, Rule: "r", ParentUID: "u"}
 	if !again.Proves(claim, first.Proof(claim)) {
 		t.Error("the second load read another key than the first made")
 	}

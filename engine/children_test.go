@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 const forEachRules = widgetRuleHead + `      - id: env
@@ -40,7 +40,7 @@ func (f *fixture) childNames(gvrName string, id string) []string {
 		gvr = services
 	}
 	list, err := testenv.Dynamic(f.t).Resource(gvr).Namespace(f.ns).List(f.t.Context(), metav1.ListOptions{
-		LabelSelector: rules.LabelRule + "=" + f.rule + "," + rules.LabelChild + "=" + id,
+		LabelSelector: contract.LabelRule + "=" + f.rule + "," + contract.LabelChild + "=" + id,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -137,8 +137,8 @@ func TestReadyWhenHoldsBackDependent(t *testing.T) {
 	f.create(widgets, widget(f.ns, "app", map[string]any{"role": "app"}))
 	f.waitFor(widgets, f.ns, "app-backend", nil)
 	f.waitFor(widgets, f.ns, "app", func(o *unstructured.Unstructured) (bool, string) {
-		status, reason, msg := testenv.Condition(o, rules.ConditionReady)
-		return status == "False" && reason == rules.ReasonWaiting, fmt.Sprintf("Ready=%s %s %q", status, reason, msg)
+		status, reason, msg := testenv.Condition(o, contract.ConditionReady)
+		return status == "False" && reason == contract.ReasonWaiting, fmt.Sprintf("Ready=%s %s %q", status, reason, msg)
 	})
 	f.waitIdle()
 	if _, err := f.get(configMaps, f.ns, "app-frontend"); err == nil {
@@ -160,7 +160,7 @@ func TestReadyWhenHoldsBackDependent(t *testing.T) {
 		t.Errorf("frontend data.backend = %q, want app-backend", got)
 	}
 	f.waitFor(widgets, f.ns, "app", func(o *unstructured.Unstructured) (bool, string) {
-		status, _, msg := testenv.Condition(o, rules.ConditionReady)
+		status, _, msg := testenv.Condition(o, contract.ConditionReady)
 		return status == "True" && nestedString(o, "status", "backendPhase") == "Running", fmt.Sprintf("Ready=%s %q status=%v", status, msg, o.Object["status"])
 	})
 }

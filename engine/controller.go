@@ -68,8 +68,8 @@ type Options struct {
 	// queue and continues on its next turn, so a parent with many children shares the
 	// workers with every other parent (default 50). A dry run has no limit.
 	MaxWritesPerReconcile int
-	// Notify, when set, is told once when a rule cannot run (reason rules.PendingNotServed,
-	// rules.PendingForbidden or rules.PendingError) with a message naming what is missing.
+	// Notify, when set, is told once when a rule cannot run (reason contract.PendingNotServed,
+	// contract.PendingForbidden or contract.PendingError) with a message naming what is missing.
 	Notify func(ctx context.Context, rule, reason, message string)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // DroppedRules finds the rules that the controller's rule set no longer has although
@@ -26,7 +27,7 @@ func (c *Controller) DroppedRules(ctx context.Context, namespace string) ([]plan
 		return nil, fmt.Errorf("discover the served resources: %w", err)
 	}
 	known := c.table.known
-	selector := fmt.Sprintf("%s=%s,%s=%s", rules.LabelManagedBy, rules.ManagedByValue, rules.LabelInstallation, c.opts.Identity.Name())
+	selector := fmt.Sprintf("%s=%s,%s=%s", contract.LabelManagedBy, contract.ManagedByValue, contract.LabelInstallation, c.opts.Identity.Name())
 	type found struct {
 		parents  map[string]bool
 		children int
@@ -62,7 +63,7 @@ func (c *Controller) DroppedRules(ctx context.Context, namespace string) ([]plan
 			gk := schema.GroupKind{Group: gv.Group, Kind: r.Kind}
 			for _, o := range objs.Items {
 				claim := rules.ClaimOf(gk, o.Namespace, o.Name, o.Labels, o.Annotations)
-				if known(claim.Rule) || !c.opts.Identity.Proves(claim, o.Annotations[rules.AnnotationProof]) {
+				if known(claim.Rule) || !c.opts.Identity.Proves(claim, o.Annotations[contract.AnnotationProof]) {
 					continue
 				}
 				claims = append(claims, claim)

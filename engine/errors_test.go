@@ -16,6 +16,7 @@ import (
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 const evalErrorRules = widgetRuleHead + `      - id: config
@@ -36,8 +37,8 @@ func TestEvaluationErrorBecomesSyncedFalse(t *testing.T) {
 
 	f.patchSpec(widgets, f.ns, "e", `{"divisor":0}`)
 	f.waitFor(widgets, f.ns, "e", func(o *unstructured.Unstructured) (bool, string) {
-		status, reason, msg := testenv.Condition(o, rules.ConditionSynced)
-		return status == "False" && reason == rules.ReasonEvaluationFailed &&
+		status, reason, msg := testenv.Condition(o, contract.ConditionSynced)
+		return status == "False" && reason == contract.ReasonEvaluationFailed &&
 				strings.Contains(msg, `child "config"`) && strings.Contains(msg, "division by zero"),
 			fmt.Sprintf("Synced=%s %s %q", status, reason, msg)
 	})
@@ -58,7 +59,7 @@ func TestEvaluationErrorBecomesSyncedFalse(t *testing.T) {
 		return nestedString(o, "data", "size") == "20", "size not 20"
 	})
 	f.waitFor(widgets, f.ns, "e", func(o *unstructured.Unstructured) (bool, string) {
-		status, _, msg := testenv.Condition(o, rules.ConditionSynced)
+		status, _, msg := testenv.Condition(o, contract.ConditionSynced)
 		return status == "True", fmt.Sprintf("Synced=%s %q", status, msg)
 	})
 }
@@ -137,8 +138,8 @@ func TestEvaluationDeadlineIsRetried(t *testing.T) {
 	f := startControllerWith(t, slowRules, rules.Options{EvalTimeout: time.Nanosecond}, engine.Options{Workers: 2, Registry: reg})
 	f.create(widgets, widget(f.ns, "slow", map[string]any{}))
 	f.waitFor(widgets, f.ns, "slow", func(o *unstructured.Unstructured) (bool, string) {
-		status, reason, msg := testenv.Condition(o, rules.ConditionSynced)
-		return status == "False" && reason == rules.ReasonEvaluationFailed && strings.Contains(msg, "deadline"),
+		status, reason, msg := testenv.Condition(o, contract.ConditionSynced)
+		return status == "False" && reason == contract.ReasonEvaluationFailed && strings.Contains(msg, "deadline"),
 			fmt.Sprintf("Synced=%s %s %q", status, reason, msg)
 	})
 	// Nothing changes the widget any more: only retries reconcile it again.

@@ -12,6 +12,7 @@ import (
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // tenantsRules serve a heavy tenant (namespace 0-NS), whose Widgets set spec.n and get
@@ -163,7 +164,7 @@ func TestYieldedParentEdited(t *testing.T) {
 	})
 	f.patchSpec(widgets, f.ns, "big", `{"value":"b"}`)
 	f.eventually(func() (bool, string) {
-		list, err := testenv.Dynamic(t).Resource(configMaps).Namespace(f.ns).List(t.Context(), metav1.ListOptions{LabelSelector: rules.LabelRule + "=" + f.rule})
+		list, err := testenv.Dynamic(t).Resource(configMaps).Namespace(f.ns).List(t.Context(), metav1.ListOptions{LabelSelector: contract.LabelRule + "=" + f.rule})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -235,7 +236,7 @@ func readyFor(value string, f *fixture) func(*unstructured.Unstructured) (bool, 
 // countChildren counts the ConfigMaps of rule in ns.
 func countChildren(t *testing.T, ns, rule string) int {
 	t.Helper()
-	list, err := testenv.Dynamic(t).Resource(configMaps).Namespace(ns).List(t.Context(), metav1.ListOptions{LabelSelector: rules.LabelRule + "=" + rule})
+	list, err := testenv.Dynamic(t).Resource(configMaps).Namespace(ns).List(t.Context(), metav1.ListOptions{LabelSelector: contract.LabelRule + "=" + rule})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // The tests in this file play attackers who may write some objects, and check that
@@ -59,9 +59,9 @@ func lookalike(ns, name, rule string, parent *unstructured.Unstructured, id stri
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": name, "namespace": ns,
-			"labels": map[string]any{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: rule,
-				rules.LabelParentUID: string(parent.GetUID()), rules.LabelChild: id, rules.LabelInstallation: rules.DefaultInstallation},
-			"annotations": map[string]any{rules.AnnotationParent: "engine.kubecel.dev/widgets/" + parent.GetNamespace() + "/" + parent.GetName()},
+			"labels": map[string]any{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelRule: rule,
+				contract.LabelParentUID: string(parent.GetUID()), contract.LabelChild: id, contract.LabelInstallation: contract.DefaultInstallation},
+			"annotations": map[string]any{contract.AnnotationParent: "engine.kubecel.dev/widgets/" + parent.GetNamespace() + "/" + parent.GetName()},
 		},
 		"data": data,
 	}}
@@ -156,7 +156,7 @@ func TestLabelPatcherCannotDelete(t *testing.T) {
 		"annotations": maps.Clone(child.GetAnnotations()),
 	}
 	// A child id the rule does not produce: pruned if it were taken for a child.
-	md["labels"].(map[string]string)[rules.LabelChild] = "retired"
+	md["labels"].(map[string]string)[contract.LabelChild] = "retired"
 	patch, err := (&unstructured.Unstructured{Object: map[string]any{"metadata": md}}).MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestLabelPatcherCannotDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if labelled.GetLabels()[rules.LabelParentUID] != string(b.GetUID()) {
+	if labelled.GetLabels()[contract.LabelParentUID] != string(b.GetUID()) {
 		t.Fatalf("the patch did not label the object: %v", labelled.GetLabels())
 	}
 	f.patchSpec(widgets, f.ns, "web", `{"v":"2"}`)

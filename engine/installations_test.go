@@ -16,6 +16,7 @@ import (
 	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // installationRules make one child, "a", and a status.
@@ -59,13 +60,13 @@ func TestTwoInstallations(t *testing.T) {
 	first := map[string]*unstructured.Unstructured{}
 	for _, name := range parents {
 		first[name] = f.waitFor(configMaps, f.ns, name+"-a", nil)
-		f.waitReady(name, "True", rules.ReasonReady, "")
+		f.waitReady(name, "True", contract.ReasonReady, "")
 	}
 	key, err := rules.NewKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := rules.NewIdentity(rules.DefaultInstallation, key)
+	other, err := rules.NewIdentity(contract.DefaultInstallation, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestTwoInstallations(t *testing.T) {
 				return false, err.Error()
 			}
 			for _, e := range events.Items {
-				if e.Reason == rules.ReasonChildExists && strings.Contains(e.Message, "another kubecel installation") {
+				if e.Reason == contract.ReasonChildExists && strings.Contains(e.Message, "another kubecel installation") {
 					return true, ""
 				}
 			}
@@ -183,9 +184,9 @@ func TestLeftoverTakenOver(t *testing.T) {
 		return len(o.GetOwnerReferences()) == 0, "still owned"
 	})
 	parent := f.create(widgets, widget(f.ns, "w", nil))
-	f.waitReady("w", "True", rules.ReasonReady, "")
+	f.waitReady("w", "True", contract.ReasonReady, "")
 	got := f.waitFor(configMaps, f.ns, "w-a", func(o *unstructured.Unstructured) (bool, string) {
-		return o.GetLabels()[rules.LabelParentUID] == string(parent.GetUID()), fmt.Sprintf("parent-uid %s", o.GetLabels()[rules.LabelParentUID])
+		return o.GetLabels()[contract.LabelParentUID] == string(parent.GetUID()), fmt.Sprintf("parent-uid %s", o.GetLabels()[contract.LabelParentUID])
 	})
 	if refs := got.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != parent.GetUID() {
 		t.Errorf("owner references %v, want the new parent %s (the old one was %s)", refs, parent.GetUID(), old.GetUID())
@@ -214,10 +215,10 @@ func TestConflictNamesNoOtherNamespace(t *testing.T) {
 	f.waitFor(configMaps, "1-"+f.ns, "shared", nil)
 	f.create(widgets, widget("0-"+f.ns, "mine", nil))
 	w := f.waitFor(widgets, "0-"+f.ns, "mine", func(o *unstructured.Unstructured) (bool, string) {
-		s, r, m := testenv.Condition(o, rules.ConditionSynced)
-		return s == "False" && r == rules.ReasonChildExists, fmt.Sprintf("Synced=%s %s %q", s, r, m)
+		s, r, m := testenv.Condition(o, contract.ConditionSynced)
+		return s == "False" && r == contract.ReasonChildExists, fmt.Sprintf("Synced=%s %s %q", s, r, m)
 	})
-	_, _, msg := testenv.Condition(w, rules.ConditionSynced)
+	_, _, msg := testenv.Condition(w, contract.ConditionSynced)
 	if strings.Contains(msg, "secret-project") || strings.Contains(msg, " "+f.ns) || strings.Contains(msg, "/"+f.ns) {
 		t.Errorf("the message names the other tenant's parent: %s", msg)
 	}
@@ -244,12 +245,12 @@ func TestReleasedChildMessage(t *testing.T) {
 	f.deleteWidget("w", metav1.DeletePropagationBackground)
 	f.waitGone(widgets, f.ns, "w")
 	f.waitFor(configMaps, f.ns, "w-kept", func(o *unstructured.Unstructured) (bool, string) {
-		return o.GetLabels()[rules.LabelManagedBy] == "", "not released yet"
+		return o.GetLabels()[contract.LabelManagedBy] == "", "not released yet"
 	})
 	f.create(widgets, widget(f.ns, "w", nil))
 	f.waitFor(widgets, f.ns, "w", func(o *unstructured.Unstructured) (bool, string) {
-		s, r, m := testenv.Condition(o, rules.ConditionSynced)
-		return s == "False" && r == rules.ReasonChildExists && strings.Contains(m, "released by kubecel") && strings.Contains(m, "adopt: true"),
+		s, r, m := testenv.Condition(o, contract.ConditionSynced)
+		return s == "False" && r == contract.ReasonChildExists && strings.Contains(m, "released by kubecel") && strings.Contains(m, "adopt: true"),
 			fmt.Sprintf("Synced=%s %s %q", s, r, m)
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // keepRules has a child kept when no longer produced (its `when` reads the spec) and a
@@ -47,20 +47,20 @@ const keepRules = widgetRuleHead + `      - id: cache
 func released(f *fixture, parentName string) func(*unstructured.Unstructured) (bool, string) {
 	return func(o *unstructured.Unstructured) (bool, string) {
 		l, a := o.GetLabels(), o.GetAnnotations()
-		for _, k := range []string{rules.LabelManagedBy, rules.LabelRule, rules.LabelParentUID, rules.LabelChild} {
+		for _, k := range []string{contract.LabelManagedBy, contract.LabelRule, contract.LabelParentUID, contract.LabelChild} {
 			if _, ok := l[k]; ok {
 				return false, fmt.Sprintf("label %s still there: %v", k, l)
 			}
 		}
-		if _, ok := a[rules.AnnotationParent]; ok {
-			return false, fmt.Sprintf("annotation %s still there", rules.AnnotationParent)
+		if _, ok := a[contract.AnnotationParent]; ok {
+			return false, fmt.Sprintf("annotation %s still there", contract.AnnotationParent)
 		}
 		if len(o.GetOwnerReferences()) > 0 {
 			return false, fmt.Sprintf("owner references %v", o.GetOwnerReferences())
 		}
 		want := "engine.kubecel.dev/widgets/" + f.ns + "/" + parentName
-		if l[rules.LabelReleased] != f.rule || a[rules.AnnotationReleasedFrom] != want {
-			return false, fmt.Sprintf("release mark: label %q, annotation %q; want %q, %q", l[rules.LabelReleased], a[rules.AnnotationReleasedFrom], f.rule, want)
+		if l[contract.LabelReleased] != f.rule || a[contract.AnnotationReleasedFrom] != want {
+			return false, fmt.Sprintf("release mark: label %q, annotation %q; want %q, %q", l[contract.LabelReleased], a[contract.AnnotationReleasedFrom], f.rule, want)
 		}
 		return true, ""
 	}
@@ -96,7 +96,7 @@ func TestKeepOnParentDelete(t *testing.T) {
 		return len(o.GetOwnerReferences()) == 0, fmt.Sprintf("owner references %v", o.GetOwnerReferences())
 	})
 	f.waitFor(widgets, f.ns, "w1", func(o *unstructured.Unstructured) (bool, string) {
-		return slices.Contains(o.GetFinalizers(), rules.FinalizerFor(f.rule)), fmt.Sprintf("finalizers %v", o.GetFinalizers())
+		return slices.Contains(o.GetFinalizers(), contract.FinalizerFor(f.rule)), fmt.Sprintf("finalizers %v", o.GetFinalizers())
 	})
 	f.deleteWidget("w1", metav1.DeletePropagationBackground)
 	f.waitGone(widgets, f.ns, "w1")
@@ -105,8 +105,8 @@ func TestKeepOnParentDelete(t *testing.T) {
 
 	f.create(widgets, widget(f.ns, "w1", map[string]any{}))
 	f.waitFor(widgets, f.ns, "w1", func(o *unstructured.Unstructured) (bool, string) {
-		status, reason, _ := testenv.Condition(o, rules.ConditionSynced)
-		return status == "False" && reason == rules.ReasonChildExists, fmt.Sprintf("Synced %s %s", status, reason)
+		status, reason, _ := testenv.Condition(o, contract.ConditionSynced)
+		return status == "False" && reason == contract.ReasonChildExists, fmt.Sprintf("Synced %s %s", status, reason)
 	})
 	f.waitFor(configMaps, f.ns, "w1-data", released(f, "w1"))
 }

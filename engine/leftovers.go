@@ -6,10 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // watchLeftovers makes the named running rules also watch the kinds of objects that
@@ -26,7 +25,7 @@ func (c *Controller) watchLeftovers(ctx context.Context, names []string) error {
 	if err != nil && len(lists) == 0 {
 		return fmt.Errorf("discover the served resources: %w", err)
 	}
-	selector := fmt.Sprintf("%s=%s,%s in (%s)", rules.LabelManagedBy, rules.ManagedByValue, rules.LabelRule, strings.Join(names, ","))
+	selector := fmt.Sprintf("%s=%s,%s in (%s)", contract.LabelManagedBy, contract.ManagedByValue, contract.LabelRule, strings.Join(names, ","))
 	found := map[string]map[schema.GroupVersionKind]bool{}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
@@ -42,7 +41,7 @@ func (c *Controller) watchLeftovers(ctx context.Context, names []string) error {
 				continue
 			}
 			for _, o := range objs.Items {
-				rule := o.Labels[rules.LabelRule]
+				rule := o.Labels[contract.LabelRule]
 				if found[rule] == nil {
 					found[rule] = map[schema.GroupVersionKind]bool{}
 				}

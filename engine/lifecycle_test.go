@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 const basicRules = widgetRuleHead + `      - id: config
@@ -34,21 +34,21 @@ func TestCreateUpdateDelete(t *testing.T) {
 	})
 	labels := cm.GetLabels()
 	for k, want := range map[string]string{
-		rules.LabelManagedBy: "kubecel", rules.LabelRule: f.rule,
-		rules.LabelParentUID: string(parent.GetUID()), rules.LabelChild: "config",
+		contract.LabelManagedBy: "kubecel", contract.LabelRule: f.rule,
+		contract.LabelParentUID: string(parent.GetUID()), contract.LabelChild: "config",
 	} {
 		if labels[k] != want {
 			t.Errorf("label %s = %q, want %q", k, labels[k], want)
 		}
 	}
-	if got, want := cm.GetAnnotations()[rules.AnnotationParent], "engine.kubecel.dev/widgets/"+f.ns+"/w1"; got != want {
+	if got, want := cm.GetAnnotations()[contract.AnnotationParent], "engine.kubecel.dev/widgets/"+f.ns+"/w1"; got != want {
 		t.Errorf("parent annotation = %q, want %q", got, want)
 	}
 	refs := cm.GetOwnerReferences()
 	if len(refs) != 1 || refs[0].UID != parent.GetUID() || refs[0].Controller == nil || !*refs[0].Controller {
 		t.Errorf("ownerReferences = %+v, want one controller reference to the parent", refs)
 	}
-	if mf := cm.GetManagedFields(); len(mf) != 1 || mf[0].Manager != rules.FieldManager || mf[0].Operation != metav1.ManagedFieldsOperationApply {
+	if mf := cm.GetManagedFields(); len(mf) != 1 || mf[0].Manager != contract.FieldManager || mf[0].Operation != metav1.ManagedFieldsOperationApply {
 		t.Errorf("managedFields = %+v, want one Apply entry by kubecel", mf)
 	}
 
@@ -56,8 +56,8 @@ func TestCreateUpdateDelete(t *testing.T) {
 	f.waitFor(widgets, f.ns, "w1", func(o *unstructured.Unstructured) (bool, string) {
 		msg := nestedString(o, "status", "message")
 		gen, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
-		ready, _, _ := testenv.Condition(o, rules.ConditionReady)
-		synced, _, _ := testenv.Condition(o, rules.ConditionSynced)
+		ready, _, _ := testenv.Condition(o, contract.ConditionReady)
+		synced, _, _ := testenv.Condition(o, contract.ConditionSynced)
 		return msg == "hello" && gen == o.GetGeneration() && ready == "True" && synced == "True",
 			fmt.Sprintf("status %v", o.Object["status"])
 	})

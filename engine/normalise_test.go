@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // normalisedRules produce children whose values the server stores in another form than
@@ -69,7 +69,7 @@ func TestNormalisedValuesSendNoWrites(t *testing.T) {
 	}
 	for i := range parents {
 		f.waitFor(widgets, f.ns, fmt.Sprintf("n%d", i), func(o *unstructured.Unstructured) (bool, string) {
-			ready, _, msg := testenv.Condition(o, rules.ConditionReady)
+			ready, _, msg := testenv.Condition(o, contract.ConditionReady)
 			return ready == "True" && nestedString(o, "status", "clusterIP") != "", fmt.Sprintf("Ready=%s %q", ready, msg)
 		})
 	}

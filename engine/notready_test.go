@@ -10,6 +10,7 @@ import (
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // TestParentsNotReadyGauge: kubecel_parents_not_ready counts a parent whose reconcile
@@ -31,8 +32,8 @@ func TestParentsNotReadyGauge(t *testing.T) {
 	f.create(widgets, widget(f.ns, "n", map[string]any{"divisor": int64(0)}))
 	notReady(1)
 	// The failed reconcile is counted with its reason.
-	if n := testenv.Counter(t, reg, "kubecel_reconcile_errors_total", "reason", rules.ReasonEvaluationFailed); n < 1 {
-		t.Errorf("kubecel_reconcile_errors_total{reason=%q} = %v, want at least 1", rules.ReasonEvaluationFailed, n)
+	if n := testenv.Counter(t, reg, "kubecel_reconcile_errors_total", "reason", contract.ReasonEvaluationFailed); n < 1 {
+		t.Errorf("kubecel_reconcile_errors_total{reason=%q} = %v, want at least 1", contract.ReasonEvaluationFailed, n)
 	}
 	f.patchSpec(widgets, f.ns, "n", `{"divisor":5}`)
 	notReady(0)

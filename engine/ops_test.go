@@ -24,7 +24,7 @@ import (
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // runWithLoader runs a controller whose rules come from src, files re-read every 200ms.
@@ -215,7 +215,7 @@ func TestRemovedRuleReleasesItsParents(t *testing.T) {
 	f.create(widgets, widget(f.ns, "x", map[string]any{"target": target}))
 	f.waitFor(configMaps, target, f.ns+"-x", nil)
 	f.waitFor(widgets, f.ns, "x", func(o *unstructured.Unstructured) (bool, string) {
-		return slices.Contains(o.GetFinalizers(), rules.FinalizerFor(f.rule)), "no finalizer yet"
+		return slices.Contains(o.GetFinalizers(), contract.FinalizerFor(f.rule)), "no finalizer yet"
 	})
 
 	// The rule is deliberately removed: its parent loses the finalizer (so it can be
@@ -224,7 +224,7 @@ func TestRemovedRuleReleasesItsParents(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitFor(widgets, f.ns, "x", func(o *unstructured.Unstructured) (bool, string) {
-		return !slices.Contains(o.GetFinalizers(), rules.FinalizerFor(f.rule)), fmt.Sprintf("finalizers %v", o.GetFinalizers())
+		return !slices.Contains(o.GetFinalizers(), contract.FinalizerFor(f.rule)), fmt.Sprintf("finalizers %v", o.GetFinalizers())
 	})
 	if _, err := f.get(configMaps, target, f.ns+"-x"); err != nil {
 		t.Errorf("child of a removed rule was deleted: %v", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 const panicRules = `
@@ -100,15 +101,15 @@ func TestReconcilePanic(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			rs, _, _ := testenv.Condition(w, rules.ConditionReady)
-			ss, sr, sm := testenv.Condition(w, rules.ConditionSynced)
+			rs, _, _ := testenv.Condition(w, contract.ConditionReady)
+			ss, sr, sm := testenv.Condition(w, contract.ConditionSynced)
 			return rs == ready && ss == synced && sr == reason && strings.Contains(sm, msg),
 				fmt.Sprintf("%s: Ready=%s Synced=%s %s %q", name, rs, ss, sr, sm)
 		})
 	}
 	converged := func(name string) {
 		t.Helper()
-		waitWidget(name, "True", "True", rules.ReasonSynced, "")
+		waitWidget(name, "True", "True", contract.ReasonSynced, "")
 		cm, err := testenv.Kube(t).CoreV1().ConfigMaps(ns).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil || cm.Data["value"] != name+"-value" {
 			t.Errorf("child of %s: %v, %v", name, cm.Data, err)
@@ -116,10 +117,10 @@ func TestReconcilePanic(t *testing.T) {
 	}
 
 	create("bad")
-	waitWidget("bad", "Unknown", "False", rules.ReasonReconcilePanic, "test panic")
+	waitWidget("bad", "Unknown", "False", contract.ReasonReconcilePanic, "test panic")
 	testenv.Eventually(t, 60*time.Second, func() (bool, string) {
 		events, err := testenv.Kube(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{
-			FieldSelector: "involvedObject.name=bad,reason=" + rules.ReasonReconcilePanic + ",type=Warning"})
+			FieldSelector: "involvedObject.name=bad,reason=" + contract.ReasonReconcilePanic + ",type=Warning"})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // A rule that cannot start waits: for its kinds to be served (a CRD not installed yet),
@@ -39,12 +40,12 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 func (t *ruleTable) setPending(ctx context.Context, r *rules.Rule, err error) {
 	var forbidden *forbiddenError
 	p := &pendingRule{rule: r, reason: err.Error(), next: time.Now().Add(t.opts.PendingRetry)}
-	kind := rules.PendingError
+	kind := contract.PendingError
 	switch {
 	case errors.As(err, &forbidden):
-		p.forbidden, p.next, kind = true, time.Now().Add(forbiddenRetry), rules.PendingForbidden
+		p.forbidden, p.next, kind = true, time.Now().Add(forbiddenRetry), contract.PendingForbidden
 	case meta.IsNoMatchError(err):
-		kind = rules.PendingNotServed
+		kind = contract.PendingNotServed
 	}
 	old := t.pending[r.Name]
 	t.pending[r.Name] = p

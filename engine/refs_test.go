@@ -15,6 +15,7 @@ import (
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // refRules: each Widget reads the ConfigMap its spec names (required), an optional
@@ -96,7 +97,7 @@ func (f *fixture) waitData(name, key, want string) {
 func (f *fixture) waitReady(name, status, reason, msg string) {
 	f.t.Helper()
 	f.waitFor(widgets, f.ns, name, func(o *unstructured.Unstructured) (bool, string) {
-		s, r, m := testenv.Condition(o, rules.ConditionReady)
+		s, r, m := testenv.Condition(o, contract.ConditionReady)
 		return s == status && r == reason && strings.Contains(m, msg), fmt.Sprintf("Ready=%s %s %q", s, r, m)
 	})
 }
@@ -104,7 +105,7 @@ func (f *fixture) waitReady(name, status, reason, msg string) {
 func TestRefAppearsLate(t *testing.T) {
 	f := startController(t, refRules)
 	f.create(widgets, widget(f.ns, "w", map[string]any{"settings": "w-settings"}))
-	f.waitReady("w", "False", rules.ReasonRefMissing, fmt.Sprintf("refs.settings: ConfigMap %s/w-settings does not exist; out waits for refs.settings", f.ns))
+	f.waitReady("w", "False", contract.ReasonRefMissing, fmt.Sprintf("refs.settings: ConfigMap %s/w-settings does not exist; out waits for refs.settings", f.ns))
 	// The child that does not read the missing ref is made meanwhile.
 	f.waitData("w-extra", "default", "none")
 	if got := f.childNames("configmaps", "out"); len(got) != 0 {
@@ -161,7 +162,7 @@ func TestRefDeleted(t *testing.T) {
 
 	// Required: the parent waits and its children stay.
 	f.deleteConfigMap("s")
-	f.waitReady("w", "False", rules.ReasonRefMissing, "refs.settings")
+	f.waitReady("w", "False", contract.ReasonRefMissing, "refs.settings")
 	f.waitIdle()
 	f.waitData("w-out", "value", "1")
 }
@@ -229,7 +230,7 @@ func TestCrossNamespaceRef(t *testing.T) {
 			}
 			want := fmt.Sprintf(`ref "settings": namespace: namespace %q is not the parent's (%q): reading another namespace needs crossNamespace: true on the ref`, other, f.ns)
 			f.waitFor(widgets, f.ns, "w", func(o *unstructured.Unstructured) (bool, string) {
-				s, r, m := testenv.Condition(o, rules.ConditionSynced)
+				s, r, m := testenv.Condition(o, contract.ConditionSynced)
 				return s == "False" && strings.Contains(m, want), fmt.Sprintf("Synced=%s %s %q", s, r, m)
 			})
 			f.waitIdle()
@@ -249,7 +250,7 @@ func TestSteadyStateWithRefsSendsNoWrites(t *testing.T) {
 		f.create(widgets, widget(f.ns, fmt.Sprintf("w%d", i), map[string]any{"settings": "s"}))
 	}
 	for i := range parents {
-		f.waitReady(fmt.Sprintf("w%d", i), "True", rules.ReasonReady, "")
+		f.waitReady(fmt.Sprintf("w%d", i), "True", contract.ReasonReady, "")
 	}
 	f.waitData("w0-extra", "members", "m")
 	f.waitIdle()
@@ -312,7 +313,7 @@ rules:
           metadata: {name: "${parent.metadata.name}-out"}
           data: {v: "${string(has(refs.gizmo))}"}
 `, rules.Options{}, engine.Options{Workers: 2, Notify: n.notify})
-	want := fmt.Sprintf(`%s %s: ref "gizmo" kind engine.kubecel.dev/v1, Kind=Gizmo: `, f.rule, rules.PendingNotServed)
+	want := fmt.Sprintf(`%s %s: ref "gizmo" kind engine.kubecel.dev/v1, Kind=Gizmo: `, f.rule, contract.PendingNotServed)
 	f.eventually(func() (bool, string) {
 		for _, s := range n.list() {
 			if strings.HasPrefix(s, want) {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 const clusterParentRules = `
@@ -46,7 +46,7 @@ func TestClusterScopedParentWithNamespacedChild(t *testing.T) {
 		t.Errorf("ownerReferences = %+v, want the cluster-scoped parent", refs)
 	}
 	got, _ := f.get(clusterWidgets, "", name)
-	if slices.Contains(got.GetFinalizers(), rules.FinalizerFor(f.rule)) {
+	if slices.Contains(got.GetFinalizers(), contract.FinalizerFor(f.rule)) {
 		t.Error("finalizer added although garbage collection can follow the owner reference")
 	}
 	if err := testenv.Dynamic(t).Resource(clusterWidgets).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
@@ -79,7 +79,7 @@ func TestChildInAnotherNamespace(t *testing.T) {
 			t.Errorf("cross-namespace child has owner references %+v; GC cannot follow them", cm.GetOwnerReferences())
 		}
 		parent := f.waitFor(widgets, f.ns, "x", func(o *unstructured.Unstructured) (bool, string) {
-			return slices.Contains(o.GetFinalizers(), rules.FinalizerFor(f.rule)), fmt.Sprintf("finalizers %v", o.GetFinalizers())
+			return slices.Contains(o.GetFinalizers(), contract.FinalizerFor(f.rule)), fmt.Sprintf("finalizers %v", o.GetFinalizers())
 		})
 		if err := testenv.Dynamic(t).Resource(widgets).Namespace(f.ns).Delete(t.Context(), parent.GetName(), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -91,8 +91,8 @@ func TestChildInAnotherNamespace(t *testing.T) {
 		f := startController(t, strings.ReplaceAll(crossNamespaceRules, "{{.Cross}}", "false"))
 		f.create(widgets, widget(f.ns, "x", map[string]any{"target": target}))
 		f.waitFor(widgets, f.ns, "x", func(o *unstructured.Unstructured) (bool, string) {
-			status, reason, msg := testenv.Condition(o, rules.ConditionSynced)
-			return status == "False" && reason == rules.ReasonApplyFailed && strings.Contains(msg, "crossNamespace: true"),
+			status, reason, msg := testenv.Condition(o, contract.ConditionSynced)
+			return status == "False" && reason == contract.ReasonApplyFailed && strings.Contains(msg, "crossNamespace: true"),
 				fmt.Sprintf("Synced=%s %s %q", status, reason, msg)
 		})
 		if _, err := f.get(configMaps, target, f.ns+"-x"); err == nil {
@@ -147,7 +147,7 @@ func TestBuiltInParentIsDecoratedNotWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mf := range got.GetManagedFields() {
-		if strings.HasPrefix(mf.Manager, rules.FieldManager) {
+		if strings.HasPrefix(mf.Manager, contract.FieldManager) {
 			t.Errorf("kubecel wrote to the StatefulSet it does not own: %+v", mf)
 		}
 	}

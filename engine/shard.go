@@ -14,7 +14,7 @@ import (
 )
 
 // Shard tells a controller which parents it serves when several replicas share them
-// (kubecel run --sharding). Parents fall into buckets by rules.Bucket; a replica serves
+// (kubecel run --sharding). Parents fall into buckets by contract.Bucket; a replica serves
 // some of the buckets at a time.
 type Shard interface {
 	// Begin reports whether the replica serves bucket now. When it does, end must be

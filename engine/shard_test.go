@@ -13,6 +13,7 @@ import (
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // staticShard serves the buckets it is given, and counts the work it let through.
@@ -55,7 +56,7 @@ func (s *staticShard) serve(buckets ...int) []int {
 // otherName is a name in namespace ns whose bucket differs from not's.
 func otherName(ns, prefix string, not int) string {
 	for i := 0; ; i++ {
-		if name := fmt.Sprintf("%s%d", prefix, i); rules.Bucket(ns, name) != not {
+		if name := fmt.Sprintf("%s%d", prefix, i); contract.Bucket(ns, name) != not {
 			return name
 		}
 	}
@@ -68,9 +69,9 @@ func otherName(ns, prefix string, not int) string {
 func TestShardedController(t *testing.T) {
 	shard := &staticShard{buckets: map[int]bool{}, begun: map[int]int{}}
 	f := startControllerWith(t, refRules, rules.Options{}, engine.Options{Workers: 2, Shard: shard})
-	mine := rules.Bucket(f.ns, "mine")
+	mine := contract.Bucket(f.ns, "mine")
 	other := otherName(f.ns, "other", mine)
-	otherBucket := rules.Bucket(f.ns, other)
+	otherBucket := contract.Bucket(f.ns, other)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := f.ctrl.WatchBuckets(ctx, shard.serve(mine)); err != nil {
@@ -79,8 +80,8 @@ func TestShardedController(t *testing.T) {
 
 	// An object kubecel made for a parent of another bucket (as another replica would).
 	f.create(configMaps, refConfigMap(f.ns, "foreign", map[string]any{
-		rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "elsewhere",
-		rules.LabelParentUID: "0000", rules.LabelChild: "c", rules.LabelBucket: rules.BucketLabel(otherBucket),
+		contract.LabelManagedBy: contract.ManagedByValue, contract.LabelRule: "elsewhere",
+		contract.LabelParentUID: "0000", contract.LabelChild: "c", contract.LabelBucket: contract.BucketLabel(otherBucket),
 	}, map[string]any{"value": "from-another-bucket"}))
 	f.create(configMaps, refConfigMap(f.ns, "s", nil, map[string]any{"value": "1"}))
 	f.create(widgets, widget(f.ns, "mine", map[string]any{"settings": "foreign"}))
@@ -116,7 +117,7 @@ func TestShardedController(t *testing.T) {
 	f.waitData(other+"-out", "value", "2")
 	f.waitIdle()
 	f.waitFor(widgets, f.ns, other, func(o *unstructured.Unstructured) (bool, string) {
-		s, r, m := testenv.Condition(o, rules.ConditionSynced)
+		s, r, m := testenv.Condition(o, contract.ConditionSynced)
 		return s == "True", fmt.Sprintf("Synced=%s %s %q", s, r, m)
 	})
 }

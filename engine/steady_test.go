@@ -10,7 +10,7 @@ import (
 
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 const steadyRules = widgetRuleHead + `      - id: config
@@ -50,7 +50,7 @@ func TestSteadyStateSendsNoWrites(t *testing.T) {
 	}
 	for i := range parents {
 		f.waitFor(widgets, f.ns, fmt.Sprintf("s%03d", i), func(o *unstructured.Unstructured) (bool, string) {
-			ready, _, msg := testenv.Condition(o, rules.ConditionReady)
+			ready, _, msg := testenv.Condition(o, contract.ConditionReady)
 			return ready == "True" && nestedString(o, "status", "clusterIP") != "", fmt.Sprintf("Ready=%s %q", ready, msg)
 		})
 	}

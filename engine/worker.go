@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // The loop: a worker takes a key, runs one reconcile, and only then decides what
@@ -66,7 +66,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	var p *panicError
 	if errors.As(err, &p) {
 		c.metrics.Panics.WithLabelValues(key.Rule).Inc()
-		res.Reason = rules.ReasonReconcilePanic
+		res.Reason = contract.ReasonReconcilePanic
 		if st != nil {
 			err = errors.Join(err, c.reconciler.ReportPanic(ctx, st, key, p))
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/kubecel/kubecel/internal/crdschema"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 var (
@@ -313,10 +314,10 @@ func condition(status map[string]any, typ string) (string, string) {
 // readyIs checks the Ready condition and that Synced is True.
 func readyIs(want string) func(map[string]any) string {
 	return func(status map[string]any) string {
-		if s, r := condition(status, rules.ConditionSynced); s != "True" {
+		if s, r := condition(status, contract.ConditionSynced); s != "True" {
 			return fmt.Sprintf("Synced is %q (%s)", s, r)
 		}
-		if s, r := condition(status, rules.ConditionReady); s != want {
+		if s, r := condition(status, contract.ConditionReady); s != want {
 			return fmt.Sprintf("Ready is %q (%s), want %s", s, r, want)
 		}
 		return ""

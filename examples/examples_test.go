@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under */testdata from the current output")
@@ -319,7 +320,7 @@ func (ex *example) parentRef(parent map[string]any) rules.ParentRef {
 		panic(fmt.Sprintf("the scope of %s is unknown", gr))
 	}
 	ref := rules.ParentRefOf(parent, gr, namespaced)
-	ref.UID = rules.PlaceholderUID
+	ref.UID = contract.PlaceholderUID
 	return ref
 }
 
@@ -331,7 +332,7 @@ func (ex *example) observedFor(parent map[string]any) rules.Observed {
 	for _, obj := range ex.observed {
 		md, _ := obj["metadata"].(map[string]any)
 		annotations, _ := md["annotations"].(map[string]any)
-		if annotations[rules.AnnotationParent] == want {
+		if annotations[contract.AnnotationParent] == want {
 			mine = append(mine, obj)
 		}
 	}

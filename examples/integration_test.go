@@ -17,7 +17,7 @@ import (
 
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // The integration tests run each example on a real kube-apiserver and etcd, with the
@@ -228,7 +228,7 @@ func TestServicePerPodOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mf := range sts.GetManagedFields() {
-		if mf.Manager == rules.FieldManager {
+		if mf.Manager == contract.FieldManager {
 			t.Errorf("kubecel wrote the StatefulSet (%s %s)", mf.Operation, mf.Subresource)
 		}
 	}

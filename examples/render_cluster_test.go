@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // kubecelBinary builds the kubecel command once for the package's tests.
@@ -91,10 +91,10 @@ func (c *cluster) checkRender(dir string, gvr schema.GroupVersionResource, ns, n
 		}
 		// Only the installation's key makes the proof: render prints a placeholder, and
 		// the live one must prove the child.
-		if u.GetAnnotations()[rules.AnnotationProof] != rules.PlaceholderProof {
-			c.t.Errorf("render prints %s with proof %q, want %s", key, u.GetAnnotations()[rules.AnnotationProof], rules.PlaceholderProof)
+		if u.GetAnnotations()[contract.AnnotationProof] != contract.PlaceholderProof {
+			c.t.Errorf("render prints %s with proof %q, want %s", key, u.GetAnnotations()[contract.AnnotationProof], contract.PlaceholderProof)
 		}
-		unstructured.RemoveNestedField(item, "metadata", "annotations", rules.AnnotationProof)
+		unstructured.RemoveNestedField(item, "metadata", "annotations", contract.AnnotationProof)
 		if !testenv.Identity(c.t).ProvesObject(got) {
 			c.t.Errorf("%s on the cluster carries no proof of the installation: %v", key, got.GetAnnotations())
 		}

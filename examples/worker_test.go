@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 var (
@@ -21,7 +21,7 @@ var (
 // readyReason checks the Ready condition's status and reason.
 func readyReason(status, reason string) func(map[string]any) string {
 	return func(st map[string]any) string {
-		if s, r := condition(st, rules.ConditionReady); s != status || r != reason {
+		if s, r := condition(st, contract.ConditionReady); s != status || r != reason {
 			return fmt.Sprintf("Ready is %q (%s), want %s (%s)", s, r, status, reason)
 		}
 		return ""
@@ -34,7 +34,7 @@ func TestWorkerOnCluster(t *testing.T) {
 	parents := c.createParents("worker")
 
 	// The Secret it names does not exist yet: the Worker waits and has no children.
-	c.waitStatus(workers, ns, "mailer", readyReason("False", rules.ReasonRefMissing))
+	c.waitStatus(workers, ns, "mailer", readyReason("False", contract.ReasonRefMissing))
 	c.waitIdle()
 	if n := c.managedCount(deployments, ns) + c.managedCount(configMaps, ns); n != 0 {
 		t.Fatalf("%d children exist while the Secret is missing, want 0", n)
@@ -73,7 +73,7 @@ func TestWorkerOnCluster(t *testing.T) {
 	if err := testenv.Dynamic(t).Resource(secrets).Namespace(ns).Delete(t.Context(), "mailer-queue", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.waitStatus(workers, ns, "mailer", readyReason("False", rules.ReasonRefMissing))
+	c.waitStatus(workers, ns, "mailer", readyReason("False", contract.ReasonRefMissing))
 	c.waitIdle()
 	if _, err := c.get(deployments, ns, "mailer"); err != nil {
 		t.Errorf("the Deployment was removed while the Secret is missing: %v", err)

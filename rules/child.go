@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -160,22 +161,22 @@ func (r *Rule) shape(id *Identity, p ParentRef, d Desired, scope func(apiVersion
 	if lbls == nil {
 		lbls = map[string]any{}
 	}
-	lbls[LabelManagedBy] = ManagedByValue
-	lbls[LabelRule] = r.Name
-	lbls[LabelParentUID] = p.UID
-	lbls[LabelChild] = d.ID
-	lbls[LabelBucket] = BucketLabel(Bucket(p.Namespace, p.Name))
+	lbls[contract.LabelManagedBy] = contract.ManagedByValue
+	lbls[contract.LabelRule] = r.Name
+	lbls[contract.LabelParentUID] = p.UID
+	lbls[contract.LabelChild] = d.ID
+	lbls[contract.LabelBucket] = contract.BucketLabel(contract.Bucket(p.Namespace, p.Name))
 	md["labels"] = lbls
 	ann, _ := md["annotations"].(map[string]any)
 	if ann == nil {
 		ann = map[string]any{}
 	}
-	ann[AnnotationParent] = p.Annotation()
-	lbls[LabelInstallation] = id.Name()
+	ann[contract.AnnotationParent] = p.Annotation()
+	lbls[contract.LabelInstallation] = id.Name()
 	if r.Origin != "" {
-		ann[AnnotationOrigin] = r.Origin
+		ann[contract.AnnotationOrigin] = r.Origin
 	}
-	ann[AnnotationProof] = id.Proof(ChildClaim{
+	ann[contract.AnnotationProof] = id.Proof(ChildClaim{
 		GK: gk, Namespace: namespace, Name: name, Installation: id.Name(), Rule: r.Name, Origin: r.Origin,
 		ParentUID: p.UID, Parent: p.Annotation(), Child: d.ID,
 	})
@@ -189,7 +190,7 @@ func (r *Rule) shape(id *Identity, p ParentRef, d Desired, scope func(apiVersion
 	if err != nil {
 		return nil, fail("%v", err)
 	}
-	ann[AnnotationAppliedHash] = hash
+	ann[contract.AnnotationAppliedHash] = hash
 	return obj, nil
 }
 
@@ -199,7 +200,7 @@ func (r *Rule) shape(id *Identity, p ParentRef, d Desired, scope func(apiVersion
 // versions of one child never collide, and each cached child pays for the annotation's
 // incompressible text.
 func AppliedHash(obj map[string]any) (string, error) {
-	text, err := json.Marshal(withoutAnnotations(obj, AnnotationAppliedHash, AnnotationProof))
+	text, err := json.Marshal(withoutAnnotations(obj, contract.AnnotationAppliedHash, contract.AnnotationProof))
 	if err != nil {
 		return "", fmt.Errorf("encode: %w", err)
 	}
@@ -210,7 +211,7 @@ func AppliedHash(obj map[string]any) (string, error) {
 // WithoutAppliedHash returns obj without AnnotationAppliedHash, sharing with obj what it
 // does not change.
 func WithoutAppliedHash(obj map[string]any) map[string]any {
-	return withoutAnnotations(obj, AnnotationAppliedHash)
+	return withoutAnnotations(obj, contract.AnnotationAppliedHash)
 }
 
 // withoutAnnotations returns obj without the annotations keys, sharing with obj what it
@@ -251,8 +252,8 @@ func (r *Rule) Observe(objs []map[string]any) Observed {
 	for _, obj := range objs {
 		md, _ := obj["metadata"].(map[string]any)
 		lbls, _ := md["labels"].(map[string]any)
-		id, _ := lbls[LabelChild].(string)
-		if rule, ok := lbls[LabelRule].(string); id == "" || ok && rule != r.Name {
+		id, _ := lbls[contract.LabelChild].(string)
+		if rule, ok := lbls[contract.LabelRule].(string); id == "" || ok && rule != r.Name {
 			continue
 		}
 		obs[id] = append(obs[id], obj)

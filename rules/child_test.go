@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -29,7 +30,7 @@ func TestShape(t *testing.T) {
 	labels := func(child, uid string, extra ...string) map[string]any {
 		// team/shop (u-1) falls into bucket 37, all (u-2) into 45.
 		bucket := map[string]string{"u-1": "37", "u-2": "45"}[uid]
-		m := map[string]any{LabelManagedBy: ManagedByValue, LabelRule: "web", LabelParentUID: uid, LabelChild: child, LabelBucket: bucket, LabelInstallation: DefaultInstallation}
+		m := map[string]any{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelRule: "web", contract.LabelParentUID: uid, contract.LabelChild: child, contract.LabelBucket: bucket, contract.LabelInstallation: contract.DefaultInstallation}
 		for i := 0; i < len(extra); i += 2 {
 			m[extra[i]] = extra[i+1]
 		}
@@ -51,7 +52,7 @@ func TestShape(t *testing.T) {
 			d: Desired{ID: "cm", Object: cm(map[string]any{"name": "x", "labels": map[string]any{"app": "shop"}})},
 			want: cm(map[string]any{
 				"name": "x", "namespace": "team", "labels": labels("cm", "u-1", "app", "shop"),
-				"annotations":     map[string]any{AnnotationParent: "example.com/webapps/team/shop", AnnotationProof: PlaceholderProof},
+				"annotations":     map[string]any{contract.AnnotationParent: "example.com/webapps/team/shop", contract.AnnotationProof: contract.PlaceholderProof},
 				"ownerReferences": owner(parent),
 			}),
 		},
@@ -60,7 +61,7 @@ func TestShape(t *testing.T) {
 			d: Desired{ID: "far", Object: cm(map[string]any{"name": "x", "namespace": "other"})},
 			want: cm(map[string]any{
 				"name": "x", "namespace": "other", "labels": labels("far", "u-1"),
-				"annotations": map[string]any{AnnotationParent: "example.com/webapps/team/shop", AnnotationProof: PlaceholderProof},
+				"annotations": map[string]any{contract.AnnotationParent: "example.com/webapps/team/shop", contract.AnnotationProof: contract.PlaceholderProof},
 			}),
 		},
 		{
@@ -83,7 +84,7 @@ func TestShape(t *testing.T) {
 			d: Desired{ID: "far", Object: cm(map[string]any{"name": "x", "namespace": "other"})},
 			want: cm(map[string]any{
 				"name": "x", "namespace": "other", "labels": labels("far", "u-2"),
-				"annotations":     map[string]any{AnnotationParent: "example.com/sites//all", AnnotationProof: PlaceholderProof},
+				"annotations":     map[string]any{contract.AnnotationParent: "example.com/sites//all", contract.AnnotationProof: contract.PlaceholderProof},
 				"ownerReferences": owner(clusterParent),
 			}),
 		},
@@ -117,8 +118,8 @@ func TestShape(t *testing.T) {
 			}
 			md, _ := got["metadata"].(map[string]any)
 			ann, _ := md["annotations"].(map[string]any)
-			if want, _ := AppliedHash(tt.want); ann[AnnotationAppliedHash] != want {
-				t.Errorf("applied hash %v, want %s (the hash of the rest)", ann[AnnotationAppliedHash], want)
+			if want, _ := AppliedHash(tt.want); ann[contract.AnnotationAppliedHash] != want {
+				t.Errorf("applied hash %v, want %s (the hash of the rest)", ann[contract.AnnotationAppliedHash], want)
 			}
 			if after := cmp.Diff(nil, tt.d.Object); after != before {
 				t.Error("Shape changed the desired object")
@@ -160,9 +161,9 @@ func TestObserve(t *testing.T) {
 	obj := func(name string, lbls map[string]any) map[string]any {
 		return map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": name, "labels": lbls}}
 	}
-	a := obj("a", map[string]any{LabelChild: "cm", LabelRule: "web"})
-	b := obj("b", map[string]any{LabelChild: "cm"})
-	other := obj("c", map[string]any{LabelChild: "cm", LabelRule: "db"})
+	a := obj("a", map[string]any{contract.LabelChild: "cm", contract.LabelRule: "web"})
+	b := obj("b", map[string]any{contract.LabelChild: "cm"})
+	other := obj("c", map[string]any{contract.LabelChild: "cm", contract.LabelRule: "db"})
 	unlabelled := obj("d", nil)
 	got := r.Observe([]map[string]any{a, b, other, unlabelled})
 	if diff := cmp.Diff(Observed{"cm": {a, b}}, got); diff != "" {
@@ -174,7 +175,7 @@ func TestAppliedHash(t *testing.T) {
 	quota := func(cpu, hash string) map[string]any {
 		md := map[string]any{"name": "q", "namespace": "ns"}
 		if hash != "" {
-			md["annotations"] = map[string]any{AnnotationAppliedHash: hash}
+			md["annotations"] = map[string]any{contract.AnnotationAppliedHash: hash}
 		}
 		return map[string]any{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": md, "spec": map[string]any{"hard": map[string]any{"cpu": cpu}}}
 	}

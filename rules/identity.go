@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -66,7 +67,7 @@ func NewKey() ([]byte, error) {
 // Name is the installation's name (the value of LabelInstallation on its children).
 func (id *Identity) Name() string {
 	if id == nil {
-		return DefaultInstallation
+		return contract.DefaultInstallation
 	}
 	return id.name
 }
@@ -88,8 +89,8 @@ type ChildClaim struct {
 func ClaimOf(gk schema.GroupKind, namespace, name string, labels, annotations map[string]string) ChildClaim {
 	return ChildClaim{
 		GK: gk, Namespace: namespace, Name: name,
-		Installation: labels[LabelInstallation], Rule: labels[LabelRule], Origin: annotations[AnnotationOrigin],
-		ParentUID: labels[LabelParentUID], Parent: annotations[AnnotationParent], Child: labels[LabelChild],
+		Installation: labels[contract.LabelInstallation], Rule: labels[contract.LabelRule], Origin: annotations[contract.AnnotationOrigin],
+		ParentUID: labels[contract.LabelParentUID], Parent: annotations[contract.AnnotationParent], Child: labels[contract.LabelChild],
 	}
 }
 
@@ -107,7 +108,7 @@ func proofText(c ChildClaim) []byte {
 // (offline) gives PlaceholderProof.
 func (id *Identity) Proof(c ChildClaim) string {
 	if id == nil {
-		return PlaceholderProof
+		return contract.PlaceholderProof
 	}
 	mac := hmac.New(sha256.New, id.key)
 	mac.Write(proofText(c))
@@ -130,7 +131,7 @@ func (id *Identity) ProvesObject(obj ObjectMeta) bool {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	ann := obj.GetAnnotations()
 	c := ClaimOf(gvk.GroupKind(), obj.GetNamespace(), obj.GetName(), obj.GetLabels(), ann)
-	return id.Proves(c, ann[AnnotationProof])
+	return id.Proves(c, ann[contract.AnnotationProof])
 }
 
 // ObjectMeta is what ProvesObject reads of an object (an *unstructured.Unstructured is

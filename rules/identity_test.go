@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -61,7 +62,7 @@ func TestProofs(t *testing.T) {
 	})
 	t.Run("nothing proves without a proof or an identity", func(t *testing.T) {
 		var none *Identity
-		if id.Proves(claim, "") || none.Proves(claim, proof) || none.Proves(claim, PlaceholderProof) {
+		if id.Proves(claim, "") || none.Proves(claim, proof) || none.Proves(claim, contract.PlaceholderProof) {
 			t.Error("proven without a proof or an identity")
 		}
 	})
@@ -80,7 +81,7 @@ func TestShapeProves(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := &unstructured.Unstructured{Object: obj}
-	if diff := cmp.Diff("prod", u.GetLabels()[LabelInstallation]); diff != "" {
+	if diff := cmp.Diff("prod", u.GetLabels()[contract.LabelInstallation]); diff != "" {
 		t.Errorf("installation label (-want +got):\n%s", diff)
 	}
 	if !id.ProvesObject(u) {
@@ -92,7 +93,7 @@ func TestShapeProves(t *testing.T) {
 	renamed.SetName("important")
 	relabelled := u.DeepCopy()
 	lbls := relabelled.GetLabels()
-	lbls[LabelParentUID] = "u-2"
+	lbls[contract.LabelParentUID] = "u-2"
 	relabelled.SetLabels(lbls)
 	for name, o := range map[string]*unstructured.Unstructured{"moved": moved, "renamed": renamed, "relabelled": relabelled} {
 		if id.ProvesObject(o) {

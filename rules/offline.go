@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -67,7 +68,7 @@ func (r *Rule) EvaluateObserved(ctx context.Context, parent map[string]any, p Pa
 	assigned := make([]bool, len(objs))
 	var labelled []map[string]any
 	for i, obj := range objs {
-		if _, _, lbls := metaOf(obj); lbls[LabelChild] != "" {
+		if _, _, lbls := metaOf(obj); lbls[contract.LabelChild] != "" {
 			labelled = append(labelled, obj)
 			assigned[i] = true
 		}
@@ -105,11 +106,11 @@ func candidates(p ParentRef, objs []map[string]any) []map[string]any {
 		md, _ := obj["metadata"].(map[string]any)
 		ann, _ := md["annotations"].(map[string]any)
 		lbls, _ := md["labels"].(map[string]any)
-		who, hasWho := ann[AnnotationParent].(string)
-		uid, hasUID := lbls[LabelParentUID].(string)
+		who, hasWho := ann[contract.AnnotationParent].(string)
+		uid, hasUID := lbls[contract.LabelParentUID].(string)
 		switch {
 		case hasWho && who != p.Annotation():
-		case hasUID && p.UID != PlaceholderUID && uid != p.UID:
+		case hasUID && p.UID != contract.PlaceholderUID && uid != p.UID:
 		default:
 			out = append(out, obj)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -137,12 +138,12 @@ func TestEvaluateObserved(t *testing.T) {
 		return obj
 	}
 	// first by its labels, second by kind and name once first lets it evaluate.
-	first := labelled(configMap("first", map[string]any{"next": "second-name"}), map[string]any{LabelChild: "first", LabelParentUID: "u-1"}, nil)
+	first := labelled(configMap("first", map[string]any{"next": "second-name"}), map[string]any{contract.LabelChild: "first", contract.LabelParentUID: "u-1"}, nil)
 	second := labelled(configMap("second-name", map[string]any{"color": "blue"}), nil, nil)
 	settings := labelled(configMap("settings", map[string]any{"color": "blue"}), nil, nil)
 	// Objects of another parent: by annotation, and by UID.
-	otherByAnnotation := labelled(configMap("first", map[string]any{"next": "wrong"}), nil, map[string]any{AnnotationParent: "example.com/webapps/team-a/other"})
-	otherByUID := labelled(configMap("second-name", map[string]any{"color": "red"}), map[string]any{LabelChild: "second", LabelParentUID: "u-2"}, nil)
+	otherByAnnotation := labelled(configMap("first", map[string]any{"next": "wrong"}), nil, map[string]any{contract.AnnotationParent: "example.com/webapps/team-a/other"})
+	otherByUID := labelled(configMap("second-name", map[string]any{"color": "red"}), map[string]any{contract.LabelChild: "second", contract.LabelParentUID: "u-2"}, nil)
 
 	res, err := r.EvaluateObserved(t.Context(), parent, p, []map[string]any{otherByAnnotation, otherByUID, second, first, settings})
 	if err != nil {
@@ -171,7 +172,7 @@ func TestEvaluateObserved(t *testing.T) {
 
 	// With the placeholder UID, the UID label excludes nothing; nothing observed, the
 	// second child waits.
-	p.UID = PlaceholderUID
+	p.UID = contract.PlaceholderUID
 	res, err = r.EvaluateObserved(t.Context(), parent, p, nil)
 	if err != nil {
 		t.Fatal(err)

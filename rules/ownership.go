@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -68,10 +69,10 @@ func sourcesMayOverlap(a, b *ruleSource, clusterScoped bool) bool {
 // rule also writes the status of the same resource and may select the same parents.
 func setConditionTypes(rules []*Rule, s scopes) {
 	for _, r := range rules {
-		r.ReadyCondition, r.SyncedCondition = ConditionReady, ConditionSynced
+		r.ReadyCondition, r.SyncedCondition = contract.ConditionReady, contract.ConditionSynced
 		if r.HasStatus && sharesStatus(r, rules, s.clusterScoped(r.Parent.GVR.GroupResource())) {
-			r.ReadyCondition = r.Name + conditionDomain + ConditionReady
-			r.SyncedCondition = r.Name + conditionDomain + ConditionSynced
+			r.ReadyCondition = r.Name + conditionDomain + contract.ConditionReady
+			r.SyncedCondition = r.Name + conditionDomain + contract.ConditionSynced
 		}
 	}
 }

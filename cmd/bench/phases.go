@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // baseline applies the children the rule computes for N parents directly, with the
@@ -66,16 +67,16 @@ func renderChildren(ctx context.Context, ns string, n int) ([]*unstructured.Unst
 			if labels == nil {
 				labels = map[string]string{}
 			}
-			labels[rules.LabelManagedBy] = "kubecel-baseline"
-			labels[rules.LabelRule] = rule.Name
-			labels[rules.LabelParentUID] = string(p.GetUID())
-			labels[rules.LabelChild] = d.ID
+			labels[contract.LabelManagedBy] = "kubecel-baseline"
+			labels[contract.LabelRule] = rule.Name
+			labels[contract.LabelParentUID] = string(p.GetUID())
+			labels[contract.LabelChild] = d.ID
 			o.SetLabels(labels)
 			ann := o.GetAnnotations()
 			if ann == nil {
 				ann = map[string]string{}
 			}
-			ann[rules.AnnotationParent] = fmt.Sprintf("%s/%s/%s/%s", webapps.Group, webapps.Resource, ns, p.GetName())
+			ann[contract.AnnotationParent] = fmt.Sprintf("%s/%s/%s/%s", webapps.Group, webapps.Resource, ns, p.GetName())
 			o.SetAnnotations(ann)
 			out = append(out, o)
 		}

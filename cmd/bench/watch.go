@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,8 +16,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // tracker watches the parents and the controller's children in one namespace, so that
@@ -33,7 +32,7 @@ type tracker struct {
 
 func startTracker(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, ns string, n int) (*tracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	selector := func(o *metav1.ListOptions) { o.LabelSelector = rules.LabelManagedBy + "=" + rules.ManagedByValue }
+	selector := func(o *metav1.ListOptions) { o.LabelSelector = contract.LabelManagedBy + "=" + contract.ManagedByValue }
 	tf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns), informers.WithTweakListOptions(selector))
 	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
 	t := &tracker{
@@ -120,7 +119,7 @@ func parentConverged(p *unstructured.Unstructured) bool {
 		return false
 	}
 	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
-	want := map[string]bool{rules.ConditionReady: true, rules.ConditionSynced: true}
+	want := map[string]bool{contract.ConditionReady: true, contract.ConditionSynced: true}
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		if m != nil && m["status"] == "True" {

@@ -16,6 +16,7 @@ import (
 	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/leader"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // identityFlags name the installation a command acts for and the Secret that holds its
@@ -26,7 +27,7 @@ type identityFlags struct {
 }
 
 func (o *identityFlags) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.installation, "installation", rules.DefaultInstallation, "name of this kubecel installation, shared by its replicas; two installations in one cluster never act on each other's children")
+	f.StringVar(&o.installation, "installation", contract.DefaultInstallation, "name of this kubecel installation, shared by its replicas; two installations in one cluster never act on each other's children")
 	f.StringVar(&o.secret, "identity-secret", "", "NAMESPACE/NAME of the Secret that holds the installation's key, created when missing (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)")
 }
 
@@ -35,7 +36,7 @@ func (o *identityFlags) addFlags(f *pflag.FlagSet) {
 func (o *identityFlags) secretRef() (identity.Secret, error) {
 	s := identity.Secret{Installation: o.installation}
 	if s.Installation == "" {
-		s.Installation = rules.DefaultInstallation
+		s.Installation = contract.DefaultInstallation
 	}
 	if o.secret == "" {
 		s.Namespace, s.Name = leader.PodNamespace(), identity.SecretName(s.Installation)

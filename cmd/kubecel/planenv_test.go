@@ -22,6 +22,7 @@ import (
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // planEnv is one plan test's namespace, rules files and kubeconfig.
@@ -217,7 +218,7 @@ func (e *planEnv) synced(names ...string) func() (bool, string) {
 			ok := false
 			for _, c := range conds {
 				m, _ := c.(map[string]any)
-				ok = ok || m["type"] == rules.ConditionSynced && m["status"] == "True" && m["observedGeneration"] == g.GetGeneration()
+				ok = ok || m["type"] == contract.ConditionSynced && m["status"] == "True" && m["observedGeneration"] == g.GetGeneration()
 			}
 			if !ok {
 				return false, fmt.Sprintf("gadget %s not synced: %v", n, g.Object["status"])

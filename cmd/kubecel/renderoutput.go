@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // This file holds what kubecel render prints, and what kubecel test compares: the
@@ -50,8 +51,8 @@ func (o *renderOutput) parentRef(parent map[string]any, gr schema.GroupResource)
 	}
 	ref := rules.ParentRefOf(parent, gr, namespaced)
 	if ref.UID == "" {
-		ref.UID = rules.PlaceholderUID
-		o.note(fmt.Sprintf("%s %s has no metadata.uid: %s stands for the UID the API server gives it", ref.Kind, refName(ref), rules.PlaceholderUID))
+		ref.UID = contract.PlaceholderUID
+		o.note(fmt.Sprintf("%s %s has no metadata.uid: %s stands for the UID the API server gives it", ref.Kind, refName(ref), contract.PlaceholderUID))
 	}
 	return ref
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // This file runs one test of a test file: it renders the parent as kubecel render does
@@ -63,7 +64,7 @@ func renderTest(ctx context.Context, s *testSuite, c *testCase) (*testOutcome, [
 	for _, d := range out.docs {
 		switch {
 		case d.object == nil:
-			if !strings.Contains(d.comment, rules.PlaceholderUID) {
+			if !strings.Contains(d.comment, contract.PlaceholderUID) {
 				o.notes = append(o.notes, d.comment)
 			}
 		case d.child != "":
@@ -211,7 +212,7 @@ func expectedForm(obj, want map[string]any) map[string]any {
 
 // isKubecelKey reports whether a label or annotation key is one kubecel writes.
 func isKubecelKey(k string) bool {
-	return k == rules.LabelManagedBy || strings.HasPrefix(k, "kubecel.dev/")
+	return k == contract.LabelManagedBy || strings.HasPrefix(k, "kubecel.dev/")
 }
 
 // yamlDiff is a unified diff of the YAML of two values.

@@ -20,7 +20,7 @@ import (
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/shard"
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // shardParents is how many parents the sharding test spreads over its replicas.
@@ -79,7 +79,7 @@ func TestSharding(t *testing.T) {
 	busy := map[string]bool{}
 	for i := range shardParents {
 		p := parentName(i)
-		want := ring.Assign()[rules.Bucket(w.ns, p)]
+		want := ring.Assign()[contract.Bucket(w.ns, p)]
 		if diff := slices.Compact(writers[p]); !slices.Equal(diff, []string{want}) {
 			t.Errorf("parent %s: written by %v, want only by %s, the owner of its bucket", p, diff, w.nameOf(want))
 		}
@@ -154,7 +154,7 @@ func (w *shardWorld) reports(name string, ring shard.Ring) {
 	owned := ring.Owned(id)
 	parents := 0
 	for i := range shardParents {
-		if owned.Has(rules.Bucket(w.ns, parentName(i))) {
+		if owned.Has(contract.Bucket(w.ns, parentName(i))) {
 			parents++
 		}
 	}
@@ -278,7 +278,7 @@ func (w *shardWorld) settled(names ...string) shard.Ring {
 func (w *shardWorld) converged(value string) {
 	w.t.Helper()
 	testenv.Eventually(w.t, 2*time.Minute, func() (bool, string) {
-		list, err := w.kube.CoreV1().ConfigMaps(w.ns).List(w.t.Context(), metav1.ListOptions{LabelSelector: rules.LabelRule + "=fanout"})
+		list, err := w.kube.CoreV1().ConfigMaps(w.ns).List(w.t.Context(), metav1.ListOptions{LabelSelector: contract.LabelRule + "=fanout"})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -327,7 +327,7 @@ func (w *shardWorld) handover(what string, before shard.Ring, change func(), val
 	moved := 0
 	for i := range shardParents {
 		p := parentName(i)
-		b := rules.Bucket(w.ns, p)
+		b := contract.Bucket(w.ns, p)
 		want := [][]string{{next[b]}, {old[b], next[b]}}
 		if old[b] == next[b] {
 			want = [][]string{{next[b]}}

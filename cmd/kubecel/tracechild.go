@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // desiredChild describes one child that the evaluation produced: its observed object
@@ -39,7 +40,7 @@ func (t *ruleTracer) desiredChild(ctx context.Context, d rules.Desired, matched 
 	c.Namespace, _ = md["namespace"].(string)
 	c.Name, _ = md["name"].(string)
 	for _, u := range t.proven {
-		if matched[u] || u.GetLabels()[rules.LabelChild] != d.ID || u.GroupVersionKind().GroupKind() != gvk.GroupKind() ||
+		if matched[u] || u.GetLabels()[contract.LabelChild] != d.ID || u.GroupVersionKind().GroupKind() != gvk.GroupKind() ||
 			u.GetNamespace() != c.Namespace || u.GetName() != c.Name {
 			continue
 		}
@@ -52,7 +53,7 @@ func (t *ruleTracer) desiredChild(ctx context.Context, d rules.Desired, matched 
 		}
 		c.State, c.Expression = stateNotReady, ch.ReadyWhen()
 		c.Message = "readyWhen is false"
-		if own := condition(c.Conditions, rules.ConditionReady); own != nil && own.Status != "True" {
+		if own := condition(c.Conditions, contract.ConditionReady); own != nil && own.Status != "True" {
 			c.Message += fmt.Sprintf("; its own Ready condition is %s (%s)", own.Status, joinReason(own.Reason, own.Message))
 		}
 		return c
@@ -76,20 +77,20 @@ func (t *ruleTracer) taken(c *traceChild, live *unstructured.Unstructured) {
 	var holder string
 	fix := "remove or rename it, or change the child's name"
 	switch {
-	case lbls[rules.LabelReleased] != "":
-		holder = fmt.Sprintf("it was released by rule %q and is no longer kubecel's", lbls[rules.LabelReleased])
+	case lbls[contract.LabelReleased] != "":
+		holder = fmt.Sprintf("it was released by rule %q and is no longer kubecel's", lbls[contract.LabelReleased])
 		fix = "delete it, or give the child adopt: true to take it over"
-	case t.id.ProvesObject(live) && ann[rules.AnnotationParent] == t.pref.Annotation() && lbls[rules.LabelRule] == t.rule.Name:
+	case t.id.ProvesObject(live) && ann[contract.AnnotationParent] == t.pref.Annotation() && lbls[contract.LabelRule] == t.rule.Name:
 		// Made for an earlier parent of this name: the controller takes it over.
 		c.State, c.Message = stateMissing, fmt.Sprintf("%s was made for an earlier parent of the same name: the controller takes it over at the next reconcile", what)
 		return
 	case t.id.ProvesObject(live):
 		holder = "it is a child of another parent"
-		if p := ann[rules.AnnotationParent]; strings.Count(p, "/") == 3 && strings.Split(p, "/")[2] == t.pref.Namespace {
+		if p := ann[contract.AnnotationParent]; strings.Count(p, "/") == 3 && strings.Split(p, "/")[2] == t.pref.Namespace {
 			holder = fmt.Sprintf("it is a child of %s", p)
 		}
-	case lbls[rules.LabelInstallation] != "" && lbls[rules.LabelInstallation] != t.id.Name():
-		holder = fmt.Sprintf("it is labelled as installation %q's", lbls[rules.LabelInstallation])
+	case lbls[contract.LabelInstallation] != "" && lbls[contract.LabelInstallation] != t.id.Name():
+		holder = fmt.Sprintf("it is labelled as installation %q's", lbls[contract.LabelInstallation])
 	default:
 		holder = "kubecel did not make it"
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // The data `kubecel trace TYPE/NAME` prints; -o json and -o yaml print it as it is
@@ -75,7 +76,7 @@ const (
 	stateMissing     = "Missing"
 	stateWaiting     = "Waiting"
 	stateFailed      = "Failed"
-	stateTaken       = rules.ReasonChildExists
+	stateTaken       = contract.ReasonChildExists
 	stateNotProduced = "NotProduced"
 	stateReleased    = "Released"
 	stateNotOurs     = "NotOurs"
@@ -133,7 +134,7 @@ func objectOf(u *unstructured.Unstructured) traceObject {
 	o := traceObject{
 		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(),
 		UID: string(u.GetUID()), Generation: u.GetGeneration(), Deleting: u.GetDeletionTimestamp() != nil,
-		Conditions: conditionsOf(u.Object, rules.ConditionSynced, rules.ConditionReady),
+		Conditions: conditionsOf(u.Object, contract.ConditionSynced, contract.ConditionReady),
 	}
 	if t := u.GetCreationTimestamp(); !t.IsZero() {
 		o.Created = t.UTC().Format("2006-01-02T15:04:05Z")

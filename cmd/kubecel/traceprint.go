@@ -7,9 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/util/duration"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // print writes the trace in the format of -o.
@@ -34,8 +33,8 @@ func writeTraceTree(w io.Writer, doc *traceDoc, wide bool, now time.Time) error 
 	p := doc.Parent
 	lines := []traceLine{{
 		name: p.Kind + "/" + p.Name, namespace: p.Namespace, apiVersion: p.APIVersion, created: p.Created,
-		synced: condStatus(condition(p.Conditions, rules.ConditionSynced)),
-		ready:  condStatus(condition(p.Conditions, rules.ConditionReady)),
+		synced: condStatus(condition(p.Conditions, contract.ConditionSynced)),
+		ready:  condStatus(condition(p.Conditions, contract.ConditionReady)),
 		status: parentStatus(p),
 	}}
 	for i, r := range doc.Rules {
@@ -118,7 +117,7 @@ func parentStatus(p traceObject) string {
 	if p.Deleting {
 		out = append(out, "Deleting")
 	}
-	synced, ready := condition(p.Conditions, rules.ConditionSynced), condition(p.Conditions, rules.ConditionReady)
+	synced, ready := condition(p.Conditions, contract.ConditionSynced), condition(p.Conditions, contract.ConditionReady)
 	if synced != nil && synced.Status != "True" {
 		out = append(out, synced.Reason)
 	}
@@ -169,7 +168,7 @@ func childLine(c traceChild) traceLine {
 		name += " (" + c.ID + ")"
 	}
 	l := traceLine{name: name, namespace: c.Namespace, apiVersion: c.APIVersion, created: c.Created, synced: "-", ready: "-"}
-	if own := condition(c.Conditions, rules.ConditionSynced); own != nil {
+	if own := condition(c.Conditions, contract.ConditionSynced); own != nil {
 		l.synced = own.Status
 	}
 	switch c.State {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // trace reads the parent and traces every rule that serves its resource.
@@ -145,7 +146,7 @@ func (t *ruleTracer) listChildren(ctx context.Context) ([]traceChild, error) {
 			ns = ""
 		}
 		ri := t.c.resource(m, ns)
-		sel := fmt.Sprintf("%s=%s,%s=%s", rules.LabelRule, t.rule.Name, rules.LabelParentUID, t.pref.UID)
+		sel := fmt.Sprintf("%s=%s,%s=%s", contract.LabelRule, t.rule.Name, contract.LabelParentUID, t.pref.UID)
 		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return nil, fmt.Errorf("child %q: list %s: %w", ch.ID, m.Resource.GroupResource(), err)
@@ -156,17 +157,17 @@ func (t *ruleTracer) listChildren(ctx context.Context) ([]traceChild, error) {
 				t.proven = append(t.proven, u)
 				continue
 			}
-			c := childRow(u, u.GetLabels()[rules.LabelChild], stateNotOurs)
+			c := childRow(u, u.GetLabels()[contract.LabelChild], stateNotOurs)
 			c.Message = fmt.Sprintf("carries this parent's labels, but no proof that installation %q made it: not a child", t.id.Name())
 			t.out.Children = append(t.out.Children, c)
 		}
-		list, err = ri.List(ctx, metav1.ListOptions{LabelSelector: rules.LabelReleased + "=" + t.rule.Name})
+		list, err = ri.List(ctx, metav1.ListOptions{LabelSelector: contract.LabelReleased + "=" + t.rule.Name})
 		if err != nil {
 			return nil, fmt.Errorf("child %q: list %s: %w", ch.ID, m.Resource.GroupResource(), err)
 		}
 		for i := range list.Items {
 			u := &list.Items[i]
-			if u.GetAnnotations()[rules.AnnotationReleasedFrom] != t.pref.Annotation() {
+			if u.GetAnnotations()[contract.AnnotationReleasedFrom] != t.pref.Annotation() {
 				continue
 			}
 			c := childRow(u, "", stateReleased)
@@ -225,7 +226,7 @@ func (t *ruleTracer) accounted(id string, res *rules.Result) bool {
 	return slices.ContainsFunc(res.Children, func(d rules.Desired) bool { return d.ID == id }) ||
 		slices.ContainsFunc(res.Waiting, func(w rules.Waiting) bool { return w.ID == id }) ||
 		slices.Contains(res.Failed, id) ||
-		slices.ContainsFunc(t.proven, func(u *unstructured.Unstructured) bool { return u.GetLabels()[rules.LabelChild] == id })
+		slices.ContainsFunc(t.proven, func(u *unstructured.Unstructured) bool { return u.GetLabels()[contract.LabelChild] == id })
 }
 
 // heldBack describes a child that was not evaluated, with its existing objects, which
@@ -234,7 +235,7 @@ func (t *ruleTracer) heldBack(id, state, msg, expr string, matched map[*unstruct
 	ch := childByIDOf(t.rule, id)
 	var out []traceChild
 	for _, u := range t.proven {
-		if u.GetLabels()[rules.LabelChild] == id && !matched[u] {
+		if u.GetLabels()[contract.LabelChild] == id && !matched[u] {
 			matched[u] = true
 			c := childRow(u, id, state)
 			c.Message, c.Expression, c.Lifecycle = msg, expr, lifecycleOf(ch)
@@ -262,7 +263,7 @@ func (t *ruleTracer) leftovers(matched map[*unstructured.Unstructured]bool, res 
 		if matched[u] {
 			continue
 		}
-		id := u.GetLabels()[rules.LabelChild]
+		id := u.GetLabels()[contract.LabelChild]
 		ch := childByIDOf(t.rule, id)
 		c := childRow(u, id, stateNotProduced)
 		c.Lifecycle = lifecycleOf(ch)

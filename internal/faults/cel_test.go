@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // runawayRules: rule "<Rule>-runaway" nests three comprehensions over a list the parent
@@ -52,7 +52,7 @@ func TestCELRunaway(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		status, reason, msg := testenv.Condition(p, rules.ConditionSynced)
+		status, reason, msg := testenv.Condition(p, contract.ConditionSynced)
 		message = msg
 		return status == "False" && strings.Contains(msg, "parent.spec.items.map(a, parent.spec.items.map(b"),
 			fmt.Sprintf("Synced=%q %s %q", status, reason, msg)

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // deputyRules: "<Rule>-steer" puts a ConfigMap in the namespace the parent names without
@@ -73,7 +73,7 @@ func TestConfusedDeputy(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		status, reason, msg := testenv.Condition(p, rules.ConditionSynced)
+		status, reason, msg := testenv.Condition(p, contract.ConditionSynced)
 		return status == "False" && strings.Contains(msg, "crossNamespace: true"), fmt.Sprintf("Synced=%q %s %q", status, reason, msg)
 	})
 	if _, err := kube(t).CoreV1().ConfigMaps(w.Other).Get(context.Background(), "steer", metav1.GetOptions{}); err == nil {
@@ -89,7 +89,7 @@ func TestConfusedDeputy(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		status, _, msg := testenv.Condition(p, rules.ConditionSynced)
+		status, _, msg := testenv.Condition(p, contract.ConditionSynced)
 		return string(s.Data["password"]) == canary && status == "False", fmt.Sprintf("secret written: %t; bad widget Synced=%q %q", string(s.Data["password"]) == canary, status, msg)
 	})
 

@@ -11,14 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // loadRules gives every widget three children in its namespace, owned through owner
@@ -380,12 +379,12 @@ func (l *loadWorld) converged(want []int64) (bool, string) {
 
 	seen := map[string]int{} // UID/child -> objects
 	for _, gvr := range []schema.GroupVersionResource{configMaps, serviceAccounts} {
-		children, err := l.list(ctx, gvr, rules.LabelRule+"="+l.Rule)
+		children, err := l.list(ctx, gvr, contract.LabelRule+"="+l.Rule)
 		if err != nil {
 			return false, err.Error()
 		}
 		for _, c := range children {
-			uid, id := c.GetLabels()[rules.LabelParentUID], c.GetLabels()[rules.LabelChild]
+			uid, id := c.GetLabels()[contract.LabelParentUID], c.GetLabels()[contract.LabelChild]
 			v, ok := value[uid]
 			if !ok {
 				return false, fmt.Sprintf("%s %s left behind by a parent that is gone (uid %s)", gvr.Resource, c.GetName(), uid)

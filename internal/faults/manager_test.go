@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubecel/kubecel/internal/controlplane"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // deploymentRules gives every widget a Deployment whose replicas the rule leaves alone.
@@ -66,7 +66,7 @@ func TestForeignFieldManager(t *testing.T) {
 		t.Errorf("replicas = %d after kubecel's apply, want the autoscaler's 5", r)
 	}
 	for _, mf := range d.GetManagedFields() {
-		if mf.Manager == rules.FieldManager && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:replicas"`) {
+		if mf.Manager == contract.FieldManager && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:replicas"`) {
 			t.Errorf("kubecel owns spec.replicas: %s", mf.FieldsV1.GetRawString())
 		}
 	}

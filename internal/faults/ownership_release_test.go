@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // finalizerRules: one rule per name in Names, each giving every widget a ConfigMap in
@@ -140,13 +139,13 @@ func TestOwnershipRuleBack(t *testing.T) {
 // after the world's rule name) whose labels they carry.
 func (fw *finalizerWorld) remoteChildren(t testing.TB) map[string]int {
 	t.Helper()
-	cms, err := dyn(t).Resource(configMaps).Namespace(fw.Other).List(t.Context(), metav1.ListOptions{LabelSelector: rules.LabelManagedBy + "=" + rules.ManagedByValue})
+	cms, err := dyn(t).Resource(configMaps).Namespace(fw.Other).List(t.Context(), metav1.ListOptions{LabelSelector: contract.LabelManagedBy + "=" + contract.ManagedByValue})
 	if err != nil {
 		t.Fatalf("list configmaps: %v", err)
 	}
 	count := map[string]int{}
 	for _, cm := range cms.Items {
-		count[strings.TrimPrefix(cm.GetLabels()[rules.LabelRule], fw.Rule+"-")]++
+		count[strings.TrimPrefix(cm.GetLabels()[contract.LabelRule], fw.Rule+"-")]++
 	}
 	return count
 }
@@ -206,7 +205,7 @@ func TestOwnershipReleasedWhenUnselected(t *testing.T) {
 // childCount is the number of ConfigMaps of the world's rule in the other namespace.
 func (w *world) childCount() int {
 	w.t.Helper()
-	cms, err := dyn(w.t).Resource(configMaps).Namespace(w.Other).List(w.t.Context(), metav1.ListOptions{LabelSelector: rules.LabelRule + "=" + w.Rule})
+	cms, err := dyn(w.t).Resource(configMaps).Namespace(w.Other).List(w.t.Context(), metav1.ListOptions{LabelSelector: contract.LabelRule + "=" + w.Rule})
 	if err != nil {
 		w.t.Fatalf("list configmaps: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // twoStatusRules: two rules describe the same widgets, each with its own status field.
@@ -140,7 +140,7 @@ func TestOwnershipTooManyChildren(t *testing.T) {
 	startLoaded(t, w.Rules)
 	w.apply("big", nil, map[string]any{})
 	created := func() int {
-		cms, err := dyn(t).Resource(configMaps).Namespace(w.NS).List(t.Context(), metav1.ListOptions{LabelSelector: rules.LabelRule + "=" + w.Rule})
+		cms, err := dyn(t).Resource(configMaps).Namespace(w.NS).List(t.Context(), metav1.ListOptions{LabelSelector: contract.LabelRule + "=" + w.Rule})
 		if err != nil {
 			t.Fatalf("list configmaps: %v", err)
 		}
@@ -154,15 +154,15 @@ func TestOwnershipTooManyChildren(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		gen, ok := conditionGeneration(p, rules.ConditionSynced)
+		gen, ok := conditionGeneration(p, contract.ConditionSynced)
 		return ok && gen == p.GetGeneration(), fmt.Sprintf("no Synced condition for generation %d: %v", p.GetGeneration(), conditionSummary(p))
 	})
 	p, err := w.widget("big")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if expectCondition(t, p, rules.ConditionSynced, "False", "TooManyChildren", "") {
-		if _, _, msg := testenv.Condition(p, rules.ConditionSynced); !strings.Contains(msg, "1000") && !strings.Contains(msg, "1,000") {
+	if expectCondition(t, p, contract.ConditionSynced, "False", "TooManyChildren", "") {
+		if _, _, msg := testenv.Condition(p, contract.ConditionSynced); !strings.Contains(msg, "1000") && !strings.Contains(msg, "1,000") {
 			t.Errorf("the TooManyChildren message %q does not name the limit, 1000", msg)
 		}
 	}

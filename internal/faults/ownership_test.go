@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // The ownership tests check that kubecel creates its children and never takes over what
@@ -53,8 +53,8 @@ func TestOwnershipNoAdoptionInNamespace(t *testing.T) {
 	startLoaded(t, w.Rules)
 
 	w.apply("p", nil, map[string]any{"child": "taken"})
-	p := w.reported("p", rules.ConditionSynced)
-	conflict := expectCondition(t, p, rules.ConditionSynced, "False", reasonChildExists, w.NS+"/taken")
+	p := w.reported("p", contract.ConditionSynced)
+	conflict := expectCondition(t, p, contract.ConditionSynced, "False", reasonChildExists, w.NS+"/taken")
 	if diff := untouched(t, taken); diff != "" {
 		t.Errorf("kubecel changed the ConfigMap it found (-before +after):\n%s", diff)
 	}
@@ -103,8 +103,8 @@ func TestOwnershipNoAdoptionAcrossNamespaces(t *testing.T) {
 	startLoaded(t, w.Rules)
 
 	w.apply(tenant, nil, map[string]any{"envs": []any{"db", "web"}})
-	p := w.reported(tenant, rules.ConditionSynced)
-	conflict := expectCondition(t, p, rules.ConditionSynced, "False", reasonChildExists, db)
+	p := w.reported(tenant, contract.ConditionSynced)
+	conflict := expectCondition(t, p, contract.ConditionSynced, "False", reasonChildExists, db)
 	eventually(t, settle, func() (bool, string) {
 		ns, err := dyn(t).Resource(namespaces).Get(t.Context(), web, metav1.GetOptions{})
 		if err != nil {
@@ -152,7 +152,7 @@ func TestOwnershipAdoptOptIn(t *testing.T) {
 	w.apply("adopter", nil, map[string]any{"child": "free"})
 	w.apply("usurper", nil, map[string]any{"child": "controlled"})
 
-	adopter := w.becomes("adopter", rules.ConditionSynced, "True")
+	adopter := w.becomes("adopter", contract.ConditionSynced, "True")
 	eventually(t, settle, func() (bool, string) {
 		cm, err := dyn(t).Resource(configMaps).Namespace(w.NS).Get(t.Context(), "free", metav1.GetOptions{})
 		if err != nil {
@@ -168,8 +168,8 @@ func TestOwnershipAdoptOptIn(t *testing.T) {
 		return data["parent"] == "adopter", fmt.Sprintf("ConfigMap free data %v, want parent: adopter", data)
 	})
 
-	usurper := w.reported("usurper", rules.ConditionSynced)
-	if expectCondition(t, usurper, rules.ConditionSynced, "False", reasonChildExists, "controlled") {
+	usurper := w.reported("usurper", contract.ConditionSynced)
+	if expectCondition(t, usurper, contract.ConditionSynced, "False", reasonChildExists, "controlled") {
 		warned(t, w.NS, usurper, reasonChildExists)
 	}
 	if diff := untouched(t, controlled); diff != "" {
@@ -186,7 +186,7 @@ func TestOwnershipTwoParentsOneName(t *testing.T) {
 	startLoaded(t, w.Rules)
 
 	w.apply("first", nil, map[string]any{"child": "shared"})
-	first := w.becomes("first", rules.ConditionReady, "True")
+	first := w.becomes("first", contract.ConditionReady, "True")
 	var shared *frozen
 	eventually(t, settle, func() (bool, string) {
 		cm, err := dyn(t).Resource(configMaps).Namespace(w.NS).Get(t.Context(), "shared", metav1.GetOptions{})
@@ -198,16 +198,16 @@ func TestOwnershipTwoParentsOneName(t *testing.T) {
 	})
 
 	w.apply("second", nil, map[string]any{"child": "shared"})
-	second := w.reported("second", rules.ConditionSynced)
-	if expectCondition(t, second, rules.ConditionSynced, "False", reasonChildExists, "shared") {
+	second := w.reported("second", contract.ConditionSynced)
+	if expectCondition(t, second, contract.ConditionSynced, "False", reasonChildExists, "shared") {
 		warned(t, w.NS, second, reasonChildExists)
 	}
 	if diff := untouched(t, shared, "ResourceVersion"); diff != "" {
 		t.Errorf("the second widget changed the first one's child (-before +after):\n%s", diff)
 	}
-	first = w.reported("first", rules.ConditionReady)
-	expectCondition(t, first, rules.ConditionReady, "True", "", "")
-	expectCondition(t, first, rules.ConditionSynced, "True", "", "")
+	first = w.reported("first", contract.ConditionReady)
+	expectCondition(t, first, contract.ConditionReady, "True", "", "")
+	expectCondition(t, first, contract.ConditionSynced, "True", "", "")
 
 	// Nothing touches the second widget from here: kubecel must come back to it by itself.
 	w.delete("first")
@@ -225,7 +225,7 @@ func TestOwnershipTwoParentsOneName(t *testing.T) {
 		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 		return data["parent"] == "second", fmt.Sprintf("ConfigMap shared data %v, want parent: second", data)
 	})
-	w.becomes("second", rules.ConditionSynced, "True")
+	w.becomes("second", contract.ConditionSynced, "True")
 }
 
 // reported waits until the widget's condition typ describes its current generation, and
@@ -333,7 +333,7 @@ func warned(t testing.TB, ns string, obj *unstructured.Unstructured, reason stri
 // labelledFor reports whether obj carries kubecel's labels for the rule and parent.
 func labelledFor(obj *unstructured.Unstructured, rule string, parent *unstructured.Unstructured) (bool, string) {
 	l := obj.GetLabels()
-	if l[rules.LabelManagedBy] != rules.ManagedByValue || l[rules.LabelRule] != rule || l[rules.LabelParentUID] != string(parent.GetUID()) {
+	if l[contract.LabelManagedBy] != contract.ManagedByValue || l[contract.LabelRule] != rule || l[contract.LabelParentUID] != string(parent.GetUID()) {
 		return false, fmt.Sprintf("%s %s labels %v, want kubecel's for rule %s and parent %s", obj.GetKind(), obj.GetName(), l, rule, parent.GetUID())
 	}
 	return true, ""

@@ -6,10 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // Who holds the names a widget computes, once the cluster is quiet: the widget itself,
@@ -36,10 +35,10 @@ func (r *ownershipRun) holder(p *unstructured.Unstructured, rule propertyRule, k
 		return heldForeign, ""
 	}
 	labels := obj.GetLabels()
-	if labels[rules.LabelManagedBy] != rules.ManagedByValue {
+	if labels[contract.LabelManagedBy] != contract.ManagedByValue {
 		return "", fmt.Sprintf("ConfigMap %s, computed by widget %s (rule %s), is not kubecel's and no other client made it: labels %v", key, p.GetName(), rule.Name, labels)
 	}
-	if labels[rules.LabelParentUID] != string(p.GetUID()) {
+	if labels[contract.LabelParentUID] != string(p.GetUID()) {
 		return heldOtherWidget, "" // belongs judges it
 	}
 	kind := heldOwn
@@ -64,8 +63,8 @@ func (r *ownershipRun) holder(p *unstructured.Unstructured, rule propertyRule, k
 	}
 	data, _, _ := unstructured.NestedString(obj.Object, "data", "parent")
 	switch {
-	case labels[rules.LabelChild] != wantID:
-		return kind, fmt.Sprintf("ConfigMap %s (%s of widget %s) is child %q, want %q", key, kind, p.GetName(), labels[rules.LabelChild], wantID)
+	case labels[contract.LabelChild] != wantID:
+		return kind, fmt.Sprintf("ConfigMap %s (%s of widget %s) is child %q, want %q", key, kind, p.GetName(), labels[contract.LabelChild], wantID)
 	case data != p.GetName():
 		return kind, fmt.Sprintf("ConfigMap %s (%s of widget %s) has data.parent %q, want %q", key, kind, p.GetName(), data, p.GetName())
 	case strings.Join(widgetOwners, ",") != wantOwner:

@@ -5,12 +5,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // What TestPropertyOwnership checks after each step: what must hold at any time
@@ -77,7 +76,7 @@ func (r *ownershipRun) safety(s *snapshot) string {
 				owners[o.UID] = true
 			}
 		}
-		label := types.UID(obj.GetLabels()[rules.LabelParentUID])
+		label := types.UID(obj.GetLabels()[contract.LabelParentUID])
 		switch {
 		case controllers > 1 || len(owners) > 1:
 			return fmt.Sprintf("ConfigMap %s has owner references to several widgets: %s", key, ownerList(obj))
@@ -129,26 +128,26 @@ func (r *ownershipRun) liveness(s *snapshot) string {
 // kubecel's to prune; each installation's own are judged by its rules.
 func (r *ownershipRun) belongs(s *snapshot, key string, obj *unstructured.Unstructured) string {
 	labels := obj.GetLabels()
-	if labels[rules.LabelManagedBy] != rules.ManagedByValue || r.isForeign(key) {
+	if labels[contract.LabelManagedBy] != contract.ManagedByValue || r.isForeign(key) {
 		return ""
 	}
 	installation, squatter := owner(obj)
 	if installation == secondInstallation && r.second == nil {
 		return "" // an orphan: partySafety watches it
 	}
-	name := strings.TrimPrefix(labels[rules.LabelRule], r.Rule+"-")
+	name := strings.TrimPrefix(labels[contract.LabelRule], r.Rule+"-")
 	rule, active := r.rule(name)
 	if squatter {
-		rule, active = squatRule, r.squatting && installation == rules.DefaultInstallation && name == squatRule.Name
+		rule, active = squatRule, r.squatting && installation == contract.DefaultInstallation && name == squatRule.Name
 	}
 	if !active {
 		if _, known := r.released[obj.GetUID()]; !known {
-			r.released[obj.GetUID()] = releasedObject{key: key, widget: types.UID(labels[rules.LabelParentUID]), rule: name, squatter: squatter,
-				widgetName: nameOf(s.byUID[types.UID(labels[rules.LabelParentUID])])}
+			r.released[obj.GetUID()] = releasedObject{key: key, widget: types.UID(labels[contract.LabelParentUID]), rule: name, squatter: squatter,
+				widgetName: nameOf(s.byUID[types.UID(labels[contract.LabelParentUID])])}
 		}
 		return ""
 	}
-	p := s.byUID[types.UID(labels[rules.LabelParentUID])]
+	p := s.byUID[types.UID(labels[contract.LabelParentUID])]
 	if p == nil && installation == secondInstallation {
 		// The two installations share the rule's finalizer: a parent deleted while the
 		// second was stopped leaves its children in other namespaces behind (see
@@ -159,18 +158,18 @@ func (r *ownershipRun) belongs(s *snapshot, key string, obj *unstructured.Unstru
 		if _, released := r.released[obj.GetUID()]; released {
 			return ""
 		}
-		return fmt.Sprintf("ConfigMap %s of rule %s (installation %s, squatter: %v) is left behind by widget %s, which is gone or not selected", key, rule.Name, installation, squatter, labels[rules.LabelParentUID])
+		return fmt.Sprintf("ConfigMap %s of rule %s (installation %s, squatter: %v) is left behind by widget %s, which is gone or not selected", key, rule.Name, installation, squatter, labels[contract.LabelParentUID])
 	}
 	// The rule is back and selects the widget: the object is its child again, to be
 	// pruned when no longer produced and deleted with the widget.
 	delete(r.released, obj.GetUID())
 	want := map[string]string{r.NS: "local", r.Other: "remote"}[obj.GetNamespace()]
-	stale := obj.GetName() != specName(p)+"-"+rule.Suffix || labels[rules.LabelChild] != want
+	stale := obj.GetName() != specName(p)+"-"+rule.Suffix || labels[contract.LabelChild] != want
 	// Nothing is pruned for a widget whose applies failed: one whose new child's name is
 	// taken keeps its old children until it is free.
 	if stale && !r.blocked(s, rule, p, installation, squatter) {
 		return fmt.Sprintf("ConfigMap %s (child %q of rule %s) is left behind by widget %s, which now computes %s-%s",
-			key, labels[rules.LabelChild], rule.Name, p.GetName(), specName(p), rule.Suffix)
+			key, labels[contract.LabelChild], rule.Name, p.GetName(), specName(p), rule.Suffix)
 	}
 	return ""
 }
@@ -188,7 +187,7 @@ func (r *ownershipRun) blocked(s *snapshot, rule propertyRule, p *unstructured.U
 		labels := obj.GetLabels()
 		inst, sq := owner(obj)
 		if r.isForeign(key) || inst != installation || sq != squatter ||
-			labels[rules.LabelRule] != r.Rule+"-"+rule.Name || labels[rules.LabelParentUID] != string(p.GetUID()) {
+			labels[contract.LabelRule] != r.Rule+"-"+rule.Name || labels[contract.LabelParentUID] != string(p.GetUID()) {
 			return true
 		}
 	}

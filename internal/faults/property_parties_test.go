@@ -7,11 +7,10 @@ import (
 	"testing"
 	"text/template"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // The other parties of TestPropertyOwnership, besides the widgets' owner and the
@@ -76,27 +75,27 @@ func (r *ownershipRun) forge(live []*unstructured.Unstructured) (string, bool) {
 	}
 	r.forged++
 	labels := map[string]string{
-		rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: r.Rule + "-" + rule, rules.LabelParentUID: string(p.GetUID()),
-		rules.LabelChild: []string{"local", "remote"}[r.rng.IntN(2)], rules.LabelInstallation: rules.DefaultInstallation,
+		contract.LabelManagedBy: contract.ManagedByValue, contract.LabelRule: r.Rule + "-" + rule, contract.LabelParentUID: string(p.GetUID()),
+		contract.LabelChild: []string{"local", "remote"}[r.rng.IntN(2)], contract.LabelInstallation: contract.DefaultInstallation,
 	}
-	ann := map[string]string{rules.AnnotationParent: "faults.kubecel.dev/widgets/" + r.NS + "/" + p.GetName()}
+	ann := map[string]string{contract.AnnotationParent: "faults.kubecel.dev/widgets/" + r.NS + "/" + p.GetName()}
 	if proof := r.someProof(); proof != "" {
-		ann[rules.AnnotationProof] = proof
+		ann[contract.AnnotationProof] = proof
 	}
 	f := createAnnotated(r.t, ns, name, labels, ann)
 	r.foreign = append(r.foreign, f)
-	return fmt.Sprintf("forge %s as child %s of widget %s (rule %s)", f, labels[rules.LabelChild], p.GetName(), rule), true
+	return fmt.Sprintf("forge %s as child %s of widget %s (rule %s)", f, labels[contract.LabelChild], p.GetName(), rule), true
 }
 
 // someProof returns the proof of one of the first installation's children, if any.
 func (r *ownershipRun) someProof() string {
 	for _, ns := range []string{r.NS, r.Other} {
-		list, err := dyn(r.t).Resource(configMaps).Namespace(ns).List(r.t.Context(), metav1.ListOptions{LabelSelector: rules.LabelInstallation + "=" + rules.DefaultInstallation})
+		list, err := dyn(r.t).Resource(configMaps).Namespace(ns).List(r.t.Context(), metav1.ListOptions{LabelSelector: contract.LabelInstallation + "=" + contract.DefaultInstallation})
 		if err != nil {
 			r.t.Fatal(err)
 		}
 		for _, cm := range list.Items {
-			if proof := cm.GetAnnotations()[rules.AnnotationProof]; proof != "" {
+			if proof := cm.GetAnnotations()[contract.AnnotationProof]; proof != "" {
 				return proof
 			}
 		}
@@ -130,7 +129,7 @@ func (r *ownershipRun) toggleSecond() string {
 	r.second.kill()
 	r.second = nil
 	for _, ns := range []string{r.NS, r.Other} {
-		list, err := dyn(r.t).Resource(configMaps).Namespace(ns).List(r.t.Context(), metav1.ListOptions{LabelSelector: rules.LabelInstallation + "=" + secondInstallation})
+		list, err := dyn(r.t).Resource(configMaps).Namespace(ns).List(r.t.Context(), metav1.ListOptions{LabelSelector: contract.LabelInstallation + "=" + secondInstallation})
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -234,5 +233,5 @@ func (r *ownershipRun) squatterConfigMap() *corev1.ConfigMap {
 // owner says whose child a kubecel-labelled object claims to be: the installation, and
 // the rule, from the file or from the squatter.
 func owner(obj *unstructured.Unstructured) (installation string, squatter bool) {
-	return obj.GetLabels()[rules.LabelInstallation], strings.HasPrefix(obj.GetAnnotations()[rules.AnnotationOrigin], "configmap ")
+	return obj.GetLabels()[contract.LabelInstallation], strings.HasPrefix(obj.GetAnnotations()[contract.AnnotationOrigin], "configmap ")
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // worldRules gives every widget a ConfigMap in its namespace (garbage collected through
@@ -151,12 +151,12 @@ func (w *world) converged() (bool, string) {
 	}
 	seen := map[string]int{}
 	for _, ns := range []string{w.NS, w.Other} {
-		cms, err := dyn(w.t).Resource(configMaps).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: rules.LabelRule + "=" + w.Rule})
+		cms, err := dyn(w.t).Resource(configMaps).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelRule + "=" + w.Rule})
 		if err != nil {
 			return false, fmt.Sprintf("list configmaps: %v", err)
 		}
 		for _, cm := range cms.Items {
-			uid := cm.GetLabels()[rules.LabelParentUID]
+			uid := cm.GetLabels()[contract.LabelParentUID]
 			p, ok := live[uid]
 			if !ok {
 				return false, fmt.Sprintf("configmap %s/%s left behind by a parent that is gone (uid %s)", ns, cm.GetName(), uid)
@@ -165,7 +165,7 @@ func (w *world) converged() (bool, string) {
 			if got, _, _ := unstructured.NestedString(cm.Object, "data", "value"); got != strconv.FormatInt(want, 10) {
 				return false, fmt.Sprintf("configmap %s/%s value %q, want %d", ns, cm.GetName(), got, want)
 			}
-			seen[uid+"/"+cm.GetLabels()[rules.LabelChild]]++
+			seen[uid+"/"+cm.GetLabels()[contract.LabelChild]]++
 		}
 	}
 	for uid, p := range live {
@@ -188,7 +188,7 @@ func statusCurrent(p *unstructured.Unstructured) string {
 	if got, _, _ := unstructured.NestedString(p.Object, "status", "value"); got != strconv.FormatInt(want, 10) {
 		return fmt.Sprintf("widget %s status.value %q, spec.value %d", p.GetName(), got, want)
 	}
-	if status, _, msg := testenv.Condition(p, rules.ConditionSynced); status != "True" {
+	if status, _, msg := testenv.Condition(p, contract.ConditionSynced); status != "True" {
 		return fmt.Sprintf("widget %s Synced=%q %s", p.GetName(), status, msg)
 	}
 	return ""

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // DataKey is the key of the Secret's data that holds the installation's key.
@@ -84,7 +85,7 @@ func createSecret(ctx context.Context, kube kubernetes.Interface, s Secret) (*co
 		return nil, err
 	}
 	obj := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: map[string]string{rules.LabelInstallation: s.Installation}},
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: map[string]string{contract.LabelInstallation: s.Installation}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{DataKey: key},
 	}

@@ -3,7 +3,7 @@
 // holds a membership Lease labelled with the ring's name, and the live Leases are the
 // ring.
 //
-// Parents fall into rules.Buckets buckets (rules.Bucket, from namespace and name), and
+// Parents fall into contract.Buckets buckets (contract.Bucket, from namespace and name), and
 // Ring.Assign gives each bucket to one live member. A replica reconciles a parent only
 // while it serves the parent's bucket: Member.Begin says whether it does and counts the
 // reconcile until its end function is called.

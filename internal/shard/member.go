@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubecel/kubecel/internal/leader"
 	"github.com/kubecel/kubecel/internal/lease"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // Labels and annotations on the membership Leases.
@@ -70,7 +70,7 @@ type Member struct {
 	mu       sync.Mutex
 	drained  *sync.Cond // signalled when a bucket's running reconciles reach zero
 	serving  Set
-	inflight [rules.Buckets]int
+	inflight [contract.Buckets]int
 	// ack is the ring version this member last acknowledged, and acked when it first
 	// saw that ring; served is the version it last expanded to ("" before the first).
 	ack    string
@@ -145,7 +145,7 @@ func (m *Member) Status() (bool, string) {
 	if m.served == "" {
 		return false, fmt.Sprintf("ring: waiting for the members to agree (%d seen)", len(m.ring))
 	}
-	return true, fmt.Sprintf("ring %s: serving %d of %d buckets, %d members", m.served, m.serving.Len(), rules.Buckets, len(m.ring))
+	return true, fmt.Sprintf("ring %s: serving %d of %d buckets, %d members", m.served, m.serving.Len(), contract.Buckets, len(m.ring))
 }
 
 // Run joins the ring and follows it until ctx ends: it renews the member's Lease, and

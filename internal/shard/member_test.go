@@ -19,7 +19,7 @@ import (
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/lease"
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}) }
@@ -36,9 +36,9 @@ const outlast = 2 * time.Second
 // member that lost the ring still wrote.
 type ledger struct {
 	mu     sync.Mutex
-	n      int64                           // writes so far
-	last   [rules.Buckets]map[string]int64 // per bucket, each member's last write
-	stale  []string                        // the first stale writes
+	n      int64                              // writes so far
+	last   [contract.Buckets]map[string]int64 // per bucket, each member's last write
+	stale  []string                           // the first stale writes
 	nStale int
 }
 
@@ -81,7 +81,7 @@ func (l *ledger) takenOver(b int, who string, began int64) bool {
 func (l *ledger) writtenSince(mark int64, members ...string) (bool, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for b := range rules.Buckets {
+	for b := range contract.Buckets {
 		written := false
 		for _, m := range members {
 			written = written || l.last[b][m] > mark
@@ -201,7 +201,7 @@ type reconcile struct {
 // wrote the bucket; a refused write ends it.
 func (n *node) work(ctx context.Context, l *ledger) {
 	defer close(n.worked)
-	var held [rules.Buckets]*reconcile
+	var held [contract.Buckets]*reconcile
 	defer func() {
 		for _, r := range held {
 			if r != nil {
@@ -212,7 +212,7 @@ func (n *node) work(ctx context.Context, l *ledger) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		for b := range rules.Buckets {
+		for b := range contract.Buckets {
 			r := held[b]
 			if r == nil {
 				end, ok := n.m.Begin(b)

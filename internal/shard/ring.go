@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
-// Set is a set of buckets (0 to rules.Buckets-1).
-type Set [rules.Buckets / 64]uint64
+// Set is a set of buckets (0 to contract.Buckets-1).
+type Set [contract.Buckets / 64]uint64
 
 // All is the set of every bucket.
 func All() Set {
@@ -25,7 +25,7 @@ func All() Set {
 	return s
 }
 
-func (s Set) Has(b int) bool { return b >= 0 && b < rules.Buckets && s[b/64]&(1<<(b%64)) != 0 }
+func (s Set) Has(b int) bool { return b >= 0 && b < contract.Buckets && s[b/64]&(1<<(b%64)) != 0 }
 
 func (s *Set) Add(b int) { s[b/64] |= 1 << (b % 64) }
 
@@ -65,7 +65,7 @@ func (s Set) Or(o Set) Set {
 // List is the buckets of s in increasing order.
 func (s Set) List() []int {
 	out := make([]int, 0, s.Len())
-	for b := range rules.Buckets {
+	for b := range contract.Buckets {
 		if s.Has(b) {
 			out = append(out, b)
 		}
@@ -119,15 +119,15 @@ func (r Ring) Version() string {
 // member count, rounded up). Every member computes the same assignment from the same
 // membership; shares differ by one bucket at most; and a member joining or leaving
 // moves few buckets besides its own share (see TestRingMovesLittle).
-func (r Ring) Assign() [rules.Buckets]string {
-	var out [rules.Buckets]string
+func (r Ring) Assign() [contract.Buckets]string {
+	var out [contract.Buckets]string
 	if len(r) == 0 {
 		return out
 	}
-	capacity := (rules.Buckets + len(r) - 1) / len(r)
+	capacity := (contract.Buckets + len(r) - 1) / len(r)
 	load := make(map[string]int, len(r))
 	order := make([]string, len(r))
-	for b := range rules.Buckets {
+	for b := range contract.Buckets {
 		copy(order, r)
 		slices.SortFunc(order, func(x, y string) int { return cmp.Compare(weight(y, b), weight(x, b)) })
 		for _, id := range order {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 func TestSet(t *testing.T) {
@@ -31,7 +31,7 @@ func TestSet(t *testing.T) {
 			t.Errorf("%s = %q, want %q", tt.name, got, tt.want)
 		}
 	}
-	if a.Len() != 7 || All().Len() != rules.Buckets || a.Has(4) || !a.Has(255) || a.Has(256) || a.Has(-1) {
+	if a.Len() != 7 || All().Len() != contract.Buckets || a.Has(4) || !a.Has(255) || a.Has(256) || a.Has(-1) {
 		t.Errorf("Len or Has is wrong for %v", a)
 	}
 }
@@ -58,12 +58,12 @@ func TestRingPartitions(t *testing.T) {
 			total += owned.Len()
 			// Bounded loads: no share above the fair share rounded up (the busiest
 			// replica sets the pace), none far below it.
-			if owned.Len() < rules.Buckets/n*9/10 || owned.Len() > (rules.Buckets+n-1)/n {
-				t.Errorf("n=%d: %s owns %d buckets, the fair share is %d", n, id, owned.Len(), rules.Buckets/n)
+			if owned.Len() < contract.Buckets/n*9/10 || owned.Len() > (contract.Buckets+n-1)/n {
+				t.Errorf("n=%d: %s owns %d buckets, the fair share is %d", n, id, owned.Len(), contract.Buckets/n)
 			}
 		}
-		if total != rules.Buckets || union != All() {
-			t.Errorf("n=%d: %d buckets owned, want every one of %d", n, total, rules.Buckets)
+		if total != contract.Buckets || union != All() {
+			t.Errorf("n=%d: %d buckets owned, want every one of %d", n, total, contract.Buckets)
 		}
 		reversed := make([]string, len(ids))
 		for i, id := range ids {
@@ -88,17 +88,17 @@ func TestRingMovesLittle(t *testing.T) {
 	for n := 1; n <= 7; n++ {
 		before, after := NewRing(ids(n)...).Assign(), NewRing(ids(n+1)...).Assign()
 		moved := 0
-		for b := range rules.Buckets {
+		for b := range contract.Buckets {
 			if before[b] != after[b] {
 				moved++
 			}
 		}
 		// The joining member takes its share, 256/(n+1); allow as much again for
 		// the buckets that bounded loads shift between the others.
-		if share := rules.Buckets / (n + 1); moved > 2*share+2 {
+		if share := contract.Buckets / (n + 1); moved > 2*share+2 {
 			t.Errorf("%d to %d members: %d buckets moved, the new member's share is %d", n, n+1, moved, share)
 		}
-		t.Logf("%d to %d members: %d buckets moved (share %d)", n, n+1, moved, rules.Buckets/(n+1))
+		t.Logf("%d to %d members: %d buckets moved (share %d)", n, n+1, moved, contract.Buckets/(n+1))
 	}
 	if NewRing("a", "b").Version() == NewRing("a", "b", "c").Version() {
 		t.Error("two memberships have one version")

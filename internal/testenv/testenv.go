@@ -30,6 +30,7 @@ import (
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 var shared *controlplane.ControlPlane
@@ -174,7 +175,7 @@ func Condition(obj *unstructured.Unstructured, typ string) (status, reason, mess
 // in-process controllers and kubecel processes of one package are one installation.
 func Identity(t testing.TB) *rules.Identity {
 	t.Helper()
-	s := identity.Secret{Installation: rules.DefaultInstallation, Namespace: controlplane.InstallNamespace, Name: identity.SecretName(rules.DefaultInstallation)}
+	s := identity.Secret{Installation: contract.DefaultInstallation, Namespace: controlplane.InstallNamespace, Name: identity.SecretName(contract.DefaultInstallation)}
 	id, err := identity.Load(context.Background(), Kube(t), s, true)
 	if err != nil {
 		t.Fatal(err)

@@ -10,10 +10,11 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // NeedsApply decides, from the cached object, whether applying desired (a prepared
-// child, carrying its rules.AnnotationAppliedHash) would change anything: a converged cluster
+// child, carrying its contract.AnnotationAppliedHash) would change anything: a converged cluster
 // must see no writes from us.
 //
 // Comparing desired values with live ones is not enough. The server stores many values
@@ -47,7 +48,7 @@ func NeedsApply(desired, live *unstructured.Unstructured) bool {
 	if live == nil {
 		return true
 	}
-	owned, ok := OwnedFields(live, rules.FieldManager, "")
+	owned, ok := OwnedFields(live, contract.FieldManager, "")
 	if !ok {
 		return true // not ours yet: apply to take ownership of what we set
 	}
@@ -60,9 +61,9 @@ func NeedsApply(desired, live *unstructured.Unstructured) bool {
 	return !CoversAll(owned, desired.Object)
 }
 
-// appliedHash returns obj's rules.AnnotationAppliedHash, "" when it has none.
+// appliedHash returns obj's contract.AnnotationAppliedHash, "" when it has none.
 func appliedHash(obj *unstructured.Unstructured) string {
-	hash, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", rules.AnnotationAppliedHash)
+	hash, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", contract.AnnotationAppliedHash)
 	return hash
 }
 

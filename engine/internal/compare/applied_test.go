@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 func TestSubset(t *testing.T) {
@@ -39,7 +40,7 @@ func TestSubset(t *testing.T) {
 func managed(obj map[string]any, fieldsJSON string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{{
-		Manager: rules.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
+		Manager: contract.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
 		FieldsV1: metav1.NewFieldsV1(fieldsJSON),
 	}})
 	return u
@@ -107,7 +108,7 @@ func TestNeedsApply(t *testing.T) {
 func quota(cpu, memory, hash string) map[string]any {
 	md := map[string]any{"name": "q", "namespace": "ns"}
 	if hash != "" {
-		md["annotations"] = map[string]any{rules.AnnotationAppliedHash: hash}
+		md["annotations"] = map[string]any{contract.AnnotationAppliedHash: hash}
 	}
 	hard := map[string]any{}
 	for k, v := range map[string]string{"cpu": cpu, "memory": memory} {
@@ -126,7 +127,7 @@ func hashed(t *testing.T, obj map[string]any) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	u := &unstructured.Unstructured{Object: obj}
-	if err := unstructured.SetNestedField(u.Object, hash, "metadata", "annotations", rules.AnnotationAppliedHash); err != nil {
+	if err := unstructured.SetNestedField(u.Object, hash, "metadata", "annotations", contract.AnnotationAppliedHash); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -174,7 +175,7 @@ func TestOwnsAll(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			owned, ok := OwnedFields(managed(map[string]any{}, tt.fields), rules.FieldManager, "")
+			owned, ok := OwnedFields(managed(map[string]any{}, tt.fields), contract.FieldManager, "")
 			if !ok {
 				t.Fatalf("managedFields %s do not parse", tt.fields)
 			}

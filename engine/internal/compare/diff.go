@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // Diff compares two versions of an object after removing what the server
@@ -46,7 +47,7 @@ func comparable(obj *unstructured.Unstructured, root string) (any, bool) {
 		}
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-			delete(ann, rules.AnnotationAppliedHash)
+			delete(ann, contract.AnnotationAppliedHash)
 			if len(ann) == 0 {
 				delete(md, "annotations")
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/s2"
 
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,8 +44,8 @@ type Object struct {
 	uid                              types.UID
 	deletionTimestamp                *metav1.Time
 
-	// kubecel's labels (rules.LabelRule, LabelChild, LabelParentUID) and annotations
-	// (rules.AnnotationParent, AnnotationOrigin), only on an object whose proof the
+	// kubecel's labels (contract.LabelRule, LabelChild, LabelParentUID) and annotations
+	// (contract.AnnotationParent, AnnotationOrigin), only on an object whose proof the
 	// Prover accepted: on any other object they are empty, whatever it carries.
 	rule, child, parentUID string
 	parent, origin         string
@@ -82,10 +83,10 @@ func NewObject(u *unstructured.Unstructured, prove Prover) (*Object, error) {
 	o.APIVersion, o.Kind = intern(u.GetAPIVersion()), intern(u.GetKind())
 	o.namespace, o.deletionTimestamp = intern(u.GetNamespace()), u.GetDeletionTimestamp()
 	var parentUID, parent string
-	if labels := u.GetLabels(); labels[rules.LabelManagedBy] == rules.ManagedByValue && prove != nil && prove(u) {
+	if labels := u.GetLabels(); labels[contract.LabelManagedBy] == contract.ManagedByValue && prove != nil && prove(u) {
 		ann := u.GetAnnotations()
-		o.rule, o.child, o.origin = intern(labels[rules.LabelRule]), intern(labels[rules.LabelChild]), intern(ann[rules.AnnotationOrigin])
-		parentUID, parent = labels[rules.LabelParentUID], ann[rules.AnnotationParent]
+		o.rule, o.child, o.origin = intern(labels[contract.LabelRule]), intern(labels[contract.LabelChild]), intern(ann[contract.AnnotationOrigin])
+		parentUID, parent = labels[contract.LabelParentUID], ann[contract.AnnotationParent]
 	}
 	o.pack(dict.Encode(nil, text), u.GetName(), string(u.GetUID()), u.GetResourceVersion(), parentUID, parent)
 	return o, nil
@@ -122,19 +123,19 @@ func (o *Object) GetUID() types.UID                  { return o.uid }
 func (o *Object) GetResourceVersion() string         { return o.resourceVersion }
 func (o *Object) GetDeletionTimestamp() *metav1.Time { return o.deletionTimestamp }
 
-// Rule is the value of a proven child's rules.LabelRule label ("" on any other object).
+// Rule is the value of a proven child's contract.LabelRule label ("" on any other object).
 func (o *Object) Rule() string { return o.rule }
 
-// Origin is the value of a proven child's rules.AnnotationOrigin annotation.
+// Origin is the value of a proven child's contract.AnnotationOrigin annotation.
 func (o *Object) Origin() string { return o.origin }
 
-// Child is the value of a proven child's rules.LabelChild label.
+// Child is the value of a proven child's contract.LabelChild label.
 func (o *Object) Child() string { return o.child }
 
-// ParentUID is the value of a proven child's rules.LabelParentUID label.
+// ParentUID is the value of a proven child's contract.LabelParentUID label.
 func (o *Object) ParentUID() string { return o.parentUID }
 
-// Parent is the value of a proven child's rules.AnnotationParent annotation.
+// Parent is the value of a proven child's contract.AnnotationParent annotation.
 func (o *Object) Parent() string { return o.parent }
 
 // GetObjectMeta makes the object's metadata for client-go (meta.Accessor, which the
@@ -143,7 +144,7 @@ func (o *Object) Parent() string { return o.parent }
 func (o *Object) GetObjectMeta() metav1.Object {
 	m := &metav1.ObjectMeta{Name: o.name, Namespace: o.namespace, UID: o.uid, ResourceVersion: o.resourceVersion,
 		DeletionTimestamp: o.deletionTimestamp.DeepCopy()}
-	for k, v := range map[string]string{rules.LabelRule: o.rule, rules.LabelChild: o.child, rules.LabelParentUID: o.parentUID} {
+	for k, v := range map[string]string{contract.LabelRule: o.rule, contract.LabelChild: o.child, contract.LabelParentUID: o.parentUID} {
 		if v != "" {
 			if m.Labels == nil {
 				m.Labels = map[string]string{}
@@ -152,7 +153,7 @@ func (o *Object) GetObjectMeta() metav1.Object {
 		}
 	}
 	if o.parent != "" {
-		m.Annotations = map[string]string{rules.AnnotationParent: o.parent}
+		m.Annotations = map[string]string{contract.AnnotationParent: o.parent}
 	}
 	return m
 }

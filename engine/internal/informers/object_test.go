@@ -13,14 +13,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/klauspost/compress/s2"
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // testdata/{configmap,deployment,service}.json are kube-apiserver v1.36.3's responses to
@@ -71,11 +70,11 @@ func TestCachedObjectRoundTrip(t *testing.T) {
 			gotMeta := metaFields{c.GetName(), c.GetNamespace(), string(c.GetUID()), c.GetResourceVersion(), c.GetDeletionTimestamp() != nil,
 				acc.GetLabels(), acc.GetAnnotations(), c.GroupVersionKind().String()}
 			wantLabels := map[string]string{}
-			for _, k := range []string{rules.LabelRule, rules.LabelChild, rules.LabelParentUID} {
+			for _, k := range []string{contract.LabelRule, contract.LabelChild, contract.LabelParentUID} {
 				wantLabels[k] = want.GetLabels()[k]
 			}
 			wantMeta := metaFields{want.GetName(), want.GetNamespace(), string(want.GetUID()), want.GetResourceVersion(), true,
-				wantLabels, map[string]string{rules.AnnotationParent: want.GetAnnotations()[rules.AnnotationParent]}, want.GroupVersionKind().String()}
+				wantLabels, map[string]string{contract.AnnotationParent: want.GetAnnotations()[contract.AnnotationParent]}, want.GroupVersionKind().String()}
 			if diff := cmp.Diff(wantMeta, gotMeta); diff != "" {
 				t.Errorf("typed metadata (-want +got):\n%s", diff)
 			}
@@ -83,7 +82,7 @@ func TestCachedObjectRoundTrip(t *testing.T) {
 				t.Errorf("informer key = %q, %v", key, err)
 			}
 			gotLabels := []string{c.Rule(), c.Child(), c.ParentUID(), c.Parent()}
-			wantValues := []string{wantLabels[rules.LabelRule], wantLabels[rules.LabelChild], wantLabels[rules.LabelParentUID], want.GetAnnotations()[rules.AnnotationParent]}
+			wantValues := []string{wantLabels[contract.LabelRule], wantLabels[contract.LabelChild], wantLabels[contract.LabelParentUID], want.GetAnnotations()[contract.AnnotationParent]}
 			if diff := cmp.Diff(wantValues, gotLabels); diff != "" || c.Rule() != "bench" || !strings.HasSuffix(c.Parent(), "/a") {
 				t.Errorf("Rule, Child, ParentUID, Parent (-want +got):\n%s(want rule bench of parent a)", diff)
 			}
@@ -217,7 +216,7 @@ func BenchmarkCachedObject(b *testing.B) {
 				u.SetUID(types.UID(fmt.Sprintf("%08x-1b2a-4c55-9d7e-%012x", i*7919, i*104729)))
 				u.SetResourceVersion(strconv.Itoa(100000 + i*3))
 				labels := u.GetLabels()
-				labels[rules.LabelParentUID] = fmt.Sprintf("%08x-7b6c-4d8e-8f0a-%012x", i*31, i*7)
+				labels[contract.LabelParentUID] = fmt.Sprintf("%08x-7b6c-4d8e-8f0a-%012x", i*31, i*7)
 				u.SetLabels(labels)
 				return u
 			}

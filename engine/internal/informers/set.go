@@ -5,14 +5,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // Key identifies one informer: a GVR, optionally one namespace, and a label selector.
@@ -115,7 +114,7 @@ func (s *Set) toCache(obj any) (any, error) {
 
 // Trim drops what kubecel never reads before an object enters a cache: the
 // managedFields entries of other managers and kubectl's last-applied annotation. Our own
-// entries (rules.FieldManager and each rule's rules.ParentFieldManager) stay: they tell which fields
+// entries (contract.FieldManager and each rule's contract.ParentFieldManager) stay: they tell which fields
 // an apply would remove.
 //
 // It edits the freshly decoded maps in place. Going through GetManagedFields and
@@ -129,7 +128,7 @@ func Trim(u *unstructured.Unstructured) {
 	if mf, ok := md["managedFields"].([]any); ok {
 		kept := make([]any, 0, 1)
 		for _, e := range mf {
-			if m, ok := e.(map[string]any); ok && rules.IsOurManager(managerOf(m)) {
+			if m, ok := e.(map[string]any); ok && contract.IsOurManager(managerOf(m)) {
 				kept = append(kept, e)
 			}
 		}

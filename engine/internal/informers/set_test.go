@@ -4,9 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 func TestTrimObject(t *testing.T) {
@@ -22,12 +21,12 @@ func TestTrimObject(t *testing.T) {
 		name: "keeps kubecel's entry and drops the others and last-applied",
 		in: map[string]any{"metadata": map[string]any{
 			"name":          "a",
-			"managedFields": []any{entry("kubectl"), entry(rules.FieldManager), entry("kube-controller-manager")},
+			"managedFields": []any{entry("kubectl"), entry(contract.FieldManager), entry("kube-controller-manager")},
 			"annotations":   map[string]any{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"},
 		}},
 		want: map[string]any{"metadata": map[string]any{
 			"name":          "a",
-			"managedFields": []any{entry(rules.FieldManager)},
+			"managedFields": []any{entry(contract.FieldManager)},
 			"annotations":   map[string]any{"keep": "me"},
 		}},
 	}, {

@@ -15,13 +15,14 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // shape turns the desired children of an evaluation into the objects to apply, in one
 // call of the rules' child contract (rules.Rule.Shape): namespace defaulted to the
 // parent's, the namespace rule enforced, kubecel's labels, parent annotation and proof
 // added, an owner reference where garbage collection can follow it, and last the hash of
-// all that in rules.AnnotationAppliedHash (see compare.NeedsApply). A child that cannot
+// all that in contract.AnnotationAppliedHash (see compare.NeedsApply). A child that cannot
 // be shaped is left out, and named in the error.
 func (c *Reconciler) shape(st *watch.Rule, parent *unstructured.Unstructured, desired []rules.Desired) ([]rules.Desired, error) {
 	scope := func(apiVersion, kind string) (bool, error) {
@@ -41,7 +42,7 @@ func (c *Reconciler) shape(st *watch.Rule, parent *unstructured.Unstructured, de
 // The write is recorded in out.
 func (c *Reconciler) ensureFinalizerFor(ctx context.Context, st *watch.Rule, parent, child *unstructured.Unstructured, out *outcome) error {
 	ck := st.Children[child.GroupVersionKind().GroupKind()]
-	if Holds(st, parent) || st.Rule.GarbageCollected(st.ParentRef(parent), child.GetLabels()[rules.LabelChild], child.GetNamespace(), ck.Namespaced) {
+	if Holds(st, parent) || st.Rule.GarbageCollected(st.ParentRef(parent), child.GetLabels()[contract.LabelChild], child.GetNamespace(), ck.Namespaced) {
 		return nil
 	}
 	got, err := c.sendFinalizer(ctx, st, parent, true)
@@ -50,7 +51,7 @@ func (c *Reconciler) ensureFinalizerFor(ctx context.Context, st *watch.Rule, par
 	}
 	out.record(plan.ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
 	// Later children in this reconcile see it on the cached object's copy.
-	parent.SetFinalizers(append(parent.GetFinalizers(), rules.FinalizerFor(st.Rule.Name)))
+	parent.SetFinalizers(append(parent.GetFinalizers(), contract.FinalizerFor(st.Rule.Name)))
 	return nil
 }
 
@@ -58,7 +59,7 @@ func (c *Reconciler) ensureFinalizerFor(ctx context.Context, st *watch.Rule, par
 func (c *Reconciler) apply(ctx context.Context, st *watch.Rule, child string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ck := st.Children[obj.GroupVersionKind().GroupKind()]
 	got, err := c.remembered(watch.KeyOf(obj).String(), func() (*unstructured.Unstructured, error) {
-		return c.send.apply(ctx, ck.GVR, obj, rules.FieldManager)
+		return c.send.apply(ctx, ck.GVR, obj, contract.FieldManager)
 	})
 	if err != nil {
 		if st.Child(child).Sensitive {

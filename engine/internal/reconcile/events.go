@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // event records an Event on obj. Messages never carry object contents, so no Secret
@@ -39,20 +39,20 @@ func (c *Reconciler) recordOutcome(st *watch.Rule, parent *unstructured.Unstruct
 		c.event(parent, "Warning", reason, "%s", msg)
 	}
 	if out.panicked != nil {
-		report(rules.ReasonReconcilePanic, out.panicked)
+		report(contract.ReasonReconcilePanic, out.panicked)
 	}
 	if out.evalErr != nil {
 		report(evalReason(out.evalErr), out.evalErr)
 	}
 	conflicts, others := splitConflicts(out.applyErr)
 	if len(conflicts) > 0 {
-		report(rules.ReasonChildExists, conflicts...)
+		report(contract.ReasonChildExists, conflicts...)
 	}
 	if len(others) > 0 {
-		report(rules.ReasonApplyFailed, others...)
+		report(contract.ReasonApplyFailed, others...)
 	}
 	if len(out.pruneErr) > 0 {
-		report(rules.ReasonPruneFailed, out.pruneErr...)
+		report(contract.ReasonPruneFailed, out.pruneErr...)
 	}
 }
 

@@ -11,12 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // Holds reports whether parent carries the rule's finalizer.
 func Holds(st *watch.Rule, parent *unstructured.Unstructured) bool {
-	return slices.Contains(parent.GetFinalizers(), rules.FinalizerFor(st.Rule.Name))
+	return slices.Contains(parent.GetFinalizers(), contract.FinalizerFor(st.Rule.Name))
 }
 
 // applyFinalizer server-side applies the parent's metadata with (or without) the rule's
@@ -36,9 +36,9 @@ func (c *Reconciler) sendFinalizer(ctx context.Context, st *watch.Rule, parent *
 	patch.SetNamespace(parent.GetNamespace())
 	patch.SetUID(parent.GetUID()) // a precondition: never re-create a parent that is gone
 	if present {
-		patch.SetFinalizers([]string{rules.FinalizerFor(st.Rule.Name)})
+		patch.SetFinalizers([]string{contract.FinalizerFor(st.Rule.Name)})
 	}
-	got, err := c.send.apply(ctx, st.ParentKind.GVR, patch, rules.ParentFieldManager(st.Rule.Name))
+	got, err := c.send.apply(ctx, st.ParentKind.GVR, patch, contract.ParentFieldManager(st.Rule.Name))
 	if !present && (apierrors.IsNotFound(err) || otherUID(err)) {
 		// Removing from a parent that is gone, or whose name another object now has:
 		// there is no finalizer of ours left to remove.
@@ -49,7 +49,7 @@ func (c *Reconciler) sendFinalizer(ctx context.Context, st *watch.Rule, parent *
 		if !present {
 			verb = "remove"
 		}
-		return nil, fmt.Errorf("rule %q: %s finalizer %s: %w", st.Rule.Name, verb, rules.FinalizerFor(st.Rule.Name), err)
+		return nil, fmt.Errorf("rule %q: %s finalizer %s: %w", st.Rule.Name, verb, contract.FinalizerFor(st.Rule.Name), err)
 	}
 	return got, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // testIdentity is the installation of the package's in-process controllers.
@@ -24,13 +25,13 @@ func sign(t *testing.T, obj *unstructured.Unstructured) {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[rules.LabelInstallation] = testIdentity.Name()
+	labels[contract.LabelInstallation] = testIdentity.Name()
 	obj.SetLabels(labels)
 	ann := obj.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
 	}
 	claim := rules.ClaimOf(obj.GroupVersionKind().GroupKind(), obj.GetNamespace(), obj.GetName(), labels, ann)
-	ann[rules.AnnotationProof] = testIdentity.Proof(claim)
+	ann[contract.AnnotationProof] = testIdentity.Proof(claim)
 	obj.SetAnnotations(ann)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/watch"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // A child with lifecycle Keep (rules/lifecycle.go) is released instead of deleted: when
@@ -47,13 +47,13 @@ func (c *Reconciler) releaseChild(ctx context.Context, st *watch.Rule, child *in
 	md := map[string]any{
 		"resourceVersion": child.GetResourceVersion(),
 		"labels": map[string]any{
-			rules.LabelManagedBy: nil, rules.LabelRule: nil, rules.LabelParentUID: nil, rules.LabelChild: nil, rules.LabelBucket: nil,
-			rules.LabelInstallation: nil,
-			rules.LabelReleased:     st.Rule.Name,
+			contract.LabelManagedBy: nil, contract.LabelRule: nil, contract.LabelParentUID: nil, contract.LabelChild: nil, contract.LabelBucket: nil,
+			contract.LabelInstallation: nil,
+			contract.LabelReleased:     st.Rule.Name,
 		},
 		"annotations": map[string]any{
-			rules.AnnotationParent: nil, rules.AnnotationAppliedHash: nil, rules.AnnotationProof: nil, rules.AnnotationOrigin: nil,
-			rules.AnnotationReleasedFrom: child.Parent(),
+			contract.AnnotationParent: nil, contract.AnnotationAppliedHash: nil, contract.AnnotationProof: nil, contract.AnnotationOrigin: nil,
+			contract.AnnotationReleasedFrom: child.Parent(),
 		},
 		"ownerReferences": refs, // a merge patch replaces the list
 	}
@@ -62,7 +62,7 @@ func (c *Reconciler) releaseChild(ctx context.Context, st *watch.Rule, child *in
 		return err
 	}
 	ck := st.Children[child.GetObjectKind().GroupVersionKind().GroupKind()]
-	err = c.send.mergePatch(ctx, ck.GVR, child.GetNamespace(), child.GetName(), patch, rules.FieldManager)
+	err = c.send.mergePatch(ctx, ck.GVR, child.GetNamespace(), child.GetName(), patch, contract.FieldManager)
 	switch {
 	case err == nil || apierrors.IsNotFound(err):
 		return nil

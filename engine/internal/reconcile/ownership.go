@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // Whether an object is a parent's child is decided before the first write to it, never
@@ -110,17 +111,17 @@ func unprovenHolder(r *rules.Rule, p rules.ParentRef, obj *unstructured.Unstruct
 	if legacyChild(r, p, obj) {
 		return "carries kubecel's labels for this parent and rule but no proof, as a kubecel before proofs made it: run the controller once with --adopt-unproven to take such children over", false
 	}
-	if labels[rules.LabelManagedBy] == rules.ManagedByValue && labels[rules.LabelParentUID] != "" {
-		inst := labels[rules.LabelInstallation]
+	if labels[contract.LabelManagedBy] == contract.ManagedByValue && labels[contract.LabelParentUID] != "" {
+		inst := labels[contract.LabelInstallation]
 		if inst == "" {
 			inst = "none"
 		}
-		if labels[rules.LabelParentUID] == p.UID && labels[rules.LabelRule] == r.Name {
-			return fmt.Sprintf("carries kubecel's labels for this parent and rule but not this installation's proof (%s=%s): another kubecel installation serves rule %q on the same parents, or its labels were copied; run one installation per rule and parent", rules.LabelInstallation, inst, r.Name), true
+		if labels[contract.LabelParentUID] == p.UID && labels[contract.LabelRule] == r.Name {
+			return fmt.Sprintf("carries kubecel's labels for this parent and rule but not this installation's proof (%s=%s): another kubecel installation serves rule %q on the same parents, or its labels were copied; run one installation per rule and parent", contract.LabelInstallation, inst, r.Name), true
 		}
-		return fmt.Sprintf("carries kubecel's labels (%s=%s) but no proof that this installation made it for this parent", rules.LabelInstallation, inst), false
+		return fmt.Sprintf("carries kubecel's labels (%s=%s) but no proof that this installation made it for this parent", contract.LabelInstallation, inst), false
 	}
-	if ann[rules.AnnotationReleasedFrom] != "" || labels[rules.LabelReleased] != "" {
+	if ann[contract.AnnotationReleasedFrom] != "" || labels[contract.LabelReleased] != "" {
 		return "was released by kubecel (lifecycle Keep) and is no longer managed: delete it to let this parent create its own, or set adopt: true on the child to take it over", false
 	}
 	if owner := metav1.GetControllerOfNoCopy(obj); owner != nil {
@@ -133,14 +134,14 @@ func unprovenHolder(r *rules.Rule, p rules.ParentRef, obj *unstructured.Unstruct
 // proofs: this rule's and this parent's labels, and no installation label.
 func legacyChild(r *rules.Rule, p rules.ParentRef, obj *unstructured.Unstructured) bool {
 	labels := obj.GetLabels()
-	return labels[rules.LabelManagedBy] == rules.ManagedByValue && labels[rules.LabelInstallation] == "" &&
-		labels[rules.LabelRule] == r.Name && labels[rules.LabelParentUID] == p.UID
+	return labels[contract.LabelManagedBy] == contract.ManagedByValue && labels[contract.LabelInstallation] == "" &&
+		labels[contract.LabelRule] == r.Name && labels[contract.LabelParentUID] == p.UID
 }
 
 // adoptable reports whether an existing object that is not ours may be adopted by a child
 // that opts in: it belongs to no other kubecel parent and has no controller.
 func adoptable(obj *unstructured.Unstructured) bool {
-	if obj.GetLabels()[rules.LabelParentUID] != "" {
+	if obj.GetLabels()[contract.LabelParentUID] != "" {
 		return false
 	}
 	return metav1.GetControllerOfNoCopy(obj) == nil
@@ -183,7 +184,7 @@ func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstruc
 		return nil, childError(st.Rule.Name, child, k, fmt.Errorf("read the existing object: %w", gerr))
 	}
 	claim := rules.ClaimOf(k.GK, existing.GetNamespace(), existing.GetName(), existing.GetLabels(), existing.GetAnnotations())
-	proven := c.opts.Identity.Proves(claim, existing.GetAnnotations()[rules.AnnotationProof])
+	proven := c.opts.Identity.Proves(claim, existing.GetAnnotations()[contract.AnnotationProof])
 	held, holder := decide(st.Rule, ref, claim, proven, c.opts.Known)
 	twin := false
 	switch {
@@ -199,14 +200,14 @@ func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstruc
 		got, err := c.apply(ctx, st, child, obj)
 		if err == nil {
 			klog.FromContext(ctx).Info("Took over child left by an earlier parent of the same name", "child", child, "object", k.String(), "earlierParentUID", claim.ParentUID)
-			c.event(parent, "Normal", rules.ReasonAdopted, "took over %s as child %q: this rule made it for an earlier parent of the same name", k, child)
+			c.event(parent, "Normal", contract.ReasonAdopted, "took over %s as child %q: this rule made it for an earlier parent of the same name", k, child)
 		}
 		return got, err
 	case !proven && st.Child(child).Adopt && adoptable(existing):
 		got, err := c.apply(ctx, st, child, obj)
 		if err == nil {
 			klog.FromContext(ctx).Info("Adopted existing object", "child", child, "object", k.String())
-			c.event(parent, "Normal", rules.ReasonAdopted, "adopted existing %s as child %q (adopt: true)", k, child)
+			c.event(parent, "Normal", contract.ReasonAdopted, "adopted existing %s as child %q (adopt: true)", k, child)
 		}
 		return got, err
 	}

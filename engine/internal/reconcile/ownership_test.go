@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // TestCreateNeverAdopts: a child the caches do not show is created only when its name is
@@ -27,12 +28,12 @@ func TestCreateNeverAdopts(t *testing.T) {
 	}}
 	annotation := "/configmaps/" + ns + "/parent"
 	labels := func(rule, parentUID string) map[string]any {
-		return map[string]any{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: rule, rules.LabelParentUID: parentUID, rules.LabelChild: "cm"}
+		return map[string]any{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelRule: rule, contract.LabelParentUID: parentUID, contract.LabelChild: "cm"}
 	}
 	ours := labels("own", uid)
 	// What a copier writes: kubecel's labels as a real child carries them.
 	forged := labels("own", uid)
-	forged[rules.LabelInstallation] = testIdentity.Name()
+	forged[contract.LabelInstallation] = testIdentity.Name()
 	controller := true
 	tests := []struct {
 		name     string
@@ -51,14 +52,14 @@ func TestCreateNeverAdopts(t *testing.T) {
 			"apiVersion": "v1", "kind": "ConfigMap", "name": "boss", "uid": "bbbbbbbb-0000-0000-0000-000000000002", "controller": controller,
 		}}}, adopt: true, want: "conflict"},
 		{name: "other-parent", existing: map[string]any{"labels": labels("own", "cccccccc-0000-0000-0000-000000000003"),
-			"annotations": map[string]any{rules.AnnotationParent: "/configmaps/" + ns + "/other"}}, proven: true, adopt: true, want: "conflict"},
+			"annotations": map[string]any{contract.AnnotationParent: "/configmaps/" + ns + "/other"}}, proven: true, adopt: true, want: "conflict"},
 		{name: "other-rule", existing: map[string]any{"labels": labels("another", uid)}, proven: true, want: "conflict"},
-		{name: "ours-not-cached-yet", existing: map[string]any{"labels": ours, "annotations": map[string]any{rules.AnnotationParent: annotation}}, proven: true, want: "applied"},
+		{name: "ours-not-cached-yet", existing: map[string]any{"labels": ours, "annotations": map[string]any{contract.AnnotationParent: annotation}}, proven: true, want: "applied"},
 		{name: "left-by-a-removed-rule", existing: map[string]any{"labels": labels("removed", uid)}, proven: true, want: "applied"},
 		{name: "left-by-an-earlier-parent-of-the-same-name", existing: map[string]any{"labels": labels("own", "dddddddd-0000-0000-0000-000000000004"),
-			"annotations": map[string]any{rules.AnnotationParent: annotation}}, proven: true, want: "applied"},
+			"annotations": map[string]any{contract.AnnotationParent: annotation}}, proven: true, want: "applied"},
 		// What anyone who may label an object can write: kubecel's labels, without the proof.
-		{name: "forged-labels", existing: map[string]any{"labels": forged, "annotations": map[string]any{rules.AnnotationParent: annotation}}, want: "conflict", twin: true},
+		{name: "forged-labels", existing: map[string]any{"labels": forged, "annotations": map[string]any{contract.AnnotationParent: annotation}}, want: "conflict", twin: true},
 		{name: "forged-labels-adopt", existing: map[string]any{"labels": forged}, adopt: true, want: "conflict", twin: true},
 		{name: "forged-labels-adopt-unproven", existing: map[string]any{"labels": forged}, adoptUnproven: true, want: "conflict", twin: true},
 		// Made by a kubecel before proofs: no installation label, no proof.
@@ -67,13 +68,13 @@ func TestCreateNeverAdopts(t *testing.T) {
 		{name: "legacy-of-another-parent-adopt-unproven", existing: map[string]any{"labels": labels("own", "cccccccc-0000-0000-0000-000000000003")}, adoptUnproven: true, want: "conflict"},
 		{name: "forged-removed-rule", existing: map[string]any{"labels": labels("removed", uid)}, want: "conflict"},
 		{name: "forged-earlier-parent", existing: map[string]any{"labels": labels("own", "dddddddd-0000-0000-0000-000000000004"),
-			"annotations": map[string]any{rules.AnnotationParent: annotation}}, want: "conflict"},
+			"annotations": map[string]any{contract.AnnotationParent: annotation}}, want: "conflict"},
 		{name: "proof-of-another-object", existing: map[string]any{"labels": forged, "annotations": map[string]any{
-			rules.AnnotationParent: annotation, rules.AnnotationProof: testIdentity.Proof(rules.ChildClaim{GK: schema.GroupKind{Kind: "ConfigMap"}, Namespace: ns,
+			contract.AnnotationParent: annotation, contract.AnnotationProof: testIdentity.Proof(rules.ChildClaim{GK: schema.GroupKind{Kind: "ConfigMap"}, Namespace: ns,
 				Name: "cm-elsewhere", Installation: testIdentity.Name(), Rule: "own", ParentUID: uid, Parent: annotation, Child: "cm"}),
 		}}, want: "conflict", twin: true},
 		{name: "another-origin", existing: map[string]any{"labels": ours, "annotations": map[string]any{
-			rules.AnnotationParent: annotation, rules.AnnotationOrigin: "configmap kubecel-system/team-b"}}, proven: true, want: "conflict"},
+			contract.AnnotationParent: annotation, contract.AnnotationOrigin: "configmap kubecel-system/team-b"}}, proven: true, want: "conflict"},
 	}
 	// "another" runs: its children are not this rule's to take.
 	c.opts.Known = func(name string) bool { return name == "another" }

@@ -15,6 +15,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // outcome collects what one reconcile did and what went wrong, for status and events.
@@ -318,7 +319,7 @@ func (c *Reconciler) observe(st *watch.Rule, parent *unstructured.Unstructured) 
 		if seen[watch.KeyOf(o).String()] {
 			continue
 		}
-		if o.GetLabels()[rules.LabelRule] == st.Rule.Name && o.GetAnnotations()[rules.AnnotationOrigin] == st.Rule.Origin {
+		if o.GetLabels()[contract.LabelRule] == st.Rule.Name && o.GetAnnotations()[contract.AnnotationOrigin] == st.Rule.Origin {
 			out = append(out, o)
 		}
 	}

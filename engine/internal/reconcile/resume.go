@@ -11,6 +11,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/compare"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // A parent with more child writes than one batch takes several turns
@@ -137,7 +138,7 @@ func (c *Reconciler) liveChild(st *watch.Rule, parentUID string, k watch.ObjectK
 			return u
 		}
 	}
-	if w := mine[k.String()]; w != nil && w.GetLabels()[rules.LabelRule] == st.Rule.Name && w.GetAnnotations()[rules.AnnotationOrigin] == st.Rule.Origin && w.GetLabels()[rules.LabelParentUID] == parentUID {
+	if w := mine[k.String()]; w != nil && w.GetLabels()[contract.LabelRule] == st.Rule.Name && w.GetAnnotations()[contract.AnnotationOrigin] == st.Rule.Origin && w.GetLabels()[contract.LabelParentUID] == parentUID {
 		return w
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // desiredStatus builds the status kubecel wants on the parent: the rule's fields,
@@ -63,19 +64,19 @@ func readyCondition(out *outcome) metav1.Condition {
 	res := out.result
 	switch {
 	case out.panicked != nil:
-		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionUnknown, Reason: rules.ReasonReconcilePanic, Message: "the reconcile panicked before it could tell"}
+		return metav1.Condition{Type: contract.ConditionReady, Status: metav1.ConditionUnknown, Reason: contract.ReasonReconcilePanic, Message: "the reconcile panicked before it could tell"}
 	case res == nil:
-		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonEvaluationFailed, Message: "the rule could not be evaluated"}
+		return metav1.Condition{Type: contract.ConditionReady, Status: metav1.ConditionFalse, Reason: contract.ReasonEvaluationFailed, Message: "the rule could not be evaluated"}
 	case len(res.MissingRefs) > 0:
-		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonRefMissing, Message: missingRefsMessage(res)}
+		return metav1.Condition{Type: contract.ConditionReady, Status: metav1.ConditionFalse, Reason: contract.ReasonRefMissing, Message: missingRefsMessage(res)}
 	case len(res.Waiting) > 0:
 		var parts []string
 		for _, w := range res.Waiting {
 			parts = append(parts, fmt.Sprintf("%s waits for %s", w.ID, strings.Join(w.On, ", ")))
 		}
-		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonWaiting, Message: strings.Join(parts, "; ")}
+		return metav1.Condition{Type: contract.ConditionReady, Status: metav1.ConditionFalse, Reason: contract.ReasonWaiting, Message: strings.Join(parts, "; ")}
 	case res.Ready && out.synced():
-		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionTrue, Reason: rules.ReasonReady, Message: "every child is ready"}
+		return metav1.Condition{Type: contract.ConditionReady, Status: metav1.ConditionTrue, Reason: contract.ReasonReady, Message: "every child is ready"}
 	default:
 		var notReady []string
 		for _, d := range res.Children {
@@ -87,36 +88,36 @@ func readyCondition(out *outcome) metav1.Condition {
 		if len(notReady) > 0 {
 			msg = "not ready: " + strings.Join(dedupe(notReady), ", ")
 		}
-		return metav1.Condition{Type: rules.ConditionReady, Status: metav1.ConditionFalse, Reason: rules.ReasonNotReady, Message: msg}
+		return metav1.Condition{Type: contract.ConditionReady, Status: metav1.ConditionFalse, Reason: contract.ReasonNotReady, Message: msg}
 	}
 }
 
 func syncedCondition(out *outcome) metav1.Condition {
 	fail := func(reason string, errs ...error) metav1.Condition {
-		return metav1.Condition{Type: rules.ConditionSynced, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(errors.Join(errs...).Error(), 1024)}
+		return metav1.Condition{Type: contract.ConditionSynced, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(errors.Join(errs...).Error(), 1024)}
 	}
 	switch {
 	case out.panicked != nil:
-		return fail(rules.ReasonReconcilePanic, out.panicked)
+		return fail(contract.ReasonReconcilePanic, out.panicked)
 	case out.evalErr != nil:
 		return fail(evalReason(out.evalErr), out.evalErr)
 	case slices.ContainsFunc(out.applyErr, isConflict):
-		return fail(rules.ReasonChildExists, out.applyErr...)
+		return fail(contract.ReasonChildExists, out.applyErr...)
 	case len(out.applyErr) > 0:
-		return fail(rules.ReasonApplyFailed, out.applyErr...)
+		return fail(contract.ReasonApplyFailed, out.applyErr...)
 	case len(out.pruneErr) > 0:
-		return fail(rules.ReasonPruneFailed, out.pruneErr...)
+		return fail(contract.ReasonPruneFailed, out.pruneErr...)
 	}
-	return metav1.Condition{Type: rules.ConditionSynced, Status: metav1.ConditionTrue, Reason: rules.ReasonSynced, Message: "children are applied"}
+	return metav1.Condition{Type: contract.ConditionSynced, Status: metav1.ConditionTrue, Reason: contract.ReasonSynced, Message: "children are applied"}
 }
 
 // evalReason is the Synced reason of an evaluation error.
 func evalReason(err error) string {
 	var limit *rules.LimitError
 	if errors.As(err, &limit) {
-		return rules.ReasonTooManyChildren
+		return contract.ReasonTooManyChildren
 	}
-	return rules.ReasonEvaluationFailed
+	return contract.ReasonEvaluationFailed
 }
 
 // writeStatus applies the desired status to the parent's status subresource when the
@@ -143,9 +144,9 @@ func (c *Reconciler) writeStatus(ctx context.Context, st *watch.Rule, parent *un
 	if mine := c.written.Newer(memo, parent); mine != nil {
 		current = mine
 	}
-	manager := rules.ParentFieldManager(st.Rule.Name)
+	manager := contract.ParentFieldManager(st.Rule.Name)
 	want := desiredStatus(st.Rule, current, out, time.Now())
-	shared := st.Rule.ReadyCondition != rules.ConditionReady
+	shared := st.Rule.ReadyCondition != contract.ConditionReady
 	if shared {
 		keepOthersConditions(want, current, st.Rule)
 	}

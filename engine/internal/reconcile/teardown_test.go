@@ -13,6 +13,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // TestSendDeleteExact: kubecel deletes a child of a deleted parent only as its cache shows
@@ -64,7 +65,7 @@ func TestSendDeleteExact(t *testing.T) {
 			obj := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap",
 				"metadata": map[string]any{"name": "child-" + tt.name, "namespace": ns, "labels": map[string]any{
-					rules.LabelManagedBy: rules.ManagedByValue, rules.LabelRule: "own", rules.LabelParentUID: "dddddddd-0000-0000-0000-000000000004", rules.LabelChild: "cm",
+					contract.LabelManagedBy: contract.ManagedByValue, contract.LabelRule: "own", contract.LabelParentUID: "dddddddd-0000-0000-0000-000000000004", contract.LabelChild: "cm",
 				}},
 			}}
 			created, err := c.send.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // TestVerdict: what a reconcile of a live parent returns for what went wrong in it.
@@ -24,12 +24,12 @@ func TestVerdict(t *testing.T) {
 		terminal bool // and no retry can help
 	}{
 		{name: "synced", out: outcome{}},
-		{name: "evaluation error", out: outcome{evalErr: evalErr}, want: Result{Reason: rules.ReasonEvaluationFailed}, fail: true, terminal: true},
-		{name: "evaluation deadline", out: outcome{evalErr: deadline}, want: Result{Reason: rules.ReasonEvaluationFailed}, fail: true},
-		{name: "only conflicts", out: outcome{applyErr: []error{conflict}}, want: Result{RequeueAfter: conflictRetry, Reason: rules.ReasonChildExists}, fail: true},
-		{name: "conflict and apply error", out: outcome{applyErr: []error{conflict, applyErr}}, want: Result{Reason: rules.ReasonChildExists}, fail: true},
-		{name: "evaluation and apply error", out: outcome{evalErr: evalErr, applyErr: []error{applyErr}}, want: Result{Reason: rules.ReasonEvaluationFailed}, fail: true},
-		{name: "apply error", out: outcome{applyErr: []error{applyErr}}, want: Result{Reason: rules.ReasonApplyFailed}, fail: true},
+		{name: "evaluation error", out: outcome{evalErr: evalErr}, want: Result{Reason: contract.ReasonEvaluationFailed}, fail: true, terminal: true},
+		{name: "evaluation deadline", out: outcome{evalErr: deadline}, want: Result{Reason: contract.ReasonEvaluationFailed}, fail: true},
+		{name: "only conflicts", out: outcome{applyErr: []error{conflict}}, want: Result{RequeueAfter: conflictRetry, Reason: contract.ReasonChildExists}, fail: true},
+		{name: "conflict and apply error", out: outcome{applyErr: []error{conflict, applyErr}}, want: Result{Reason: contract.ReasonChildExists}, fail: true},
+		{name: "evaluation and apply error", out: outcome{evalErr: evalErr, applyErr: []error{applyErr}}, want: Result{Reason: contract.ReasonEvaluationFailed}, fail: true},
+		{name: "apply error", out: outcome{applyErr: []error{applyErr}}, want: Result{Reason: contract.ReasonApplyFailed}, fail: true},
 		{name: "status write", out: outcome{statusErr: applyErr}, want: Result{Reason: ReasonStatusFailed}, fail: true},
 	}
 	for _, tt := range tests {

@@ -5,11 +5,11 @@ import (
 	"strings"
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // With sharding, child informers hold only the children of the buckets the replica
-// serves (selected by rules.LabelBucket). Parent informers hold every parent, and refs
+// serves (selected by contract.LabelBucket). Parent informers hold every parent, and refs
 // read every object they would without sharding (a ref may read any object): kubecel's
 // own objects of the other buckets from an informer of those buckets (ourWatchKeys).
 
@@ -18,12 +18,12 @@ const noBuckets = "none"
 
 // servedValues is the list of bucket label values of buckets, "" for every bucket.
 func servedValues(buckets []int) string {
-	if len(buckets) == rules.Buckets {
+	if len(buckets) == contract.Buckets {
 		return ""
 	}
 	values := make([]string, 0, len(buckets))
 	for _, b := range buckets {
-		values = append(values, rules.BucketLabel(b))
+		values = append(values, contract.BucketLabel(b))
 	}
 	if len(values) == 0 {
 		values = []string{noBuckets}
@@ -37,7 +37,7 @@ func bucketSelector(buckets []int) string {
 	if v == "" {
 		return ""
 	}
-	return rules.LabelBucket + " in (" + v + ")"
+	return contract.LabelBucket + " in (" + v + ")"
 }
 
 // Rebucketing is a change of the buckets whose children the child informers hold: the
@@ -91,7 +91,7 @@ func (w *Watcher) Rebucket(ctx context.Context, buckets []int, running []*Rule) 
 
 // Selector is the label selector of the buckets the change goes to.
 func (rb *Rebucketing) Selector() string {
-	return rules.LabelBucket + " in (" + rb.w.served + ")"
+	return contract.LabelBucket + " in (" + rb.w.served + ")"
 }
 
 // Synced reports whether every new informer has synced.

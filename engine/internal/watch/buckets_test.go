@@ -3,13 +3,12 @@ package watch
 import (
 	"testing"
 
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 func TestBucketSelector(t *testing.T) {
-	all := make([]int, rules.Buckets)
+	all := make([]int, contract.Buckets)
 	for i := range all {
 		all[i] = i
 	}
@@ -31,12 +30,12 @@ func TestBucketSelector(t *testing.T) {
 		if err != nil {
 			t.Fatalf("bucketSelector(%v) = %q: %v", tt.buckets, got, err)
 		}
-		for b := range rules.Buckets {
+		for b := range contract.Buckets {
 			want := false
 			for _, m := range tt.matches {
 				want = want || m == b
 			}
-			if sel.Matches(labels.Set{rules.LabelBucket: rules.BucketLabel(b)}) != want {
+			if sel.Matches(labels.Set{contract.LabelBucket: contract.BucketLabel(b)}) != want {
 				t.Errorf("selector %q matches bucket %d: %v, want %v", got, b, !want, want)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // Key identifies one parent under one rule: the unit of work of the queue.
@@ -28,8 +29,8 @@ func (k Key) String() string {
 	return k.Rule + ":" + k.Namespace + "/" + k.Name
 }
 
-// Bucket is the sharding bucket of the key's parent (rules.Bucket).
-func (k Key) Bucket() int { return rules.Bucket(k.Namespace, k.Name) }
+// Bucket is the sharding bucket of the key's parent (contract.Bucket).
+func (k Key) Bucket() int { return contract.Bucket(k.Namespace, k.Name) }
 
 // parentOf maps a proven child to the key of its parent, from its labels and annotation.
 func parentOf(obj *informers.Object) (Key, bool) {

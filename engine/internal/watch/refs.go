@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // This file gives a rule's refs their watches and serves the rule's lookups from them.
@@ -26,7 +27,7 @@ import (
 // there only, see `kubecel rbac`). Ref informers are shared by key with every rule.
 
 // notOurs selects the objects that child informers leave out.
-var notOurs = rules.LabelManagedBy + "!=" + rules.ManagedByValue
+var notOurs = contract.LabelManagedBy + "!=" + contract.ManagedByValue
 
 // refKind is one ref of a running rule: its kind as discovery says, its ref watches by
 // namespace ("" for every namespace), and, when the rule makes objects of the kind, the

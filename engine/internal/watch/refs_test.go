@@ -17,6 +17,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -50,10 +51,10 @@ rules:
 func TestRefsCacheEachObjectOnce(t *testing.T) {
 	ns := testenv.Namespace(t)
 	client := testenv.Dynamic(t)
-	served := rules.Bucket(ns, "served")
+	served := contract.Bucket(ns, "served")
 	var other string
 	for i := 0; other == ""; i++ {
-		if name := fmt.Sprintf("other%d", i); rules.Bucket(ns, name) != served {
+		if name := fmt.Sprintf("other%d", i); contract.Bucket(ns, name) != served {
 			other = name
 		}
 	}
@@ -68,11 +69,11 @@ func TestRefsCacheEachObjectOnce(t *testing.T) {
 		}
 	}
 	ours := func(bucket int) map[string]any {
-		return map[string]any{rules.LabelManagedBy: rules.ManagedByValue, rules.LabelBucket: rules.BucketLabel(bucket)}
+		return map[string]any{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelBucket: contract.BucketLabel(bucket)}
 	}
 	create("served", ours(served))
-	create(other, ours(rules.Bucket(ns, other)))
-	create("unbucketed", map[string]any{rules.LabelManagedBy: rules.ManagedByValue})
+	create(other, ours(contract.Bucket(ns, other)))
+	create("unbucketed", map[string]any{contract.LabelManagedBy: contract.ManagedByValue})
 	create("theirs", nil)
 
 	disco, err := discovery.NewDiscoveryClientForConfig(testenv.Config(t))
@@ -120,14 +121,14 @@ func TestRefsCacheEachObjectOnce(t *testing.T) {
 	check("serving one bucket")
 
 	// The ring changes: the replica serves the other object's bucket too.
-	rb, err = w.Rebucket(t.Context(), []int{served, rules.Bucket(ns, other)}, []*Rule{st})
+	rb, err = w.Rebucket(t.Context(), []int{served, contract.Bucket(ns, other)}, []*Rule{st})
 	if err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 30*time.Second, func() (bool, string) { return rb.Synced(), "the new informers have not synced" })
 	rb.Finish(func(r *Rule) bool { return r == st }, true)
 	check("serving two buckets")
-	if got := st.Children[schema.GroupKind{Kind: "ConfigMap"}].Selector(); !strings.HasSuffix(got, bucketSelector([]int{served, rules.Bucket(ns, other)})) {
+	if got := st.Children[schema.GroupKind{Kind: "ConfigMap"}].Selector(); !strings.HasSuffix(got, bucketSelector([]int{served, contract.Bucket(ns, other)})) {
 		t.Errorf("child informer selects %q after the ring change", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // Watcher starts and stops the watches of rules: it resolves a rule's kinds through
@@ -185,7 +186,7 @@ func (w *Watcher) AddChildKind(ctx context.Context, st *Rule, gvk schema.GroupVe
 // every namespace: the children's, unless sharding restricts them to some buckets
 // (childWatchKey).
 func managedWatchKey(gvr schema.GroupVersionResource) informers.Key {
-	return informers.Key{GVR: gvr, Selector: rules.LabelManagedBy + "=" + rules.ManagedByValue}
+	return informers.Key{GVR: gvr, Selector: contract.LabelManagedBy + "=" + contract.ManagedByValue}
 }
 
 // childWatchKey is the key of the informer of kubecel's objects of one resource, in
@@ -193,7 +194,7 @@ func managedWatchKey(gvr schema.GroupVersionResource) informers.Key {
 func (w *Watcher) childWatchKey(gvr schema.GroupVersionResource) informers.Key {
 	key := managedWatchKey(gvr)
 	if w.served != "" {
-		key.Selector += "," + rules.LabelBucket + " in (" + w.served + ")"
+		key.Selector += "," + contract.LabelBucket + " in (" + w.served + ")"
 	}
 	return key
 }
@@ -206,7 +207,7 @@ func (w *Watcher) ourWatchKeys(gvr schema.GroupVersionResource) []informers.Key 
 	keys := []informers.Key{w.childWatchKey(gvr)}
 	if w.served != "" {
 		others := managedWatchKey(gvr)
-		others.Selector += "," + rules.LabelBucket + " notin (" + w.served + ")"
+		others.Selector += "," + contract.LabelBucket + " notin (" + w.served + ")"
 		keys = append(keys, others)
 	}
 	return keys

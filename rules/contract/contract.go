@@ -1,12 +1,15 @@
-package rules
+// Package contract is kubecel's object contract: every label, annotation, field
+// manager, finalizer, condition and reason kubecel writes on the objects it manages, and
+// the sharding bucket of a parent, in one place. The controller writes them; commands,
+// examples and tests read them from here. What they mean for a child is package rules'
+// (Rule.Shape, the installation's proof in Identity, releasing in lifecycle.go).
+//
+// State: none. Invariants: the values never change between releases without a
+// migration (children in clusters carry them), and none of them alone proves that an
+// object is kubecel's: only the installation's proof does (rules.Identity).
+package contract
 
 import "strings"
-
-// This file holds the object contract: every label, annotation, field manager,
-// finalizer, condition and reason kubecel writes on the objects it manages, in one
-// place. The controller writes them; commands, examples and tests read them from here.
-// What they mean for a child is in child.go (Shape), identity.go (the proof) and
-// lifecycle.go (releasing).
 
 // Labels and the annotation kubecel puts on every child. The labels say which rule made
 // the object for which parent (by UID, which nobody can match by accident); the

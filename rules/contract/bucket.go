@@ -1,4 +1,4 @@
-package rules
+package contract
 
 import (
 	"hash/fnv"
