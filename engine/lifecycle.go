@@ -69,8 +69,8 @@ func (t *ruleTable) set(ctx context.Context, rs *rules.RuleSet) {
 	for name, st := range t.running {
 		if _, ok := wanted[name]; !ok {
 			logger.Info("Stopping rule", "rule", name)
-			t.releaseParents(ctx, st)
 			t.stopLocked(st)
+			t.releaseParents(ctx, st) // after the stop: see releaseParents
 		}
 		// A changed rule keeps its old watches alive until the new version holds them.
 	}

@@ -6,14 +6,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/kubecel/kubecel/engine/internal/reconcile"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
@@ -142,24 +140,22 @@ func (t *ruleTable) retryPending(ctx context.Context, recheck bool) {
 // deliberately removed from the rules, so they can still be deleted. Their children
 // stay where they are. It runs in the background; failures are logged.
 func (t *ruleTable) releaseParents(ctx context.Context, st *watch.Rule) {
+	// The cache stays readable after the rule stopped; reconciles that entered before
+	// may still add the finalizer, so the parents are picked after they end.
 	parents, err := st.Parents("")
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot release the parents of a removed rule", "rule", st.Rule.Name)
 		return
 	}
-	var held []*unstructured.Unstructured
-	for _, u := range parents {
-		if reconcile.Holds(st, u) && t.gate.serves(watch.KeyFor(st.Rule.Name, u)) {
-			held = append(held, u)
-		}
-	}
-	if len(held) == 0 {
-		return
-	}
 	go func() {
+		st.Drain()
 		logger := klog.FromContext(ctx)
-		for _, p := range held {
-			end, ok := t.gate.begin(watch.KeyFor(st.Rule.Name, p))
+		for _, p := range parents {
+			key := watch.KeyFor(st.Rule.Name, p)
+			if !t.reconciler.MayHold(st, p) || !t.gate.serves(key) {
+				continue
+			}
+			end, ok := t.gate.begin(key)
 			if !ok {
 				continue // moved to another replica since: not this one's to write
 			}

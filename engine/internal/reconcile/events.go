@@ -78,7 +78,11 @@ func (c *Reconciler) ReportPanic(ctx context.Context, st *watch.Rule, key watch.
 			err = fmt.Errorf("report the panic on the parent: panicked again: %v", r)
 		}
 	}()
-	if st.Stopped() || !st.Synced() {
+	if !st.Enter() {
+		return nil
+	}
+	defer st.Leave()
+	if !st.Synced() {
 		return nil
 	}
 	parent, ok, err := st.Get(key)

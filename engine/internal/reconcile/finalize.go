@@ -35,14 +35,21 @@ func (c *Reconciler) sendFinalizer(ctx context.Context, st *watch.Rule, parent *
 	patch.SetName(parent.GetName())
 	patch.SetNamespace(parent.GetNamespace())
 	patch.SetUID(parent.GetUID()) // a precondition: never re-create a parent that is gone
+	key := watch.KeyFor(st.Rule.Name, parent)
 	if present {
 		patch.SetFinalizers([]string{contract.FinalizerFor(st.Rule.Name)})
+		// Before it is sent: an add that fails may still have been made.
+		c.finalized.Store(key, struct{}{})
 	}
 	got, err := c.send.apply(ctx, st.ParentKind.GVR, patch, contract.ParentFieldManager(st.Rule.Name))
 	if !present && (apierrors.IsNotFound(err) || otherUID(err)) {
 		// Removing from a parent that is gone, or whose name another object now has:
 		// there is no finalizer of ours left to remove.
+		c.finalized.Delete(key)
 		return nil, nil
+	}
+	if !present && err == nil {
+		c.finalized.Delete(key)
 	}
 	if err != nil {
 		verb := "add"
@@ -113,6 +120,17 @@ func (c *Reconciler) finalize(ctx context.Context, st *watch.Rule, parent *unstr
 		return Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	return Result{}, c.applyFinalizer(ctx, st, parent, false)
+}
+
+// MayHold reports whether parent carries the rule's finalizer or may carry it: the
+// cached parent shows it, or this reconciler sent it and has not removed it since (the
+// cache may not show it yet).
+func (c *Reconciler) MayHold(st *watch.Rule, parent *unstructured.Unstructured) bool {
+	if Holds(st, parent) {
+		return true
+	}
+	_, sent := c.finalized.Load(watch.KeyFor(st.Rule.Name, parent))
+	return sent
 }
 
 // ReleaseParent removes the rule's finalizer from a parent of a rule that was removed

@@ -48,3 +48,39 @@ func TestRemoveFinalizerOfGoneParent(t *testing.T) {
 		t.Errorf("name reused: the other object was written (resourceVersion %s -> %s)", other.GetResourceVersion(), after.GetResourceVersion())
 	}
 }
+
+// TestMayHoldAFinalizerTheCacheDoesNotShow: a parent the reconciler added the rule's
+// finalizer to may hold it, whatever an older copy says, until the reconciler removes it:
+// the release of a removed rule finds it even when the cache has not caught up.
+func TestMayHoldAFinalizerTheCacheDoesNotShow(t *testing.T) {
+	c, ns := newTestReconciler(t)
+	st := &watch.Rule{Rule: &rules.Rule{Name: "fin"}, ParentKind: watch.Kind{GVR: cmGVR, Namespaced: true}}
+	stale, err := c.send.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p", "namespace": ns},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MayHold(st, stale) {
+		t.Fatal("MayHold before any finalizer was sent = true")
+	}
+	if err := c.applyFinalizer(t.Context(), st, stale, true); err != nil {
+		t.Fatal(err)
+	}
+	if !c.MayHold(st, stale) {
+		t.Error("MayHold on a copy from before the finalizer was added = false, want true")
+	}
+	if err := c.ReleaseParent(t.Context(), st, stale); err != nil {
+		t.Fatal(err)
+	}
+	if c.MayHold(st, stale) {
+		t.Error("MayHold after the release = true")
+	}
+	after, err := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Holds(st, after) {
+		t.Errorf("finalizers after the release: %v", after.GetFinalizers())
+	}
+}

@@ -58,9 +58,10 @@ func (o *outcome) synced() bool {
 // parent with key, whether it lives, is being deleted, is gone or is no longer selected.
 // The loop decides from its result and error what happens to the key next.
 func (c *Reconciler) Reconcile(ctx context.Context, st *watch.Rule, key watch.Key) (Result, error) {
-	if st.Stopped() {
+	if !st.Enter() {
 		return Result{}, nil // the rule was removed or waits for its kinds
 	}
+	defer st.Leave()
 	if !st.Synced() {
 		return Result{RequeueAfter: 200 * time.Millisecond}, nil // caches still syncing
 	}

@@ -50,6 +50,10 @@ type Reconciler struct {
 	// statusless remembers (Key -> UID) parents whose status cannot be written (no
 	// status subresource), so the error is reported once, not in a loop.
 	statusless sync.Map
+	// finalized holds the parents (Key) this reconciler sent a rule's finalizer to and has
+	// not removed it from since, so that a rule's release finds them before the cache
+	// shows the finalizer (MayHold).
+	finalized sync.Map
 	// lastFailure holds the last failure reported per parent (Key -> "uid|reason|msg"),
 	// to record each failure once.
 	lastFailure sync.Map

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,6 +49,9 @@ type Rule struct {
 	refs    []*refKind
 	reads   refIndex
 	stopped atomic.Bool
+	// inflight is held for reading by every reconcile under this rule version (Enter)
+	// and for writing by Drain.
+	inflight sync.RWMutex
 }
 
 // Name is the rule's name.
@@ -56,6 +60,27 @@ func (st *Rule) Name() string { return st.Rule.Name }
 // Stopped reports whether the rule's watches were released: a reconcile that still
 // holds the rule then does nothing.
 func (st *Rule) Stopped() bool { return st.stopped.Load() }
+
+// Enter begins a reconcile under the rule, and reports false, entering nothing, when
+// the rule was stopped. Leave ends a reconcile that entered.
+func (st *Rule) Enter() bool {
+	st.inflight.RLock()
+	if st.Stopped() {
+		st.inflight.RUnlock()
+		return false
+	}
+	return true
+}
+
+// Leave ends a reconcile that Enter began.
+func (st *Rule) Leave() { st.inflight.RUnlock() }
+
+// Drain waits for the reconciles that entered the rule before it was stopped: after
+// Watcher.Stop and Drain, no reconcile writes anything for this rule version.
+func (st *Rule) Drain() {
+	st.inflight.Lock()
+	defer st.inflight.Unlock()
+}
 
 // Synced reports whether every watch of the rule has synced.
 func (st *Rule) Synced() bool {
