@@ -11,7 +11,8 @@ import (
 // The goals table of docs/benchmarks.md is made from the rows of its run tables by
 // goalsTable, never typed: TestGoalsTable fails when the document's table differs from
 // what the rows give, and `go test ./cmd/bench -run TestGoalsTable -update` rewrites it.
-// Each goal is judged on the latest rows that measure it, which its cell names.
+// Each goal is judged on the latest rows that measure it, which its cell names; a row
+// whose note begins "before:" measured an older binary for a comparison and is left out.
 
 // goalsHeading starts the section whose first table is the goals table.
 const goalsHeading = "\n## Goals (N=1,000 unless stated)\n"
@@ -99,6 +100,9 @@ func goalsTable(doc string) (string, error) {
 	if len(single) == 0 || len(sharded) == 0 || len(noisy) == 0 {
 		return "", fmt.Errorf("the document lacks a run table: %d, %d and %d rows", len(single), len(sharded), len(noisy))
 	}
+	// Rows of an older binary, run beside the current one for a comparison ("before:"
+	// notes), say nothing of today's code.
+	single = slices.DeleteFunc(single, func(r runRow) bool { return strings.HasPrefix(r["note"], "before:") })
 	var goals []goal
 	for _, make := range []func() ([]goal, error){
 		func() ([]goal, error) {
@@ -245,7 +249,9 @@ var wallNote = regexp.MustCompile(`bench wall time ([0-9.]+) s`)
 // wallGoal reads the bench's wall time, which rows note since it was added to them.
 func wallGoal(rows []runRow) ([]goal, error) {
 	name := "`make bench` under 15 minutes at N=1,000"
-	r := latest(rows, func(r runRow) bool { return r["N"] == "1000" && wallNote.MatchString(r["note"]) })
+	r := latest(rows, func(r runRow) bool {
+		return r["N"] == "1000" && wallNote.MatchString(r["note"]) && !strings.Contains(r["note"], withoutNoisy)
+	})
 	if r == nil {
 		return []goal{{name, "not in a row yet: rows note the bench's wall time since it was added to them", "not measured"}}, nil
 	}

@@ -42,11 +42,12 @@ func TestGoalsTable(t *testing.T) {
 }
 
 // TestGoalsFromRows checks the goals of a small document: the latest paired row of each
-// size, and the verdicts.
+// size (a "before:" row of an older binary left out), and the verdicts.
 func TestGoalsFromRows(t *testing.T) {
 	single := docHeader +
 		"| 2026-11-25 01:00 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 9.0 (1.29x / 1.80x) | 4.00 | 0 | 9.0 | 3.0 | 5.0 (1.67x) | 90 / 80 (30) | 2.0 / 8.0 | defaults | 2 pairs, alternating which goes first: convergence x limit 1.29x 1.31x, median 1.30x; deletion x limit 1.67x 1.40x, median 1.54x |\n" +
 		"| 2026-11-25 02:00 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 7.0 (1.00x / 1.40x) | 4.00 | 0 | 9.0 | 3.0 | 3.0 (1.00x) | 90 / 80 (30) | 2.0 / 8.0 | defaults | 2 pairs, alternating which goes first: convergence x limit 1.00x 1.10x, median 1.05x; deletion x limit 1.00x 1.20x, median 1.10x; bench wall time 400.0 s |\n" +
+		"| 2026-11-25 02:10 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 9.0 (1.29x / 1.80x) | 4.00 | 0 | 9.0 | 3.0 | 5.0 (1.67x) | 90 / 80 (30) | 2.0 / 8.0 | defaults | before: an older binary; 2 pairs, alternating which goes first: convergence x limit 1.29x 1.31x, median 1.30x; deletion x limit 1.67x 1.40x, median 1.54x; bench wall time 300.0 s |\n" +
 		"| 2026-11-25 02:30 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 20.0 (2.86x / 4.00x) | 4.00 | 0 | 9.0 | 3.0 | 3.0 (1.00x) | 90 / 80 (30) | 2.0 / 8.0 | --workers=1 | 2 pairs, alternating which goes first: convergence x limit 2.86x 2.80x, median 2.83x; deletion x limit 1.00x 1.00x, median 1.00x |\n" +
 		"| 2026-11-25 03:00 | 10000 | 2 | 23.5 | go | l | 50.0 | 70.0 | 70.0 (1.00x / 1.40x) | 4.00 | 0 | 90.0 | 30.0 | 30.0 (1.00x) | 200 / 160 (100) | 20.0 / 80.0 | defaults | 2 pairs, alternating which goes first: convergence x limit 1.00x 1.00x, median 1.00x; deletion x limit 1.00x 1.00x, median 1.00x |\n" +
 		"| 2026-11-25 04:00 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 7.0 (1.00x / 1.40x) | 4.00 | 0 | 9.0 | 3.0 | 3.0 (1.00x) | 80 / 70 (30) | 2.0 / 8.0 | defaults | refs: each parent reads one ConfigMap |\n" +

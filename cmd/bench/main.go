@@ -146,6 +146,7 @@ func run(ctx context.Context, c config) error {
 	}
 	res.machine.loadAfter = readLoad()
 	res.total = time.Since(start)
+	res.noNoisy = noisy == nil
 	if c.doc != "" && c.sharding {
 		if data, err := os.ReadFile(c.doc); err == nil {
 			res.compareWithOneReplica(string(data))

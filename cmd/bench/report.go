@@ -17,8 +17,11 @@ type results struct {
 	machine     machine
 	kubecelArgs string
 	sharding    bool
-	note        string
-	total       time.Duration
+	// noNoisy is set when the noisy-neighbour phase did not run (--noisy=false): the
+	// wall time is then not that of `make bench`.
+	noNoisy bool
+	note    string
+	total   time.Duration
 
 	// baseline and limit are 0 when skipped (--skip-limits); deleteLimit and deletion
 	// also with --skip-deletion.
@@ -268,8 +271,14 @@ func (r *results) wallNote() string {
 	if r.total == 0 {
 		return ""
 	}
+	if r.noNoisy {
+		return fmt.Sprintf("bench wall time %.1f s %s", r.total.Seconds(), withoutNoisy)
+	}
 	return fmt.Sprintf("bench wall time %.1f s", r.total.Seconds())
 }
+
+// withoutNoisy follows the wall time of a run without the noisy-neighbour phase.
+const withoutNoisy = "without the noisy-neighbour phase"
 
 // joinNotes joins the non-empty notes with "; ".
 func joinNotes(notes ...string) string {
