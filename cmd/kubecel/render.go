@@ -205,18 +205,12 @@ func readObjects(stdin io.Reader, file string) ([]map[string]any, error) {
 	}
 }
 
-func objectMeta(obj map[string]any) (namespace, name string, lbls map[string]string) {
+// objectName reads an object's namespace and name.
+func objectName(obj map[string]any) (namespace, name string) {
 	md, _ := obj["metadata"].(map[string]any)
 	namespace, _ = md["namespace"].(string)
 	name, _ = md["name"].(string)
-	raw, _ := md["labels"].(map[string]any)
-	lbls = make(map[string]string, len(raw))
-	for k, v := range raw {
-		if s, ok := v.(string); ok {
-			lbls[k] = s
-		}
-	}
-	return namespace, name, lbls
+	return namespace, name
 }
 
 func namespaced(namespace, name string) string {

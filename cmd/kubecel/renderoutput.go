@@ -44,7 +44,7 @@ type renderDoc struct {
 // or the CRDs (else from whether it names a namespace), its UID from the manifest or the
 // placeholder.
 func (o *renderOutput) parentRef(parent map[string]any, gr schema.GroupResource) rules.ParentRef {
-	namespace, _, _ := objectMeta(parent)
+	namespace, _ := objectName(parent)
 	namespaced, known := rules.ResourceNamespaced(gr, o.schemas)
 	if !known {
 		namespaced = namespace != ""

@@ -271,7 +271,7 @@ func testObjects(dir, at string, raw json.RawMessage, named bool) ([]map[string]
 		return objs, nil
 	}
 	for _, o := range objs {
-		if _, name, _ := objectMeta(o); name == ref.Name {
+		if _, name := objectName(o); name == ref.Name {
 			return []map[string]any{o}, nil
 		}
 	}

@@ -168,13 +168,13 @@ func findChild(want map[string]any, got []renderDoc, used []bool) int {
 // isChild reports whether obj is the child that want describes: the same kind and name,
 // and the same namespace where want gives one.
 func isChild(want, obj map[string]any) bool {
-	wns, wname, _ := objectMeta(want)
-	ns, name, _ := objectMeta(obj)
+	wns, wname := objectName(want)
+	ns, name := objectName(obj)
 	return obj["kind"] == want["kind"] && name == wname && (wns == "" || wns == ns)
 }
 
 func childName(obj map[string]any) string {
-	ns, name, _ := objectMeta(obj)
+	ns, name := objectName(obj)
 	return fmt.Sprintf("%v %s", obj["kind"], namespaced(ns, name))
 }
 
