@@ -154,5 +154,6 @@ func (c *Reconciler) parentGone(st *watch.Rule, key watch.Key) {
 	c.lastFailure.Delete(key)
 	c.notReady.forget(key)
 	c.resume.take(key)
+	c.finalized.Delete(key) // gone, or released below with what the server says
 	st.DropReads(key)
 }
