@@ -164,3 +164,9 @@ func eventually(t testing.TB, timeout time.Duration, cond func() (bool, string))
 
 // settle is the bound on every convergence wait.
 const settle = 3 * time.Minute
+
+// collected is the bound on waiting for kube-controller-manager's garbage collector,
+// which is not kubecel: after the long form's load (10,000 widgets and their children
+// deleted) it works through that backlog first, and a collection took over 3 minutes
+// once (TestOwnershipNoAdoptionInNamespace in a whole long-form run).
+const collected = 10 * time.Minute

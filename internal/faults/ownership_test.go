@@ -66,7 +66,7 @@ func TestOwnershipNoAdoptionInNamespace(t *testing.T) {
 	witness := dependentOf(t, p)
 	w.delete("p")
 	eventually(t, settle, w.vanished("p"))
-	eventually(t, settle, witness)
+	eventually(t, collected, witness)
 	if diff := untouched(t, taken); diff != "" {
 		t.Errorf("after the widget was deleted and collected, the ConfigMap it found differs (-before +after):\n%s", diff)
 	}
