@@ -130,7 +130,7 @@ func (c *Reconciler) Reconcile(ctx context.Context, st *watch.Rule, key watch.Ke
 // result and error.
 func (o *outcome) verdict() (Result, error) {
 	failed := errors.Join(slices.Concat(o.applyErr, o.pruneErr, []error{o.statusErr})...)
-	reason := ReasonStatusFailed
+	reason := reasonStatusFailed
 	if !o.synced() {
 		reason = syncedCondition(o).Reason
 	}

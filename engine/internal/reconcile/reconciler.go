@@ -104,13 +104,13 @@ type Result struct {
 	Again bool
 	// Reason says why a reconcile of a live parent failed, for
 	// kubecel_reconcile_errors_total: the reason of the parent's Synced condition, or
-	// ReasonStatusFailed.
+	// reasonStatusFailed.
 	Reason string
 }
 
-// ReasonStatusFailed is the reason of a failed reconcile whose only failure was writing
+// reasonStatusFailed is the reason of a failed reconcile whose only failure was writing
 // the parent's status.
-const ReasonStatusFailed = "StatusFailed"
+const reasonStatusFailed = "StatusFailed"
 
 // terminalError is a failure that a retry without a change would only repeat, such as
 // an evaluation error of the rule. Wrap with Terminal.

@@ -30,7 +30,7 @@ func TestVerdict(t *testing.T) {
 		{name: "conflict and apply error", out: outcome{applyErr: []error{conflict, applyErr}}, want: Result{Reason: contract.ReasonChildExists}, fail: true},
 		{name: "evaluation and apply error", out: outcome{evalErr: evalErr, applyErr: []error{applyErr}}, want: Result{Reason: contract.ReasonEvaluationFailed}, fail: true},
 		{name: "apply error", out: outcome{applyErr: []error{applyErr}}, want: Result{Reason: contract.ReasonApplyFailed}, fail: true},
-		{name: "status write", out: outcome{statusErr: applyErr}, want: Result{Reason: ReasonStatusFailed}, fail: true},
+		{name: "status write", out: outcome{statusErr: applyErr}, want: Result{Reason: reasonStatusFailed}, fail: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
