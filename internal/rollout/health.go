@@ -1,0 +1,65 @@
+package rollout
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubecel/kubecel/rules/contract"
+)
+
+// At reports whether a parent is at revision hash: its Synced condition (of type
+// syncedType) is True at the parent's generation and names the revision.
+func At(parent *unstructured.Unstructured, syncedType, hash string) bool {
+	c := condition(parent, syncedType)
+	return c != nil && c["status"] == "True" && observed(parent, c) &&
+		contract.RevisionOfSynced(str(c["message"])) == hash
+}
+
+// ParentHealth says why a parent of a step is not healthy for revision hash, or ""
+// when it is: at the revision (At) and its Ready condition True at its generation.
+func ParentHealth(parent *unstructured.Unstructured, readyType, syncedType, hash string) string {
+	synced := condition(parent, syncedType)
+	switch {
+	case synced == nil || !observed(parent, synced):
+		return "not reconciled at revision " + hash + " yet"
+	case synced["status"] != "True":
+		return fmt.Sprintf("%s is %v: %s", syncedType, synced["status"], str(synced["message"]))
+	case contract.RevisionOfSynced(str(synced["message"])) != hash:
+		return "not reconciled at revision " + hash + " yet"
+	}
+	ready := condition(parent, readyType)
+	switch {
+	case ready == nil || !observed(parent, ready):
+		return readyType + " not reported yet"
+	case ready["status"] != "True":
+		return fmt.Sprintf("%s is %v: %s", readyType, ready["status"], str(ready["message"]))
+	}
+	return ""
+}
+
+func condition(parent *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+// observed reports whether a condition was written for the parent's generation.
+func observed(parent *unstructured.Unstructured, c map[string]any) bool {
+	g, ok := c["observedGeneration"].(int64)
+	if !ok {
+		if f, isFloat := c["observedGeneration"].(float64); isFloat {
+			g, ok = int64(f), true
+		}
+	}
+	return ok && g == parent.GetGeneration()
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}

@@ -1,0 +1,60 @@
+package rollout
+
+import (
+	"cmp"
+	"hash/fnv"
+	"math"
+	"slices"
+)
+
+// LabelCanary on a parent puts it in a rollout's first steps, before every other parent.
+const LabelCanary = "rollout.kubecel.dev/canary"
+
+// Parent is what Order reads of a parent.
+type Parent struct {
+	Namespace, Name string
+	Canary          bool
+}
+
+// Order ranks a rule's parents for its rollouts: canaries first, then by a hash of
+// namespace and name (so that the first steps take parents across namespaces), then by
+// namespace and name. It depends on nothing but the parents, so every replica that sees
+// the same parents ranks them the same. parents is sorted in place.
+func Order(parents []Parent) {
+	type ranked struct {
+		p Parent
+		h uint64
+	}
+	rs := make([]ranked, len(parents))
+	for i, p := range parents {
+		f := fnv.New64a()
+		f.Write([]byte(p.Namespace + "/" + p.Name))
+		rs[i] = ranked{p, f.Sum64()}
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if a.p.Canary != b.p.Canary {
+			if a.p.Canary {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.h, b.h), cmp.Compare(a.p.Namespace, b.p.Namespace), cmp.Compare(a.p.Name, b.p.Name))
+	})
+	for i := range rs {
+		parents[i] = rs[i].p
+	}
+}
+
+// Members is how many of n parents the first `taken` of steps hold: the percent of the
+// last step taken, rounded up, so that a first step of 1% holds at least one parent.
+func Members(steps []float64, taken, n int) int {
+	if taken <= 0 || n == 0 {
+		return 0
+	}
+	if taken > len(steps) {
+		taken = len(steps)
+	}
+	// The small epsilon keeps 10% of 30 at 3, not 4 by a rounding error.
+	m := int(math.Ceil(steps[taken-1]*float64(n)/100 - 1e-9))
+	return min(max(m, 1), n)
+}

@@ -1,0 +1,137 @@
+package rollout
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/kubecel/kubecel/rules/contract"
+)
+
+// Phase is where a revision's rollout stands.
+type Phase string
+
+const (
+	// Progressing: the steps are being taken; parents of the steps taken are at the
+	// revision, the others at the one it rolls from.
+	Progressing Phase = "Progressing"
+	// Paused: as Progressing, but no further step is taken until `kubecel rollout
+	// resume`. A step that failed its deadline with onFailure: Pause ends here.
+	Paused Phase = "Paused"
+	// Complete: every parent is at the revision.
+	Complete Phase = "Complete"
+	// RolledBack: every parent is back at the revision it rolled from, and stays there
+	// until the rule's text changes (`kubecel rollout undo`, or onFailure: Rollback).
+	RolledBack Phase = "RolledBack"
+	// Superseded: the rules changed again before the rollout ended; a newer revision's
+	// rollout took its place.
+	Superseded Phase = "Superseded"
+)
+
+// Labels and annotations of a revision.
+const (
+	// LabelRevision holds the revision's hash (rules.Rule.Revision).
+	LabelRevision = "kubecel.dev/revision"
+	// AnnotationPhase and the annotations below carry the rollout's state.
+	AnnotationPhase        = "rollout.kubecel.dev/phase"
+	AnnotationStep         = "rollout.kubecel.dev/step"
+	AnnotationFrom         = "rollout.kubecel.dev/from"
+	AnnotationStepStarted  = "rollout.kubecel.dev/step-started"
+	AnnotationHealthySince = "rollout.kubecel.dev/healthy-since"
+	AnnotationMessage      = "rollout.kubecel.dev/message"
+)
+
+// State is the rollout state a revision carries.
+type State struct {
+	Phase Phase
+	// Step is how many steps were taken: the parents of steps[0..Step-1] are at the
+	// revision, and step Step-1 is the one being checked. 0 before the first.
+	Step int
+	// From is the revision the rollout started from ("" for a rule's first revision).
+	From string
+	// StepStarted is when the current step began (its progressDeadline counts from it);
+	// HealthySince is when the step was first seen healthy (its pause counts from it).
+	StepStarted, HealthySince time.Time
+	// Message says why the rollout paused or rolled back, naming the failing parents.
+	Message string
+}
+
+// Revision is one stored revision of a rule.
+type Revision struct {
+	Rule string
+	// Hash is rules.Rule.Revision; Number orders the revisions of a rule (kubectl
+	// rollout history's REVISION).
+	Hash   string
+	Number int64
+	State
+	// Document is the rule's source (rules.Rule.Document); Proven reports whether its
+	// proof is the installation's (always false when read without the key).
+	Document []byte
+	Proven   bool
+	// Object is the stored ControllerRevision.
+	Object *appsv1.ControllerRevision
+}
+
+// Name is the ControllerRevision name of a revision: unique per installation, rule
+// and hash (rule names and installations are DNS labels, so the dots separate them).
+func Name(installation, rule, hash string) string {
+	return installation + "." + rule + "." + hash
+}
+
+// stateAnnotations are the annotations that encode s.
+func stateAnnotations(s State) map[string]string {
+	a := map[string]string{
+		AnnotationPhase: string(s.Phase),
+		AnnotationStep:  strconv.Itoa(s.Step),
+		AnnotationFrom:  s.From,
+	}
+	if !s.StepStarted.IsZero() {
+		a[AnnotationStepStarted] = s.StepStarted.UTC().Format(time.RFC3339)
+	}
+	if !s.HealthySince.IsZero() {
+		a[AnnotationHealthySince] = s.HealthySince.UTC().Format(time.RFC3339)
+	}
+	if s.Message != "" {
+		a[AnnotationMessage] = s.Message
+	}
+	return a
+}
+
+// readState decodes the state annotations of a revision.
+func readState(cr *appsv1.ControllerRevision) (State, error) {
+	a := cr.Annotations
+	s := State{Phase: Phase(a[AnnotationPhase]), From: a[AnnotationFrom], Message: a[AnnotationMessage]}
+	switch s.Phase {
+	case Progressing, Paused, Complete, RolledBack, Superseded:
+	default:
+		return s, fmt.Errorf("revision %s: annotation %s is %q, want one of Progressing, Paused, Complete, RolledBack, Superseded", cr.Name, AnnotationPhase, a[AnnotationPhase])
+	}
+	if v := a[AnnotationStep]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return s, fmt.Errorf("revision %s: annotation %s is %q, want a step count", cr.Name, AnnotationStep, v)
+		}
+		s.Step = n
+	}
+	for key, t := range map[string]*time.Time{AnnotationStepStarted: &s.StepStarted, AnnotationHealthySince: &s.HealthySince} {
+		if v := a[key]; v != "" {
+			parsed, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return s, fmt.Errorf("revision %s: annotation %s is %q, want an RFC 3339 time", cr.Name, key, v)
+			}
+			*t = parsed
+		}
+	}
+	return s, nil
+}
+
+// revisionLabels are the labels of a rule's revisions.
+func revisionLabels(installation, rule string) map[string]string {
+	return map[string]string{
+		contract.LabelManagedBy:    contract.ManagedByValue,
+		contract.LabelInstallation: installation,
+		contract.LabelRule:         rule,
+	}
+}

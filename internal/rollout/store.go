@@ -1,0 +1,154 @@
+package rollout
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubecel/kubecel/rules/contract"
+)
+
+// DefaultKeep is how many revisions of a rule are kept by default.
+const DefaultKeep = 10
+
+// Signer proves that a revision's document was stored by the installation: whoever can
+// write a ControllerRevision in kubecel's namespace must not be able to hand the engine
+// a rule to run. rules.Identity is one.
+type Signer interface {
+	RevisionProof(rule, hash string, document []byte) string
+}
+
+// Store reads and writes the revisions of one installation's rules.
+type Store struct {
+	Client       kubernetes.Interface
+	Namespace    string
+	Installation string
+	// Signer signs created revisions and checks the proofs of those read; nil reads
+	// every revision as unproven and cannot create one.
+	Signer Signer
+}
+
+// Selector selects the revisions of the installation's rule ("" for every rule).
+func (s *Store) Selector(rule string) labels.Selector {
+	l := labels.Set{contract.LabelInstallation: s.Installation, contract.LabelManagedBy: contract.ManagedByValue}
+	if rule != "" {
+		l[contract.LabelRule] = rule
+	}
+	return labels.SelectorFromSet(l)
+}
+
+// List returns the revisions of a rule, oldest (lowest number) first.
+func (s *Store) List(ctx context.Context, rule string) ([]*Revision, error) {
+	list, err := s.Client.AppsV1().ControllerRevisions(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: s.Selector(rule).String()})
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: list its revisions in namespace %s: %w", rule, s.Namespace, err)
+	}
+	crs := make([]*appsv1.ControllerRevision, len(list.Items))
+	for i := range list.Items {
+		crs[i] = &list.Items[i]
+	}
+	return s.Decode(crs)
+}
+
+// Decode reads stored ControllerRevisions of one rule, oldest first.
+func (s *Store) Decode(crs []*appsv1.ControllerRevision) ([]*Revision, error) {
+	revs := make([]*Revision, 0, len(crs))
+	for _, cr := range crs {
+		st, err := readState(cr)
+		if err != nil {
+			return nil, err
+		}
+		r := &Revision{
+			Rule: cr.Labels[contract.LabelRule], Hash: cr.Labels[LabelRevision], Number: cr.Revision,
+			State: st, Document: cr.Data.Raw, Object: cr,
+		}
+		if s.Signer != nil && r.Hash != "" {
+			want := s.Signer.RevisionProof(r.Rule, r.Hash, r.Document)
+			r.Proven = cr.Annotations[contract.AnnotationProof] == want
+		}
+		revs = append(revs, r)
+	}
+	slices.SortFunc(revs, func(a, b *Revision) int {
+		return cmp.Or(cmp.Compare(a.Number, b.Number), cmp.Compare(a.Hash, b.Hash))
+	})
+	return revs, nil
+}
+
+// Create stores a new revision of a rule. An existing revision of that name is an
+// AlreadyExists error (another replica made it first: read it).
+func (s *Store) Create(ctx context.Context, rule, hash string, document []byte, number int64, st State) (*Revision, error) {
+	if s.Signer == nil {
+		return nil, fmt.Errorf("rule %q: cannot store a revision without the installation's key", rule)
+	}
+	l := revisionLabels(s.Installation, rule)
+	l[LabelRevision] = hash
+	ann := stateAnnotations(st)
+	ann[contract.AnnotationProof] = s.Signer.RevisionProof(rule, hash, document)
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: Name(s.Installation, rule, hash), Namespace: s.Namespace, Labels: l, Annotations: ann},
+		Data:       runtime.RawExtension{Raw: document},
+		Revision:   number,
+	}
+	got, err := s.Client.AppsV1().ControllerRevisions(s.Namespace).Create(ctx, cr, metav1.CreateOptions{FieldManager: contract.FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: store revision %s in namespace %s: %w", rule, hash, s.Namespace, err)
+	}
+	revs, err := s.Decode([]*appsv1.ControllerRevision{got})
+	if err != nil {
+		return nil, err
+	}
+	return revs[0], nil
+}
+
+// Update writes a revision's number and state, on the version it was read at: a
+// Conflict error means someone changed it since (read it again).
+func (s *Store) Update(ctx context.Context, r *Revision, number int64, st State) (*Revision, error) {
+	cr := r.Object.DeepCopy()
+	cr.Revision = number
+	for _, k := range []string{AnnotationPhase, AnnotationStep, AnnotationFrom, AnnotationStepStarted, AnnotationHealthySince, AnnotationMessage} {
+		delete(cr.Annotations, k)
+	}
+	if cr.Annotations == nil {
+		cr.Annotations = map[string]string{}
+	}
+	for k, v := range stateAnnotations(st) {
+		cr.Annotations[k] = v
+	}
+	got, err := s.Client.AppsV1().ControllerRevisions(s.Namespace).Update(ctx, cr, metav1.UpdateOptions{FieldManager: contract.FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: update revision %d (%s): %w", r.Rule, r.Number, r.Hash, err)
+	}
+	revs, err := s.Decode([]*appsv1.ControllerRevision{got})
+	if err != nil {
+		return nil, err
+	}
+	return revs[0], nil
+}
+
+// Trim deletes the oldest revisions beyond keep, never one that protect names. A
+// revision already gone is not an error.
+func (s *Store) Trim(ctx context.Context, revs []*Revision, keep int, protect ...string) error {
+	excess := len(revs) - keep
+	for _, r := range revs {
+		if excess <= 0 {
+			break
+		}
+		if slices.Contains(protect, r.Hash) {
+			continue
+		}
+		err := s.Client.AppsV1().ControllerRevisions(s.Namespace).Delete(ctx, r.Object.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &r.Object.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("rule %q: delete old revision %d (%s): %w", r.Rule, r.Number, r.Hash, err)
+		}
+		excess--
+	}
+	return nil
+}

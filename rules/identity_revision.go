@@ -1,0 +1,25 @@
+package rules
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+
+	"github.com/kubecel/kubecel/rules/contract"
+)
+
+// RevisionProof is the proof of a stored rule revision: whoever can write in kubecel's
+// namespace, but does not hold the key, cannot hand kubecel a rule to run as one of its
+// revisions. A nil identity gives PlaceholderProof.
+func (id *Identity) RevisionProof(rule, hash string, document []byte) string {
+	if id == nil {
+		return contract.PlaceholderProof
+	}
+	mac := hmac.New(sha256.New, id.key)
+	for _, s := range []string{"kubecel-revision-v1", id.name, rule, hash} {
+		fmt.Fprintf(mac, "%d:%s;", len(s), s)
+	}
+	mac.Write(document)
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
+}
