@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -41,6 +42,13 @@ const (
 	AnnotationStepStarted  = "rollout.kubecel.dev/step-started"
 	AnnotationHealthySince = "rollout.kubecel.dev/healthy-since"
 	AnnotationMessage      = "rollout.kubecel.dev/message"
+	AnnotationSteps        = "rollout.kubecel.dev/steps"
+	// AnnotationParentResource, AnnotationReadyCondition and AnnotationSyncedCondition
+	// say, for the commands, where a revision's parents are and which conditions tell
+	// their revision and readiness; they are part of the revision and never change.
+	AnnotationParentResource  = "rollout.kubecel.dev/parent-resource"
+	AnnotationReadyCondition  = "rollout.kubecel.dev/ready-condition"
+	AnnotationSyncedCondition = "rollout.kubecel.dev/synced-condition"
 )
 
 // State is the rollout state a revision carries.
@@ -56,6 +64,16 @@ type State struct {
 	StepStarted, HealthySince time.Time
 	// Message says why the rollout paused or rolled back, naming the failing parents.
 	Message string
+	// Steps are the policy's steps when the state was written (percents).
+	Steps []float64
+}
+
+// Where says where a revision's parents are and which of their conditions tell their
+// revision (Synced) and readiness (Ready).
+type Where struct {
+	// ParentResource is group/version/resource ("" group for the core group: /v1/pods).
+	ParentResource                  string
+	ReadyCondition, SyncedCondition string
 }
 
 // Revision is one stored revision of a rule.
@@ -70,6 +88,7 @@ type Revision struct {
 	// proof is the installation's (always false when read without the key).
 	Document []byte
 	Proven   bool
+	Where
 	// Object is the stored ControllerRevision.
 	Object *appsv1.ControllerRevision
 }
@@ -96,6 +115,13 @@ func stateAnnotations(s State) map[string]string {
 	if s.Message != "" {
 		a[AnnotationMessage] = s.Message
 	}
+	if len(s.Steps) > 0 {
+		parts := make([]string, len(s.Steps))
+		for i, p := range s.Steps {
+			parts[i] = strconv.FormatFloat(p, 'g', -1, 64)
+		}
+		a[AnnotationSteps] = strings.Join(parts, ",")
+	}
 	return a
 }
 
@@ -114,6 +140,15 @@ func readState(cr *appsv1.ControllerRevision) (State, error) {
 			return s, fmt.Errorf("revision %s: annotation %s is %q, want a step count", cr.Name, AnnotationStep, v)
 		}
 		s.Step = n
+	}
+	if v := a[AnnotationSteps]; v != "" {
+		for _, part := range strings.Split(v, ",") {
+			p, err := strconv.ParseFloat(part, 64)
+			if err != nil {
+				return s, fmt.Errorf("revision %s: annotation %s is %q, want percents separated by commas", cr.Name, AnnotationSteps, v)
+			}
+			s.Steps = append(s.Steps, p)
+		}
 	}
 	for key, t := range map[string]*time.Time{AnnotationStepStarted: &s.StepStarted, AnnotationHealthySince: &s.HealthySince} {
 		if v := a[key]; v != "" {

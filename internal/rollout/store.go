@@ -69,6 +69,10 @@ func (s *Store) Decode(crs []*appsv1.ControllerRevision) ([]*Revision, error) {
 		r := &Revision{
 			Rule: cr.Labels[contract.LabelRule], Hash: cr.Labels[LabelRevision], Number: cr.Revision,
 			State: st, Document: cr.Data.Raw, Object: cr,
+			Where: Where{
+				ParentResource: cr.Annotations[AnnotationParentResource],
+				ReadyCondition: cr.Annotations[AnnotationReadyCondition], SyncedCondition: cr.Annotations[AnnotationSyncedCondition],
+			},
 		}
 		if s.Signer != nil && r.Hash != "" {
 			want := s.Signer.RevisionProof(r.Rule, r.Hash, r.Document)
@@ -84,7 +88,7 @@ func (s *Store) Decode(crs []*appsv1.ControllerRevision) ([]*Revision, error) {
 
 // Create stores a new revision of a rule. An existing revision of that name is an
 // AlreadyExists error (another replica made it first: read it).
-func (s *Store) Create(ctx context.Context, rule, hash string, document []byte, number int64, st State) (*Revision, error) {
+func (s *Store) Create(ctx context.Context, rule, hash string, document []byte, where Where, number int64, st State) (*Revision, error) {
 	if s.Signer == nil {
 		return nil, fmt.Errorf("rule %q: cannot store a revision without the installation's key", rule)
 	}
@@ -92,6 +96,8 @@ func (s *Store) Create(ctx context.Context, rule, hash string, document []byte, 
 	l[LabelRevision] = hash
 	ann := stateAnnotations(st)
 	ann[contract.AnnotationProof] = s.Signer.RevisionProof(rule, hash, document)
+	ann[AnnotationParentResource] = where.ParentResource
+	ann[AnnotationReadyCondition], ann[AnnotationSyncedCondition] = where.ReadyCondition, where.SyncedCondition
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: Name(s.Installation, rule, hash), Namespace: s.Namespace, Labels: l, Annotations: ann},
 		Data:       runtime.RawExtension{Raw: document},
@@ -113,7 +119,7 @@ func (s *Store) Create(ctx context.Context, rule, hash string, document []byte, 
 func (s *Store) Update(ctx context.Context, r *Revision, number int64, st State) (*Revision, error) {
 	cr := r.Object.DeepCopy()
 	cr.Revision = number
-	for _, k := range []string{AnnotationPhase, AnnotationStep, AnnotationFrom, AnnotationStepStarted, AnnotationHealthySince, AnnotationMessage} {
+	for _, k := range []string{AnnotationPhase, AnnotationStep, AnnotationFrom, AnnotationStepStarted, AnnotationHealthySince, AnnotationMessage, AnnotationSteps} {
 		delete(cr.Annotations, k)
 	}
 	if cr.Annotations == nil {
