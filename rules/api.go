@@ -24,6 +24,12 @@ type RuleSet struct {
 	// mistakes (such as a YAML 1.1 boolean where a string was meant), in file order,
 	// each with its Line.
 	Warnings []*Error
+
+	// What Revise compiles a rule's revision within: the rules' sources, the YAML
+	// documents they came from, and the Options they were loaded with.
+	sources []*ruleSource
+	pieces  []piece
+	opts    Options
 }
 
 // Rule is one compiled rule. It is immutable and safe for concurrent use.
@@ -57,6 +63,19 @@ type Rule struct {
 	// above that the rest of the file or the Options decide, changes; a reload restarts
 	// only the rules whose fingerprint changed.
 	Fingerprint string
+	// Revision identifies what the rule does: a hash (12 lowercase hex characters) of its
+	// source without `rollout:` and of what the rest of the file and the Options decide
+	// about it (the parts sealFingerprint folds in: its origin, the conditions it writes,
+	// its child limit). Layout and comments do not change it; a change to `rollout:` alone
+	// does not either.
+	Revision string
+	// Rollout is the rule's rollout policy; nil when the rule has none (an edit applies at
+	// once).
+	Rollout *Rollout
+	// Document is the rule's source as canonical JSON (the decoded YAML document of this
+	// one rule, `rollout:` included), what a ControllerRevision stores; RuleSet.Revise
+	// compiles it back.
+	Document []byte
 
 	// when is parent.when; nil when the rule sets none.
 	when   *program

@@ -228,6 +228,9 @@ func (c *compiler) issues(w where, source, src string, off int, iss *cel.Issues,
 func undeclaredMessage(msg string, env *cel.Env) string {
 	name, _, _ := strings.Cut(strings.TrimPrefix(msg, "undeclared reference to '"), "'")
 	out := fmt.Sprintf("undeclared reference to '%s'", name)
+	if env != nil && declares(env, varParents) && name != varParents {
+		return out + ": rollout.healthy reads only parents, the list of the parents the rollout has reached"
+	}
 	switch name {
 	case varEach, varIndex:
 		return out + ": each and index exist only in a forEach child's template, expr and readyWhen"
@@ -244,6 +247,16 @@ func undeclaredMessage(msg string, env *cel.Env) string {
 		names = append(names, v.Name())
 	}
 	return out + didYouMean(name, names)
+}
+
+// declares reports whether env declares the variable name.
+func declares(env *cel.Env, name string) bool {
+	for _, v := range env.Variables() {
+		if v.Name() == name {
+			return true
+		}
+	}
+	return false
 }
 
 // suggestField finds the object type that lacks the field named in msg and suggests

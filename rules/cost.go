@@ -151,7 +151,7 @@ func (s *sizeEstimator) EstimateCallCost(function, overloadID string, target *ch
 
 func isGlobalVar(name string) bool {
 	switch name {
-	case varParent, varChildren, varSelf, varEach, varIndex:
+	case varParent, varChildren, varSelf, varEach, varIndex, varParents:
 		return true
 	}
 	return false

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -72,6 +73,9 @@ type envs struct {
 	ready *cel.Env
 	// types resolves the object types built from the parent's schema; nil without one.
 	types *apiservercel.DeclTypeProvider
+	// typeOpts declare those types; object is the type of one parent.
+	typeOpts []cel.EnvOption
+	object   *cel.Type
 }
 
 // newEnvs builds a rule's environments. parentType is the declared type of `parent`
@@ -98,6 +102,7 @@ func newEnvs(parentType, refsType *apiservercel.DeclType) (*envs, error) {
 			return nil, fmt.Errorf("declare the schema types: %w", err)
 		}
 		opts = typeOpts
+		e.typeOpts = slices.Clone(typeOpts)
 	}
 	parentVar, refsVar := object, object
 	if parentType != nil {
@@ -106,6 +111,7 @@ func newEnvs(parentType, refsType *apiservercel.DeclType) (*envs, error) {
 	if refsType != nil {
 		refsVar = refsType.CelType()
 	}
+	e.object = parentVar
 	opts = append(opts, cel.Variable(varParent, parentVar))
 	if e.parentOnly, err = lib.Extend(opts...); err != nil {
 		return nil, err
@@ -120,6 +126,16 @@ func newEnvs(parentType, refsType *apiservercel.DeclType) (*envs, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// rollout builds the environment of rollout.healthy, which reads only `parents`: a list
+// of objects typed as `parent` is.
+func (e *envs) rollout() (*cel.Env, error) {
+	lib, err := libraryEnv()
+	if err != nil {
+		return nil, fmt.Errorf("build the CEL library environment: %w", err)
+	}
+	return lib.Extend(append(slices.Clone(e.typeOpts), cel.Variable(varParents, cel.ListType(e.object)))...)
 }
 
 // withEach adds a forEach child's `each` (typed as the forEach list's elements) and

@@ -103,6 +103,8 @@ func (f *fill) eval(p *program) (ref.Val, bool) {
 type activation struct {
 	parent, children, refs, self, each ref.Val
 	index                              ref.Val
+	// parents is rollout.healthy's.
+	parents ref.Val
 }
 
 // ResolveName implements interpreter.Activation.
@@ -121,6 +123,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		v = a.each
 	case varIndex:
 		v = a.index
+	case varParents:
+		v = a.parents
 	}
 	return v, v != nil
 }

@@ -30,7 +30,8 @@ func TestFormatTypes(t *testing.T) {
 					},
 					"lifecycle": map[string]any{},
 				}},
-				"status": map[string]any{"fields": map[string]any{"a": "b"}},
+				"status":  map[string]any{"fields": map[string]any{"a": "b"}},
+				"rollout": map[string]any{"steps": []any{"100%"}},
 			}},
 		}
 	}
@@ -56,6 +57,8 @@ func TestFormatTypes(t *testing.T) {
 			return child["lifecycle"].(map[string]any), "lifecycle."
 		case reflect.TypeFor[format.Status]():
 			return rule["status"].(map[string]any), "status."
+		case reflect.TypeFor[format.Rollout]():
+			return rule["rollout"].(map[string]any), "rollout."
 		}
 		t.Fatalf("no block of type %v", typ)
 		return nil, ""
@@ -63,7 +66,7 @@ func TestFormatTypes(t *testing.T) {
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[format.RuleSet](), reflect.TypeFor[format.Rule](), reflect.TypeFor[format.Parent](),
 		reflect.TypeFor[format.Ref](), reflect.TypeFor[format.Child](), reflect.TypeFor[format.Lifecycle](),
-		reflect.TypeFor[format.Status](),
+		reflect.TypeFor[format.Status](), reflect.TypeFor[format.Rollout](),
 	} {
 		for i := range typ.NumField() {
 			f := typ.Field(i)

@@ -45,7 +45,7 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 	}
 	checkRuleNames(sources, pieces, &errs)
 	checkStatusOwners(sources, newScopes(opts), &errs)
-	rs := &RuleSet{Hash: documentsHash(docs)}
+	rs := &RuleSet{Hash: documentsHash(docs), sources: sources, pieces: pieces, opts: opts}
 	var flows ErrorList
 	for _, src := range sources {
 		if r := compileRule(src, opts, &errs); r != nil {
@@ -77,15 +77,23 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 
 // sealFingerprint folds what the rest of the file and the Options decide about a rule
 // into its fingerprint, so that a reload restarts a rule whose conditions or limit
-// changed although its own source did not.
+// changed although its own source did not, and into its revision likewise. Before, both
+// hash the rule's source alone.
 func sealFingerprint(r *Rule) {
-	sum := sha256.New()
-	for _, part := range []string{r.Fingerprint, r.Origin, r.ReadyCondition, r.SyncedCondition, strconv.Itoa(r.MaxChildren)} {
-		sum.Write([]byte(part))
-		sum.Write([]byte{0})
+	seal := func(source string) string {
+		sum := sha256.New()
+		for _, part := range []string{source, r.Origin, r.ReadyCondition, r.SyncedCondition, strconv.Itoa(r.MaxChildren)} {
+			sum.Write([]byte(part))
+			sum.Write([]byte{0})
+		}
+		return hex.EncodeToString(sum.Sum(nil))
 	}
-	r.Fingerprint = hex.EncodeToString(sum.Sum(nil))
+	r.Fingerprint = seal(r.Fingerprint)
+	r.Revision = seal(r.Revision)[:revisionLength]
 }
+
+// revisionLength is the number of hex characters of a Rule.Revision.
+const revisionLength = 12
 
 // statusField is one compiled status field.
 type statusField struct {
@@ -137,6 +145,8 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		HasStatus:   src.status != nil,
 		MaxChildren: cmp.Or(src.maxChildren, opts.maxChildren()),
 		Fingerprint: src.fingerprint,
+		Revision:    src.revision,
+		Document:    src.document,
 		timeout:     opts.evalTimeout(),
 		parentType:  parentType,
 		coerce:      hasDouble(parentType),
@@ -186,6 +196,9 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 			r.status = append(r.status, statusField{name: name, value: v, reads: reads, refReads: refReads})
 		}
 		r.fastStatus = c.fastStatus(e.base, r.status)
+	}
+	if src.rollout != nil {
+		c.compileRollout(r, src.rollout, rw.key("rollout"))
 	}
 	if len(*errs) > before {
 		return nil

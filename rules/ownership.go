@@ -69,12 +69,16 @@ func sourcesMayOverlap(a, b *ruleSource, clusterScoped bool) bool {
 // rule also writes the status of the same resource and may select the same parents.
 func setConditionTypes(rules []*Rule, s scopes) {
 	for _, r := range rules {
-		r.ReadyCondition, r.SyncedCondition = contract.ConditionReady, contract.ConditionSynced
-		if r.HasStatus && sharesStatus(r, rules, s.clusterScoped(r.Parent.GVR.GroupResource())) {
-			r.ReadyCondition = r.Name + conditionDomain + contract.ConditionReady
-			r.SyncedCondition = r.Name + conditionDomain + contract.ConditionSynced
-		}
+		r.ReadyCondition, r.SyncedCondition = conditionTypes(r, rules, s)
 	}
+}
+
+// conditionTypes names the conditions of r, one of rules.
+func conditionTypes(r *Rule, rules []*Rule, s scopes) (ready, synced string) {
+	if r.HasStatus && sharesStatus(r, rules, s.clusterScoped(r.Parent.GVR.GroupResource())) {
+		return r.Name + conditionDomain + contract.ConditionReady, r.Name + conditionDomain + contract.ConditionSynced
+	}
+	return contract.ConditionReady, contract.ConditionSynced
 }
 
 // sharesStatus reports whether another rule writes status on parents r may select.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -56,8 +57,12 @@ type ruleSource struct {
 	at path
 	// piece is the index of the rule's YAML document among those of the rule set.
 	piece int
-	// fingerprint hashes the rule's source.
-	fingerprint string
+	// rollout is nil when the rule sets none.
+	rollout *rolloutSource
+	// document is the rule's source as canonical JSON; fingerprint hashes it, and
+	// revision hashes it without rollout.
+	document              []byte
+	fingerprint, revision string
 }
 
 type parentSource struct {
@@ -254,7 +259,8 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 	if m == nil {
 		return nil
 	}
-	r := &ruleSource{at: at, fingerprint: fingerprint(m)}
+	r := &ruleSource{at: at}
+	r.document, r.fingerprint, r.revision = ruleDocument(m)
 	r.name = d.str(m, "name", w, true)
 	w.rule = r.name
 	d.unknown(m, w, ruleKeys...)
@@ -264,6 +270,7 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 		d.fail(w.key("parent"), "required")
 	}
 	r.maxChildren = d.positive(m, "maxChildren", w)
+	r.rollout = d.rollout(m, w)
 	for i, v := range d.list(m, "refs", w) {
 		if rs := d.ref(v, w, at.key("refs").index(i)); rs != nil {
 			r.refs = append(r.refs, rs)
@@ -387,14 +394,30 @@ func describe(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// fingerprint hashes a decoded value; encoding/json sorts map keys, so equal sources
-// give equal fingerprints whatever their layout in the file.
-func fingerprint(v any) string {
-	raw, err := json.Marshal(v)
+// ruleDocument returns a decoded rule as canonical JSON (encoding/json sorts map keys, so
+// equal sources give equal documents whatever their layout in the file), its hash, and
+// the hash of the rule without its rollout block.
+func ruleDocument(m map[string]any) (document []byte, fingerprint, revision string) {
+	document, err := json.Marshal(m)
 	if err != nil {
-		return ""
+		return nil, "", ""
 	}
-	sum := sha256.Sum256(raw)
+	fingerprint = hash(document)
+	if _, ok := m["rollout"]; !ok {
+		return document, fingerprint, fingerprint
+	}
+	without := maps.Clone(m)
+	delete(without, "rollout")
+	rest, err := json.Marshal(without)
+	if err != nil {
+		return document, fingerprint, ""
+	}
+	return document, fingerprint, hash(rest)
+}
+
+// hash is the hex sha256 of data.
+func hash(data []byte) string {
+	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
 

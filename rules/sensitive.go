@@ -73,8 +73,11 @@ func (s *sensitivity) readsAny(refs, children []string) bool {
 // what names the sensitive data a program reads, for its withheld message.
 func (s *sensitivity) what(p *program) string {
 	var names []string
-	if s.parent {
-		names = append(names, "parent")
+	switch {
+	case s.parent && string(p.w.field) == fieldHealthy:
+		names = append(names, varParents)
+	case s.parent:
+		names = append(names, varParent)
 	}
 	for _, id := range p.refReads {
 		if s.refs[id] {

@@ -24,6 +24,15 @@ const (
 	PolicyKeep   = "Keep"
 )
 
+// What a rollout does with a step that is not healthy by its deadline.
+const (
+	OnFailurePause    = "Pause"
+	OnFailureRollback = "Rollback"
+)
+
+// StepPattern is the form of a rollout step: a percent, decimals allowed ("0.5%").
+const StepPattern = `^[0-9]+(\.[0-9]+)?%$`
+
 // RuleSet is a kubecel rules file: rules that each name a parent resource and the CEL
 // expressions computing its children and status.
 type RuleSet struct {
@@ -51,6 +60,29 @@ type Rule struct {
 	// The most children one parent may have under this rule, counting each forEach
 	// element (default 1000, or the --max-children flag).
 	MaxChildren int `json:"maxChildren,omitempty" jsonschema:"minimum=1"`
+	// Roll an edit of the rule out to its parents in steps, each checked for health;
+	// omit to apply an edit to every parent at once.
+	Rollout *Rollout `json:"rollout,omitempty"`
+}
+
+// Rollout says how an edit of a rule reaches its parents: in steps, each a larger share
+// of them, the next taken once the parents reached so far are healthy.
+type Rollout struct {
+	// Percent of the rule's parents at the new revision after each step, strictly
+	// increasing, each more than 0% and at most 100% (decimals allowed, e.g. "0.5%"); a
+	// final "100%" is implied when the last step is less.
+	Steps []string `json:"steps" jsonschema:"required,minItems=1"`
+	// How long to wait after a step is healthy before taking the next, a Go duration
+	// such as 2m (default 0).
+	Pause string `json:"pause,omitempty"`
+	// How long a step may take to become healthy, a Go duration such as 10m (default
+	// 10m); after it, onFailure applies.
+	ProgressDeadline string `json:"progressDeadline,omitempty"`
+	// CEL bool over parents, the list of the parents the steps so far have reached:
+	// whether the step is healthy. Default true.
+	Healthy string `json:"healthy,omitempty"`
+	// Pause (default) or Rollback when a step is not healthy by its progressDeadline.
+	OnFailure string `json:"onFailure,omitempty"`
 }
 
 // Parent names the resource a rule watches, by group/version and plural resource.

@@ -64,3 +64,13 @@ func (Lifecycle) JSONSchemaExtend(s *jsonschema.Schema) {
 		}
 	}
 }
+
+// JSONSchemaExtend gives the form of the steps and lists the failure policies.
+func (Rollout) JSONSchemaExtend(s *jsonschema.Schema) {
+	if p, ok := s.Properties.Get("steps"); ok && p.Items != nil {
+		p.Items.Pattern = StepPattern
+	}
+	if p, ok := s.Properties.Get("onFailure"); ok {
+		p.Enum = []any{OnFailurePause, OnFailureRollback}
+	}
+}

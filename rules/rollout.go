@@ -1,0 +1,243 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubecel/kubecel/rules/internal/format"
+)
+
+// This file reads a rule's rollout block and compiles and evaluates its healthy
+// expression:
+//
+//	rollout:
+//	  steps: ["1%", "10%", "50%"]   # a final 100% is implied
+//	  pause: 2m                     # default 0
+//	  progressDeadline: 10m         # default 10m
+//	  healthy: "parents.all(p, p.status.replicas > 0)"
+//	  onFailure: Rollback           # default Pause
+//
+// What the steps mean to the controller (which parents take each step, when a step
+// counts as failed) is the engine's; this package checks the block and evaluates
+// healthy.
+
+// OnFailure is what a rollout does with a step that is not healthy by its deadline.
+type OnFailure string
+
+// The failure policies of a rollout.
+const (
+	OnFailurePause    OnFailure = format.OnFailurePause
+	OnFailureRollback OnFailure = format.OnFailureRollback
+)
+
+// DefaultProgressDeadline is the progressDeadline of a rollout that sets none.
+const DefaultProgressDeadline = 10 * time.Minute
+
+// varParents is the variable of rollout.healthy: the parents reached so far.
+const varParents = "parents"
+
+// fieldHealthy is the path of the healthy expression in a rule.
+const fieldHealthy = "rollout.healthy"
+
+// Rollout is a rule's rollout policy: an edit of the rule reaches its parents in steps.
+// It is immutable and safe for concurrent use.
+type Rollout struct {
+	// Steps are the percents of the rule's parents at the new revision after each step,
+	// strictly increasing; the last is 100 (added when the rule's last step is less).
+	Steps []float64
+	// Pause is how long to wait after a step is healthy before the next (0 by default).
+	Pause time.Duration
+	// ProgressDeadline is how long a step may take to become healthy
+	// (DefaultProgressDeadline by default).
+	ProgressDeadline time.Duration
+	// OnFailure is what happens to a step not healthy by its deadline (OnFailurePause by
+	// default).
+	OnFailure OnFailure
+
+	// rule is the rule the policy belongs to: its name, timeout and what it reads of
+	// Secrets, for evaluating healthy.
+	rule *Rule
+	// healthy is the compiled healthy expression; nil when the rule sets none.
+	healthy *program
+}
+
+// Healthy evaluates the rule's rollout.healthy over the parents of the steps taken so far
+// (each an unstructured object's content), under the rule's cost limit and evaluation
+// timeout; true when the rule sets no healthy. An error is an ErrorList that names the
+// rule, the field rollout.healthy and the expression; when the parents are Secrets, its
+// text is withheld as for Evaluate.
+func (ro *Rollout) Healthy(ctx context.Context, parents []map[string]any) (healthy bool, err error) {
+	if ro == nil || ro.healthy == nil {
+		return true, nil
+	}
+	r := ro.rule
+	ev := &evaluation{rule: r, res: &Result{}}
+	defer func() {
+		if p := recover(); p != nil {
+			healthy, err = false, ErrorList{{Rule: r.Name, Field: fieldHealthy, Expr: ro.healthy.source, Message: fmt.Sprintf("internal error: %v", p)}}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	ev.ctx = ctx
+	list := make([]any, len(parents))
+	for i, p := range parents {
+		var v any = p
+		if r.coerce {
+			v, _ = coerceNumbers(p, r.parentType)
+		}
+		list[i] = v
+	}
+	healthy, ok := ev.condition(ro.healthy, &activation{parents: jsonValue(list)}, -1)
+	if !ok {
+		return false, ev.errs
+	}
+	return healthy, nil
+}
+
+// HealthyExpression is the CEL text of the rule's rollout.healthy; "" when it sets none.
+func (ro *Rollout) HealthyExpression() string {
+	if ro == nil || ro.healthy == nil {
+		return ""
+	}
+	return ro.healthy.src
+}
+
+// rolloutSource is a rule's rollout block as written, with its defaults.
+type rolloutSource struct {
+	steps            []float64
+	pause            time.Duration
+	progressDeadline time.Duration
+	healthy          string
+	onFailure        OnFailure
+}
+
+var stepPattern = regexp.MustCompile(format.StepPattern)
+
+// rollout reads a rule's optional rollout block; nil when it has none.
+func (d *decoder) rollout(m map[string]any, w where) *rolloutSource {
+	v, ok := m["rollout"]
+	if !ok || v == nil {
+		return nil
+	}
+	w = w.key("rollout")
+	rm := d.object(v, w, format.Keys[format.Rollout]()...)
+	if rm == nil {
+		return nil
+	}
+	ro := &rolloutSource{steps: d.steps(rm, w), progressDeadline: DefaultProgressDeadline, onFailure: OnFailurePause}
+	if pause, set := d.duration(rm, "pause", w); set && pause < 0 {
+		d.fail(w.key("pause"), fmt.Sprintf("must not be negative, not %q", rm["pause"]))
+	} else {
+		ro.pause = pause
+	}
+	if deadline, set := d.duration(rm, "progressDeadline", w); set && deadline <= 0 {
+		d.fail(w.key("progressDeadline"), fmt.Sprintf("must be more than 0, not %q", rm["progressDeadline"]))
+	} else if set {
+		ro.progressDeadline = deadline
+	}
+	ro.healthy = d.str(rm, "healthy", w, false)
+	switch s := d.str(rm, "onFailure", w, false); s {
+	case "", format.OnFailurePause:
+	case format.OnFailureRollback:
+		ro.onFailure = OnFailureRollback
+	default:
+		d.fail(w.key("onFailure"), fmt.Sprintf("must be %s or %s, not %q", OnFailurePause, OnFailureRollback, s))
+	}
+	return ro
+}
+
+// steps reads the steps of a rollout: percents, each more than 0%, at most 100% and more
+// than the one before. A final 100 is added when the last is less.
+func (d *decoder) steps(m map[string]any, w where) []float64 {
+	w = w.key("steps")
+	const example = `such as "10%"`
+	v, set := m["steps"]
+	list, isList := v.([]any)
+	switch {
+	case !set || v == nil:
+		d.fail(w, `required: the percent of the parents at the new revision after each step, such as ["10%", "50%", "100%"]`)
+		return nil
+	case !isList:
+		d.fail(w, "must be a list of percents "+example+", not "+describe(v))
+		return nil
+	case len(list) == 0:
+		d.fail(w, `must not be empty: list the percent of the parents at the new revision after each step, such as ["10%", "50%", "100%"]`)
+		return nil
+	}
+	var out []float64
+	var last string
+	for i, item := range list {
+		iw := w.index(i)
+		s, isString := item.(string)
+		if !isString {
+			d.fail(iw, "must be a percent "+example+", not "+describe(item))
+			continue
+		}
+		if !stepPattern.MatchString(s) {
+			d.fail(iw, "must be a percent "+example+", not "+strconv.Quote(s))
+			continue
+		}
+		n, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		switch {
+		case err != nil:
+			d.fail(iw, "must be a percent "+example+", not "+strconv.Quote(s))
+		case n <= 0:
+			d.fail(iw, fmt.Sprintf("must be more than 0%%, not %q", s))
+		case n > 100:
+			d.fail(iw, fmt.Sprintf("must be at most 100%%, not %q", s))
+		case len(out) > 0 && n <= out[len(out)-1]:
+			d.fail(iw, fmt.Sprintf("must be more than the step before it (%q), not %q", last, s))
+		default:
+			out, last = append(out, n), s
+		}
+	}
+	if len(out) > 0 && out[len(out)-1] < 100 {
+		out = append(out, 100)
+	}
+	return out
+}
+
+// duration reads an optional Go duration; set is false when the field is absent or
+// wrong (which it reports).
+func (d *decoder) duration(m map[string]any, key string, w where) (dur time.Duration, set bool) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return 0, false
+	}
+	s, isString := v.(string)
+	if !isString {
+		d.fail(w.key(key), `must be a string holding a duration such as "2m", not `+describe(v))
+		return 0, false
+	}
+	dur, err := time.ParseDuration(s)
+	if err != nil {
+		d.fail(w.key(key), fmt.Sprintf(`must be a duration such as "2m" or "1h30m", not %q`, s))
+		return 0, false
+	}
+	return dur, true
+}
+
+// compileRollout compiles a rule's rollout block into r.Rollout.
+func (c *compiler) compileRollout(r *Rule, src *rolloutSource, w where) {
+	ro := &Rollout{
+		Steps:            src.steps,
+		Pause:            src.pause,
+		ProgressDeadline: src.progressDeadline,
+		OnFailure:        src.onFailure,
+		rule:             r,
+	}
+	if src.healthy != "" {
+		env, err := c.envs.rollout()
+		if err != nil {
+			c.fail(w.key("healthy"), src.healthy, 0, "cannot declare parents: "+err.Error())
+			return
+		}
+		ro.healthy = c.compile(env, w.key("healthy"), src.healthy, src.healthy, 0, wantBool)
+	}
+	r.Rollout = ro
+}
