@@ -12,6 +12,12 @@
 // RuleSet.Matching picks the rules that take a parent and Rule.EvaluateObserved picks
 // its children among the objects (offline.go).
 //
+// For progressive rollout, each rule has a Revision (what it does, whatever its layout
+// and its rollout block), its Document (its source as canonical JSON, to be stored) and
+// its Rollout policy, whose Healthy evaluates the rule's rollout.healthy over the parents
+// reached so far; RuleSet.Revise compiles a stored Document back within the rule set
+// (rollout.go, revise.go).
+//
 // It also holds the object contract: the labels, annotations, field managers,
 // finalizers, conditions and reasons kubecel writes (contract.go), how a child is shaped
 // and labelled (Shape), and how an installation proves that an object is a child it

@@ -2,11 +2,8 @@ package rules
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -392,33 +389,6 @@ func describe(v any) string {
 		return "a map"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// ruleDocument returns a decoded rule as canonical JSON (encoding/json sorts map keys, so
-// equal sources give equal documents whatever their layout in the file), its hash, and
-// the hash of the rule without its rollout block.
-func ruleDocument(m map[string]any) (document []byte, fingerprint, revision string) {
-	document, err := json.Marshal(m)
-	if err != nil {
-		return nil, "", ""
-	}
-	fingerprint = hash(document)
-	if _, ok := m["rollout"]; !ok {
-		return document, fingerprint, fingerprint
-	}
-	without := maps.Clone(m)
-	delete(without, "rollout")
-	rest, err := json.Marshal(without)
-	if err != nil {
-		return document, fingerprint, ""
-	}
-	return document, fingerprint, hash(rest)
-}
-
-// hash is the hex sha256 of data.
-func hash(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
 }
 
 // yamlLine matches the "line N: problem" parts of YAML parser errors.

@@ -1,7 +1,11 @@
 package rules
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -94,4 +98,31 @@ func (rs *RuleSet) revise(name string, document []byte) (*Rule, ErrorList) {
 	r.ReadyCondition, r.SyncedCondition = conditionTypes(r, rules, scopes)
 	sealFingerprint(r)
 	return r, nil
+}
+
+// ruleDocument returns a decoded rule as canonical JSON (encoding/json sorts map keys, so
+// equal sources give equal documents whatever their layout in the file), its hash, and
+// the hash of the rule without its rollout block.
+func ruleDocument(m map[string]any) (document []byte, fingerprint, revision string) {
+	document, err := json.Marshal(m)
+	if err != nil {
+		return nil, "", ""
+	}
+	fingerprint = hash(document)
+	if _, ok := m["rollout"]; !ok {
+		return document, fingerprint, fingerprint
+	}
+	without := maps.Clone(m)
+	delete(without, "rollout")
+	rest, err := json.Marshal(without)
+	if err != nil {
+		return document, fingerprint, ""
+	}
+	return document, fingerprint, hash(rest)
+}
+
+// hash is the hex sha256 of data.
+func hash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -367,5 +368,36 @@ func TestReviseErrors(t *testing.T) {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReviseConcurrently revises and evaluates health from several goroutines at once
+// (run with -race): a RuleSet is shared by the controller's workers.
+func TestReviseConcurrently(t *testing.T) {
+	stored := loadRule(t, webRule(image, steps), Options{})
+	rs, err := Load(ruleFile(webRule("x", "")+sharedStatus), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	revisions := make([]string, 8)
+	for i := range revisions {
+		wg.Go(func() {
+			r, err := rs.Revise("web", stored.Document)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := r.Rollout.Healthy(t.Context(), []map[string]any{healthyParent("a", 1)}); err != nil {
+				t.Error(err)
+			}
+			revisions[i] = r.Revision
+		})
+	}
+	wg.Wait()
+	for _, rev := range revisions[1:] {
+		if rev != revisions[0] {
+			t.Errorf("revisions differ: %v", revisions)
+		}
 	}
 }
