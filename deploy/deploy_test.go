@@ -340,6 +340,13 @@ var commonAccess = []access{
 	{"", "secrets", "list", namespace, "", false},
 	{"", "secrets", "watch", namespace, "", false},
 	{"", "secrets", "create", "team-a", "", false},
+	// The rules' revisions, in kubecel-system only.
+	{"apps", "controllerrevisions", "watch", namespace, "", true},
+	{"apps", "controllerrevisions", "create", namespace, "", true},
+	{"apps", "controllerrevisions", "update", namespace, "", true},
+	{"apps", "controllerrevisions", "delete", namespace, "", true},
+	{"apps", "controllerrevisions", "create", "team-a", "", false},
+	{"apps", "controllerrevisions", "list", "team-a", "", false},
 	// Nothing else.
 	{"", "secrets", "get", namespace, "anything", false},
 	{"", "configmaps", "list", "team-a", "", false},

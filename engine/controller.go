@@ -11,12 +11,14 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
@@ -30,6 +32,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/metrics"
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
 	"github.com/kubecel/kubecel/engine/internal/watch"
+	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -68,6 +71,14 @@ type Options struct {
 	// queue and continues on its next turn, so a parent with many children shares the
 	// workers with every other parent (default 50). A dry run has no limit.
 	MaxWritesPerReconcile int
+	// RevisionNamespace is the namespace where the rules' revisions are kept, as
+	// ControllerRevisions (kubecel's own); "" keeps none, and a rule with a rollout
+	// policy then cannot run.
+	RevisionNamespace string
+	// RevisionsKept is how many revisions of each rule are kept (default 10).
+	RevisionsKept int
+	// RolloutTick is how often rollouts check their step (default 1s).
+	RolloutTick time.Duration
 	// Notify, when set, is told once when a rule cannot run (reason contract.PendingNotServed,
 	// contract.PendingForbidden or contract.PendingError) with a message naming what is missing.
 	Notify func(ctx context.Context, rule, reason, message string)
@@ -85,6 +96,12 @@ func (o *Options) defaults() {
 	}
 	if o.PendingRetry <= 0 {
 		o.PendingRetry = 5 * time.Second
+	}
+	if o.RevisionsKept <= 0 {
+		o.RevisionsKept = rollout.DefaultKeep
+	}
+	if o.RolloutTick <= 0 {
+		o.RolloutTick = time.Second
 	}
 	if o.MaxWritesPerReconcile <= 0 {
 		o.MaxWritesPerReconcile = DefaultMaxWritesPerReconcile
@@ -116,6 +133,9 @@ type Controller struct {
 
 	busy       atomic.Int64  // reconciles in progress
 	reconciles atomic.Uint64 // reconciles started
+
+	// revInformers cache the rules' revisions (nil without Options.RevisionNamespace).
+	revInformers kubeinformers.SharedInformerFactory
 
 	// testHook, set only by tests, is called at the start of every reconcile.
 	testHook func(queueKey)
@@ -169,6 +189,15 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.DryRun {
 		recorder = nil // nothing of a dry run is recorded
 	}
+	c.table.revs = &revisions{dryRun: opts.DryRun, keep: opts.RevisionsKept, recorder: recorder}
+	c.table.rollouts = map[string]*ruleRollout{}
+	if opts.RevisionNamespace != "" {
+		store := &rollout.Store{Client: kube, Namespace: opts.RevisionNamespace, Installation: opts.Identity.Name(), Signer: opts.Identity}
+		c.revInformers = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(opts.RevisionNamespace),
+			kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = store.Selector("").String() }))
+		c.table.revs.store = store
+		c.table.revs.lister = c.revInformers.Apps().V1().ControllerRevisions().Lister().ControllerRevisions(opts.RevisionNamespace)
+	}
 	written := informers.NewWritten(prove)
 	c.reconciler = reconcile.New(reconcile.Options{
 		Client: client, Identity: opts.Identity, AdoptUnproven: opts.AdoptUnproven, DryRun: opts.DryRun,
@@ -187,6 +216,9 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	if err := m.RegisterNotReady(c.table.notReady); err != nil {
+		return nil, err
+	}
+	if err := m.RegisterRollouts(c.table.rolloutMetrics); err != nil {
 		return nil, err
 	}
 	if opts.Shard != nil {
@@ -222,11 +254,18 @@ func (c *Controller) Run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() { c.table.watchKinds(ctx, c.meta) })
+	if c.revInformers != nil {
+		c.revInformers.Start(ctx.Done())
+	}
+	wg.Go(func() { wait.UntilWithContext(ctx, c.table.tickRollouts, c.opts.RolloutTick) })
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
 	c.table.stopAll()
 	c.events.Shutdown()
+	if c.revInformers != nil {
+		c.revInformers.Shutdown()
+	}
 	logger.Info("Controller stopped")
 	return nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
@@ -27,10 +28,29 @@ type ruleTable struct {
 	enqueue    func(queueKey)
 	gate       gate
 
+	// revs keeps the rules' revisions in the cluster (rollout.go).
+	revs *revisions
+
 	mu      sync.RWMutex
 	running map[string]*watch.Rule
 	pending map[string]*pendingRule
 	loaded  bool
+	// rs is the rule set running rules come from (stable revisions compile in it);
+	// rollouts hold the revision state of running rules, by name.
+	rs       *rules.RuleSet
+	rollouts map[string]*ruleRollout
+}
+
+// forKey returns the version of its rule that a parent's reconcile runs, or nil when
+// the rule does not run.
+func (t *ruleTable) forKey(key watch.Key) *watch.Rule {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	st := t.running[key.Rule]
+	if rr := t.rollouts[key.Rule]; st != nil && rr != nil && rr.target == st {
+		return rr.pick(key)
+	}
+	return st
 }
 
 // get returns the running rule of that name, or nil.
@@ -62,6 +82,7 @@ func (t *ruleTable) set(ctx context.Context, rs *rules.RuleSet) {
 	logger := klog.FromContext(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.rs = rs
 	wanted := map[string]*rules.Rule{}
 	for _, r := range rs.Rules {
 		wanted[r.Name] = r
@@ -98,25 +119,66 @@ func (t *ruleTable) set(ctx context.Context, rs *rules.RuleSet) {
 // makes it the running version. old, when set, is the version being replaced: its child
 // kinds stay watched.
 func (t *ruleTable) startLocked(ctx context.Context, r *rules.Rule, old *watch.Rule) error {
-	st, err := t.watcher.Resolve(r, old)
+	prep, err := t.revs.prepare(ctx, t.rs, r)
 	if err != nil {
 		return err
 	}
+	st, err := t.resolve(ctx, r, old, prep.stable)
+	if err != nil {
+		return err
+	}
+	var stable *watch.Rule
+	if prep.stable != nil {
+		// The version the rollout rolls from runs beside the target, each watching the
+		// child kinds of both, so that either can prune what the other made.
+		if stable, err = t.resolve(ctx, prep.stable, st); err != nil {
+			t.watcher.Stop(st)
+			return fmt.Errorf("the revision the rollout rolls from: %w", err)
+		}
+	}
+	t.running[r.Name] = st
+	if prev := t.rollouts[r.Name]; prev != nil {
+		if s := prev.stable.Swap(nil); s != nil {
+			t.watcher.Stop(s)
+		}
+	}
+	rr := &ruleRollout{target: st, rev: t.revs.commit(ctx, r, prep, whereOf(st)), seen: map[watch.Key]parentSeen{}}
+	if rr.rev == nil {
+		delete(t.rollouts, r.Name)
+		return nil
+	}
+	rr.stable.Store(stable)
+	t.rollouts[r.Name] = rr
+	return nil
+}
+
+// resolve resolves and starts one version of a rule, its child kinds joined by those
+// of old and also.
+func (t *ruleTable) resolve(ctx context.Context, r *rules.Rule, old *watch.Rule, also ...*rules.Rule) (*watch.Rule, error) {
+	st, err := t.watcher.Resolve(r, old, also...)
+	if err != nil {
+		return nil, err
+	}
 	if !t.opts.SkipAccessCheck {
 		if err := checkAccess(ctx, t.kube, st); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := t.watcher.Start(ctx, st); err != nil {
-		return err
+		return nil, err
 	}
-	t.running[r.Name] = st
-	return nil
+	return st, nil
 }
 
 // stopLocked stops a running rule and forgets it.
 func (t *ruleTable) stopLocked(st *watch.Rule) {
 	t.watcher.Stop(st)
+	if rr := t.rollouts[st.Rule.Name]; rr != nil && rr.target == st {
+		if s := rr.stable.Swap(nil); s != nil {
+			t.watcher.Stop(s)
+		}
+		delete(t.rollouts, st.Rule.Name)
+	}
 	t.reconciler.ForgetRule(st.Rule.Name)
 	if t.running[st.Rule.Name] == st {
 		delete(t.running, st.Rule.Name)

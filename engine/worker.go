@@ -49,7 +49,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	logger := klog.FromContext(ctx).WithValues("rule", key.Rule, "parent", key.Namespace+"/"+key.Name)
 	ctx = klog.NewContext(ctx, logger)
 	start := time.Now()
-	st := c.table.get(key.Rule)
+	st := c.table.forKey(key)
 	res, err := caught(key, func() (reconcile.Result, error) {
 		if c.testHook != nil {
 			c.testHook(key)

@@ -329,6 +329,7 @@ func TestReviseErrors(t *testing.T) {
 				{Rule: "web", Field: "parent", Message: "required"},
 				{Rule: "web", Field: "rollout.steps[1]", Message: `must be more than the step before it ("5%"), not "1%"`},
 				{Rule: "web", Message: "the rule has neither children nor status, so it would do nothing"},
+				{Rule: "web", Field: "rollout", Message: rolloutNeedsStatus},
 			},
 		},
 		{

@@ -231,6 +231,9 @@ func (c *compiler) compileRollout(r *Rule, src *rolloutSource, w where) {
 		OnFailure:        src.onFailure,
 		rule:             r,
 	}
+	if !r.HasStatus {
+		fail(c.errs, w, "needs the rule's status block: a step is healthy when its parents' Ready and Synced conditions, which only a rule with a status block writes, say so")
+	}
 	if src.healthy != "" {
 		env, err := c.envs.rollout()
 		if err != nil {

@@ -20,7 +20,8 @@ func rolloutRule(block string) string {
   - id: cm
     template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}"}}
   rollout:
-` + block
+` + block + `  status: {fields: {name: "${parent.metadata.name}"}}
+`
 }
 
 func TestLoadRollout(t *testing.T) {
@@ -398,4 +399,21 @@ func TestHealthyNeverQuotesSecrets(t *testing.T) {
 		t.Error("no expression's error quotes the value over ConfigMaps: the table no longer tests the redaction")
 	}
 	t.Logf("%d of %d errors quote the value over ConfigMaps", quoted, len(secretFailures))
+}
+
+const rolloutNeedsStatus = "needs the rule's status block: a step is healthy when its parents' Ready and Synced conditions, which only a rule with a status block writes, say so"
+
+func TestRolloutNeedsStatus(t *testing.T) {
+	src := `- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps}
+  children:
+  - id: cm
+    template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}"}}
+  rollout: {steps: ["50%"]}
+`
+	_, err := Load(ruleFile(src), Options{})
+	want := []errView{{Line: 9, Rule: "web", Field: "rollout", Message: rolloutNeedsStatus}}
+	if diff := cmp.Diff(want, viewErrors(t, err, want)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/crdschema"
+	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/internal/serve"
 	"github.com/kubecel/kubecel/internal/shard"
@@ -42,6 +43,7 @@ type runOptions struct {
 	sharding       shardOptions
 	identity       identityFlags
 	adoptUnproven  bool
+	revisionsKept  int
 	// report, when set, receives the reload results and the rules that cannot run, as
 	// text (kubecel dev prints them in its terminal).
 	report func(text string)
@@ -75,6 +77,7 @@ each holds a membership Lease, and the parents are spread over the live members.
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "never write: log each change the controller would make")
 	f.IntVar(&o.workers, "workers", 16, "parallel reconciles")
+	f.IntVar(&o.revisionsKept, "revision-history-limit", rollout.DefaultKeep, "revisions of each rule kept in the cluster (ControllerRevisions in the identity Secret's namespace), for kubecel rollout history and undo")
 	f.IntVar(&o.batch, "max-writes-per-reconcile", engine.DefaultMaxWritesPerReconcile, "child writes (applies and deletes) one reconcile sends before it hands its worker to the next parent and continues on a later turn")
 	f.Float32Var(&o.qps, "qps", 1000, "client-side rate limit on API requests per second")
 	f.IntVar(&o.burst, "burst", 2000, "client-side burst of API requests")
@@ -90,6 +93,9 @@ each holds a membership Lease, and the parents are spread over the live members.
 }
 
 func (o *runOptions) run(ctx context.Context) error {
+	if o.revisionsKept < 2 {
+		return fmt.Errorf("--revision-history-limit must be at least 2 (a rollout needs the revision it rolls from), not %d", o.revisionsKept)
+	}
 	if o.batch < 1 {
 		return fmt.Errorf("--max-writes-per-reconcile must be at least 1, not %d", o.batch)
 	}
@@ -175,7 +181,12 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, DryRun: o.dryRun, Registry: reg, Identity: id, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader, o.report)}
+	ref, err := o.identity.secretRef()
+	if err != nil {
+		return err
+	}
+	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, DryRun: o.dryRun, Registry: reg, Identity: id, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader, o.report),
+		RevisionNamespace: ref.Namespace, RevisionsKept: o.revisionsKept}
 	if member != nil {
 		opts.Shard = member
 	}

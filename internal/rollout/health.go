@@ -8,6 +8,16 @@ import (
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
+// RevisionOf is the revision a parent is at, as its Synced condition (of type
+// syncedType) says at the parent's generation; "" when it says none.
+func RevisionOf(parent *unstructured.Unstructured, syncedType string) string {
+	c := condition(parent, syncedType)
+	if c == nil || c["status"] != "True" || !observed(parent, c) {
+		return ""
+	}
+	return contract.RevisionOfSynced(str(c["message"]))
+}
+
 // At reports whether a parent is at revision hash: its Synced condition (of type
 // syncedType) is True at the parent's generation and names the revision.
 func At(parent *unstructured.Unstructured, syncedType, hash string) bool {

@@ -113,6 +113,15 @@ func (st *Rule) cachedParent(key Key) (*informers.Object, bool) {
 	return obj.(*informers.Object), true
 }
 
+// ParentVersion is the resourceVersion of a parent in the rule's cache.
+func (st *Rule) ParentVersion(key Key) (string, bool) {
+	obj, ok := st.cachedParent(key)
+	if !ok {
+		return "", false
+	}
+	return obj.GetResourceVersion(), true
+}
+
 // HasParent reports whether the rule's cache holds the parent.
 func (st *Rule) HasParent(key Key) bool {
 	_, ok := st.cachedParent(key)

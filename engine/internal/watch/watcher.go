@@ -65,7 +65,7 @@ func (w *Watcher) Kind(gvk schema.GroupVersionKind) (Kind, error) {
 
 // Resolve finds the kinds of a rule's parent, children and refs, without watching
 // anything yet. old, when set, is the version being replaced: its child kinds stay.
-func (w *Watcher) Resolve(r *rules.Rule, old *Rule) (*Rule, error) {
+func (w *Watcher) Resolve(r *rules.Rule, old *Rule, also ...*rules.Rule) (*Rule, error) {
 	parent, err := w.KindFor(r.Parent.GVR)
 	if err != nil {
 		return nil, fmt.Errorf("parent resource %s in %s: %w", r.Parent.GVR.Resource, r.Parent.GVR.GroupVersion(), err)
@@ -76,6 +76,14 @@ func (w *Watcher) Resolve(r *rules.Rule, old *Rule) (*Rule, error) {
 	if old != nil {
 		for gk, ck := range old.Children {
 			kinds[gk] = ck.GVK
+		}
+	}
+	for _, other := range also {
+		if other == nil {
+			continue
+		}
+		for _, ch := range other.Children {
+			kinds[ch.GVK.GroupKind()] = ch.GVK
 		}
 	}
 	for _, ch := range r.Children {

@@ -1,0 +1,542 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/rollout"
+	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules/contract"
+)
+
+// rolloutRules is a rule whose one child, a ConfigMap, carries version and is Ready when
+// ok is "yes"; policy is its `rollout:` block ("" for none).
+func rolloutRules(version, ok, policy string) string {
+	return widgetRuleHead + fmt.Sprintf(`      - id: config
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}"}
+          data: {version: %q, ok: %q}
+        readyWhen: self.data.ok == "yes"
+    status:
+      fields:
+        version: %q
+%s`, version, ok, version, policy)
+}
+
+// fourSteps is a rollout policy of four steps over 20 parents: 1, 5, 10 and 20 of them.
+const fourSteps = `    rollout:
+      steps: ["5%%", "25%%", "50%%", "100%%"]
+      pause: %s
+      progressDeadline: %s
+      onFailure: %s
+`
+
+// rolloutFixture runs a controller that keeps revisions in the test's namespace, and
+// converges 20 parents at version v1.
+type rolloutFixture struct {
+	*fixture
+	parents []string
+	store   *rollout.Store
+}
+
+func startRollout(t *testing.T, first string) *rolloutFixture {
+	t.Helper()
+	ns := testenv.Namespace(t)
+	// The revisions live in the test's own namespace.
+	f := &fixture{t: t, ns: ns, rule: fmt.Sprintf("r%04x", rand.IntN(1<<16)), rulesTemplate: first,
+		opts: engine.Options{Workers: 4, RolloutTick: 100 * time.Millisecond, RevisionNamespace: ns}}
+	f.run()
+	rf := &rolloutFixture{fixture: f, store: &rollout.Store{Client: testenv.Kube(t), Namespace: f.ns, Installation: f.opts.Identity.Name(), Signer: f.opts.Identity}}
+	for i := range 20 {
+		name := fmt.Sprintf("w%02d", i)
+		rf.parents = append(rf.parents, name)
+		f.create(widgets, widget(f.ns, name, map[string]any{}))
+	}
+	rf.waitVersions(map[string]string{"*": "v1"})
+	f.waitIdle()
+	return rf
+}
+
+// version is the version a parent's child carries ("" when it has none).
+func (rf *rolloutFixture) version(parent string) string {
+	cm, err := testenv.Kube(rf.t).CoreV1().ConfigMaps(rf.ns).Get(rf.t.Context(), parent, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return cm.Data["version"]
+}
+
+// versions maps each parent to its child's version.
+func (rf *rolloutFixture) versions() map[string]string {
+	out := map[string]string{}
+	for _, p := range rf.parents {
+		out[p] = rf.version(p)
+	}
+	return out
+}
+
+// waitVersions waits until every parent's child has the version want says for it ("*"
+// for every parent not named).
+func (rf *rolloutFixture) waitVersions(want map[string]string) {
+	rf.t.Helper()
+	rf.eventually(func() (bool, string) {
+		for _, p := range rf.parents {
+			w, ok := want[p]
+			if !ok {
+				w = want["*"]
+			}
+			if got := rf.version(p); got != w {
+				return false, fmt.Sprintf("parent %s: child at version %q, want %q", p, got, w)
+			}
+		}
+		return true, ""
+	})
+}
+
+// current is the rule's current stored revision.
+func (rf *rolloutFixture) current() *rollout.Revision {
+	rf.t.Helper()
+	revs, err := rf.store.List(rf.t.Context(), rf.rule)
+	if err != nil {
+		rf.t.Fatal(err)
+	}
+	return rollout.Current(revs)
+}
+
+// waitPhase waits until the current revision's rollout is in phase.
+func (rf *rolloutFixture) waitPhase(phase rollout.Phase) *rollout.Revision {
+	rf.t.Helper()
+	var cur *rollout.Revision
+	rf.eventually(func() (bool, string) {
+		cur = rf.current()
+		if cur == nil {
+			return false, "no revision stored"
+		}
+		return cur.Phase == phase, fmt.Sprintf("revision %d is %s at step %d (%s), want %s", cur.Number, cur.Phase, cur.Step, cur.Message, phase)
+	})
+	return cur
+}
+
+// order is the rollout order of the fixture's parents.
+func (rf *rolloutFixture) order() []string {
+	ps := make([]rollout.Parent, len(rf.parents))
+	for i, p := range rf.parents {
+		ps[i] = rollout.Parent{Namespace: rf.ns, Name: p}
+	}
+	rollout.Order(ps)
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// setRules replaces the running rules, also for a restart.
+func (rf *rolloutFixture) setRules(text string) {
+	rf.rulesTemplate = text
+	rf.ctrl.SetRules(rf.t.Context(), rf.loadRules(text))
+}
+
+// childWrites are the controller's writes to ConfigMaps and parents of the namespace,
+// by object name.
+func (rf *rolloutFixture) childWrites() map[string]int {
+	rf.t.Helper()
+	events, err := testenv.ControlPlane(rf.t).AuditEvents()
+	if err != nil {
+		rf.t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, e := range events {
+		if rf.controllerWrites(e) && !strings.Contains(e.RequestURI, "dryRun=All") && (e.ObjectRef.Resource == "configmaps" || e.ObjectRef.Resource == "widgets") {
+			out[e.ObjectRef.Resource+"/"+e.ObjectRef.Name]++
+		}
+	}
+	return out
+}
+
+// writesSince are the writes of childWrites made after before.
+func writesSince(before, after map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, n := range after {
+		if d := n - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// writtenParents are the parents whose child or status a set of writes touched.
+func writtenParents(w map[string]int) []string {
+	var out []string
+	for k := range w {
+		_, name, _ := strings.Cut(k, "/")
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestRolloutGoodEditTakesEveryStep(t *testing.T) {
+	rf := startRollout(t, rolloutRules("v1", "yes", ""))
+	first := rf.current()
+	if first == nil || first.Phase != rollout.Complete || first.Number != 1 {
+		t.Fatalf("first revision: %+v, want number 1, Complete", first)
+	}
+	before := rf.childWrites()
+	rf.setRules(rolloutRules("v2", "yes", fmt.Sprintf(fourSteps, "1s", "5m", "Pause")))
+	order := rf.order()
+	counts := []int{1, 5, 10, 20}
+	seen := map[int]bool{}
+	// At every poll, the parents at v2 are the first members of the order for the step
+	// the stored state says (or of the step before, while the new step's members move).
+	rf.eventually(func() (bool, string) {
+		cur := rf.current()
+		vs := rf.versions()
+		var at []string
+		for _, p := range order {
+			if vs[p] == "v2" {
+				at = append(at, p)
+			}
+		}
+		if cur.Phase == rollout.Progressing {
+			seen[cur.Step] = true
+			limit := counts[cur.Step-1]
+			if slices.ContainsFunc(at, func(p string) bool { return !slices.Contains(order[:limit], p) }) {
+				t.Fatalf("step %d: parents at v2 %v, want at most the first %d of %v", cur.Step, at, limit, order)
+			}
+		}
+		return cur.Phase == rollout.Complete && len(at) == 20, fmt.Sprintf("revision %d %s step %d, %d parents at v2", cur.Number, cur.Phase, cur.Step, len(at))
+	})
+	for step := 1; step <= 4; step++ {
+		if !seen[step] {
+			t.Errorf("step %d was never seen Progressing (seen %v)", step, seen)
+		}
+	}
+	rf.waitIdle()
+	w := writesSince(before, rf.childWrites())
+	// The same writes as an edit without a rollout: each child once, each status once.
+	for _, p := range rf.parents {
+		if w["configmaps/"+p] != 1 || w["widgets/"+p] != 1 {
+			t.Errorf("parent %s: %d child writes and %d status writes, want 1 and 1", p, w["configmaps/"+p], w["widgets/"+p])
+		}
+	}
+	cur := rf.current()
+	for _, p := range rf.parents {
+		obj, err := rf.get(widgets, rf.ns, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rollout.RevisionOf(obj, contract.ConditionSynced); got != cur.Hash {
+			t.Errorf("parent %s at revision %q, want %q", p, got, cur.Hash)
+		}
+	}
+	// At rest after the rollout: no write.
+	atRest := rf.childWrites()
+	rf.ctrl.EnqueueAll()
+	rf.waitIdle()
+	if w := writesSince(atRest, rf.childWrites()); len(w) > 0 {
+		t.Errorf("a resync after the rollout wrote %v, want nothing", w)
+	}
+}
+
+// badEdit sends a rules edit whose children never become Ready and waits until its
+// first step fails; it returns the writes the edit made.
+func (rf *rolloutFixture) badEdit(onFailure string, phase rollout.Phase) (map[string]int, *rollout.Revision) {
+	rf.t.Helper()
+	before := rf.childWrites()
+	rf.setRules(rolloutRules("v2", "no", fmt.Sprintf(fourSteps, "0s", "3s", onFailure)))
+	cur := rf.waitPhase(phase)
+	rf.waitIdle()
+	return writesSince(before, rf.childWrites()), cur
+}
+
+func TestRolloutBadEditPausesInFirstStep(t *testing.T) {
+	rf := startRollout(t, rolloutRules("v1", "yes", ""))
+	v1 := rf.current()
+	w, cur := rf.badEdit("Pause", rollout.Paused)
+	canary := rf.order()[0]
+	if got := writtenParents(w); !slices.Equal(got, []string{canary}) {
+		t.Fatalf("the failed first step wrote to parents %v (%v), want only %s", got, w, canary)
+	}
+	if cur.Step != 1 || !strings.Contains(cur.Message, rf.ns+"/"+canary+": Ready is False") {
+		t.Errorf("paused at step %d with message %q, want step 1 naming %s/%s as not Ready", cur.Step, cur.Message, rf.ns, canary)
+	}
+	rf.waitVersions(map[string]string{canary: "v2", "*": "v1"})
+
+	// kubecel rollout undo: the changed parent goes back to the previous revision's
+	// children, exactly.
+	state, err := rollout.Undo(cur, []*rollout.Revision{v1, cur})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rf.store.Update(t.Context(), cur, cur.Number, state); err != nil {
+		t.Fatal(err)
+	}
+	rf.waitVersions(map[string]string{"*": "v1"})
+	rf.eventually(func() (bool, string) {
+		obj, err := rf.get(widgets, rf.ns, canary)
+		if err != nil {
+			return false, err.Error()
+		}
+		// Revision 1 has no rollout policy: its Synced condition names no revision.
+		synced, _, msg := testenv.Condition(obj, contract.ConditionSynced)
+		return synced == "True" && rollout.RevisionOf(obj, contract.ConditionSynced) == "", fmt.Sprintf("the canary's Synced condition is %s %q, want True at revision 1 (%s)", synced, msg, v1.Hash)
+	})
+	assertSameChild(t, rf, canary, rf.parents[len(rf.parents)-1])
+}
+
+func TestRolloutBadEditRollsBackByItself(t *testing.T) {
+	rf := startRollout(t, rolloutRules("v1", "yes", ""))
+	w, cur := rf.badEdit("Rollback", rollout.RolledBack)
+	canary := rf.order()[0]
+	if got := writtenParents(w); !slices.Equal(got, []string{canary}) {
+		t.Fatalf("the failed first step wrote to parents %v (%v), want only %s", got, w, canary)
+	}
+	if !strings.Contains(cur.Message, "not healthy within 3s") {
+		t.Errorf("rolled back with message %q", cur.Message)
+	}
+	rf.waitVersions(map[string]string{"*": "v1"})
+	rf.waitIdle()
+	assertSameChild(t, rf, canary, rf.parents[len(rf.parents)-1])
+	// Held at the previous revision until the text changes: a restart keeps it.
+	atRest := rf.childWrites()
+	rf.restart()
+	rf.ctrl.EnqueueAll()
+	rf.waitIdle()
+	if w := writesSince(atRest, rf.childWrites()); len(w) > 0 {
+		t.Errorf("a restart after the rollback wrote %v, want nothing", w)
+	}
+}
+
+// assertSameChild checks that two parents' children have the same data, labels aside
+// from those naming the parent: the rolled back parent has the previous revision's
+// child exactly.
+func assertSameChild(t *testing.T, rf *rolloutFixture, a, b string) {
+	t.Helper()
+	get := func(name string) map[string]string {
+		cm, err := testenv.Kube(t).CoreV1().ConfigMaps(rf.ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data
+	}
+	if da, db := get(a), get(b); fmt.Sprint(da) != fmt.Sprint(db) {
+		t.Errorf("child of %s has data %v, child of %s (never changed) %v", a, da, b, db)
+	}
+}
+
+
+// undo runs what `kubecel rollout undo` does on the rule's current revision.
+func (rf *rolloutFixture) undo() {
+	rf.t.Helper()
+	revs, err := rf.store.List(rf.t.Context(), rf.rule)
+	if err != nil {
+		rf.t.Fatal(err)
+	}
+	cur := rollout.Current(revs)
+	state, err := rollout.Undo(cur, revs)
+	if err != nil {
+		rf.t.Fatal(err)
+	}
+	if _, err := rf.store.Update(rf.t.Context(), cur, cur.Number, state); err != nil {
+		rf.t.Fatal(err)
+	}
+}
+
+func TestRolloutUndoOfAnEditWithoutPolicy(t *testing.T) {
+	rf := startRollout(t, rolloutRules("v1", "yes", ""))
+	rf.setRules(rolloutRules("v2", "yes", ""))
+	rf.waitVersions(map[string]string{"*": "v2"})
+	if cur := rf.current(); cur.Number != 2 || cur.Phase != rollout.Complete {
+		t.Fatalf("an edit without a policy stored revision %d %s, want 2 Complete", cur.Number, cur.Phase)
+	}
+	rf.undo()
+	rf.waitVersions(map[string]string{"*": "v1"})
+	// Held there: a restart with the same rules keeps every parent at v1.
+	rf.waitIdle()
+	atRest := rf.childWrites()
+	rf.restart()
+	rf.ctrl.EnqueueAll()
+	rf.waitIdle()
+	if w := writesSince(atRest, rf.childWrites()); len(w) > 0 {
+		t.Errorf("a restart after the undo wrote %v, want nothing", w)
+	}
+	// A new text rolls forward again.
+	rf.setRules(rolloutRules("v3", "yes", ""))
+	rf.waitVersions(map[string]string{"*": "v3"})
+}
+
+// longPause is a policy whose steps wait an hour once healthy: the rollout stays in its
+// first step.
+var longPause = fmt.Sprintf(fourSteps, "1h", "5m", "Pause")
+
+func TestRolloutResumesItsStepAfterARestart(t *testing.T) {
+	rf := startRollout(t, rolloutRules("v1", "yes", ""))
+	rf.setRules(rolloutRules("v2", "yes", longPause))
+	canary := rf.order()[0]
+	rf.waitVersions(map[string]string{canary: "v2", "*": "v1"})
+	var cur *rollout.Revision
+	rf.eventually(func() (bool, string) {
+		cur = rf.current()
+		return !cur.HealthySince.IsZero(), fmt.Sprintf("step %d not seen healthy yet", cur.Step)
+	})
+	rf.waitIdle()
+	atRest := rf.childWrites()
+	rf.restart()
+	rf.ctrl.EnqueueAll()
+	rf.waitIdle()
+	if w := writesSince(atRest, rf.childWrites()); len(w) > 0 {
+		t.Errorf("a restart in the middle of step 1 wrote %v, want nothing", w)
+	}
+	after := rf.current()
+	if after.Step != 1 || after.Phase != rollout.Progressing || !after.HealthySince.Equal(cur.HealthySince) {
+		t.Errorf("after the restart: %s step %d healthy since %v, want Progressing step 1 healthy since %v", after.Phase, after.Step, after.HealthySince, cur.HealthySince)
+	}
+	rf.waitVersions(map[string]string{canary: "v2", "*": "v1"})
+}
+
+func TestRolloutEditDuringARollout(t *testing.T) {
+	rf := startRollout(t, rolloutRules("v1", "yes", ""))
+	rf.setRules(rolloutRules("v2", "yes", fmt.Sprintf(fourSteps, "1s", "5m", "Pause")))
+	order := rf.order()
+	// Wait for step 2 (5 parents at v2), then edit again.
+	rf.eventually(func() (bool, string) {
+		n := 0
+		for _, v := range rf.versions() {
+			if v == "v2" {
+				n++
+			}
+		}
+		return n >= 5, fmt.Sprintf("%d parents at v2", n)
+	})
+	v2 := rf.current()
+	rf.setRules(rolloutRules("v3", "yes", longPause))
+	// The new rollout starts again from the first step and from revision 1: its canary
+	// moves to v3, every other parent goes back to v1.
+	rf.waitVersions(map[string]string{order[0]: "v3", "*": "v1"})
+	revs, err := rf.store.List(t.Context(), rf.rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]rollout.Phase{}
+	for _, r := range revs {
+		got[r.Number] = r.Phase
+	}
+	want := map[int64]rollout.Phase{1: rollout.Complete, v2.Number: rollout.Superseded, v2.Number + 1: rollout.Progressing}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("revisions by number: %v, want %v", got, want)
+	}
+	if cur := rf.current(); cur.From != revs[0].Hash || cur.Step != 1 {
+		t.Errorf("the new rollout is at step %d from %s, want step 1 from revision 1 (%s)", cur.Step, cur.From, revs[0].Hash)
+	}
+}
+
+func TestRolloutRuleRemovedDuringARollout(t *testing.T) {
+	rf := startRollout(t, rolloutRules("v1", "yes", ""))
+	withRollout := rolloutRules("v2", "yes", longPause)
+	rf.setRules(withRollout)
+	canary := rf.order()[0]
+	rf.waitVersions(map[string]string{canary: "v2", "*": "v1"})
+	rf.waitIdle()
+	// Removing the rule stops it, as any removal does: its children stay as they are,
+	// its revisions stay in the cluster.
+	other := widgetRuleHead + `      - id: other
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name + '-other'}"}
+`
+	before := rf.childWrites()
+	rf.ctrl.SetRules(t.Context(), rf.loadRules(strings.Replace(other, "name: {{.Rule}}", "name: {{.Rule}}-other", 1)))
+	rf.waitIdle()
+	rf.waitVersions(map[string]string{canary: "v2", "*": "v1"})
+	for k, n := range writesSince(before, rf.childWrites()) {
+		if strings.HasPrefix(k, "configmaps/") && !strings.HasSuffix(k, "-other") {
+			t.Errorf("after the rule was removed, %s was written %d times", k, n)
+		}
+	}
+	if cur := rf.current(); cur == nil || cur.Phase != rollout.Progressing || cur.Step != 1 {
+		t.Fatalf("the removed rule's revision: %+v, want it kept, Progressing at step 1", cur)
+	}
+	// Back with the same text: the rollout goes on where it was.
+	rf.setRules(withRollout)
+	rf.waitIdle()
+	rf.waitVersions(map[string]string{canary: "v2", "*": "v1"})
+	if cur := rf.current(); cur.Phase != rollout.Progressing || cur.Step != 1 {
+		t.Errorf("the rule back: %s step %d, want Progressing step 1", cur.Phase, cur.Step)
+	}
+}
+
+func TestRolloutDryRunPlansTheFirstStep(t *testing.T) {
+	rf := startRollout(t, rolloutRules("v1", "yes", ""))
+	rf.stop()
+	before := rf.childWrites()
+	revisionWrites := func(e controlplane.AuditEvent) bool {
+		return e.ObjectRef.Namespace == rf.ns && e.ObjectRef.Resource == "controllerrevisions"
+	}
+	revsBefore := testenv.Writes(t, revisionWrites)
+
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctrl, err := engine.New(testenv.Config(t), engine.Options{Workers: 2, DryRun: true, Identity: rf.opts.Identity, RevisionNamespace: rf.ns, RolloutTick: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
+	ctrl.SetRules(ctx, rf.loadRules(rolloutRules("v2", "yes", fmt.Sprintf(fourSteps, "0s", "5m", "Pause"))))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = ctrl.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	canary := rf.order()[0]
+	planned := func() []string {
+		var objects []string
+		for _, e := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+			if e.Message != "Planned change" {
+				continue
+			}
+			for i := 0; i+1 < len(e.ParameterKVList); i += 2 {
+				if e.ParameterKVList[i] == "object" {
+					objects = append(objects, fmt.Sprint(e.ParameterKVList[i+1]))
+				}
+			}
+		}
+		slices.Sort(objects)
+		return slices.Compact(objects)
+	}
+	want := []string{"ConfigMap " + rf.ns + "/" + canary, "Widget.engine.kubecel.dev " + rf.ns + "/" + canary}
+	rf.eventually(func() (bool, string) {
+		got := planned()
+		return slices.Equal(got, want), fmt.Sprintf("planned changes to %v, want %v", got, want)
+	})
+	ctrl.EnqueueAll()
+	time.Sleep(2 * time.Second) // let a few ticks pass: a dry run takes no step
+	if got := planned(); !slices.Equal(got, want) {
+		t.Errorf("after more ticks the dry run planned changes to %v, want only the first step's %v", got, want)
+	}
+	if w := writesSince(before, rf.childWrites()); len(w) > 0 {
+		t.Errorf("the dry run wrote %v", w)
+	}
+	if n := testenv.Writes(t, revisionWrites) - revsBefore; n > 0 {
+		t.Errorf("the dry run wrote %d revisions", n)
+	}
+}
