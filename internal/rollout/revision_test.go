@@ -149,3 +149,19 @@ func TestStoreUpdateWithoutSigner(t *testing.T) {
 		t.Errorf("Create without a signer: error %v", err)
 	}
 }
+
+// TestStoreListBadState: a revision whose state cannot be read fails the list, naming
+// the rule and the revision.
+func TestStoreListBadState(t *testing.T) {
+	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{
+		Name: Name("kubecel", "web", "h1"), Namespace: "kubecel-system",
+		Labels:      map[string]string{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelInstallation: "kubecel", contract.LabelRule: "web", LabelRevision: "h1"},
+		Annotations: map[string]string{AnnotationPhase: "Complete", AnnotationStep: "x"},
+	}}
+	s := &Store{Client: fake.NewClientset(cr), Namespace: "kubecel-system", Installation: "kubecel"}
+	_, err := s.List(t.Context(), "web")
+	want := `rule "web": revision kubecel.web.h1: annotation rollout.kubecel.dev/step is "x", want a step count`
+	if err == nil || err.Error() != want {
+		t.Fatalf("List: error %v, want %q", err, want)
+	}
+}
