@@ -33,6 +33,8 @@ func (w withControlPlane) Run() int {
 	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 	return testenv.Run(w.m, controlplane.Options{AuditWrites: true, CRDs: []*apiextensionsv1.CustomResourceDefinition{
 		testCRD("gadgets", "Gadget", apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTo(true)}),
+		// Only the rollout scripts have rollers: status counts every one in the cluster.
+		testCRD("rollers", "Roller", apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTo(true)}),
 		testCRD("parts", "Part", apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"size": {Type: "integer"},
 		}}),

@@ -56,6 +56,7 @@ import (
 //
 //	subst IN OUT              write IN to OUT with $VARIABLES expanded
 //	apply FILE                server-side apply every object of FILE (in $NS unless it names a namespace)
+//	applystatus FILE          the same to the status subresource (each object's status)
 //	get RESOURCE NAME         print the object (RESOURCE as in kubectl: configmaps, gadgets.plan.kubecel.dev) as YAML; ! get: it does not exist
 //	waitfor RESOURCE NAME [TEXT]  wait until the object exists and its YAML contains TEXT
 //	waitgone RESOURCE NAME    wait until the object does not exist
@@ -134,6 +135,7 @@ func freePort() (int, error) {
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"subst":         cmdSubst,
 	"apply":         cmdApply,
+	"applystatus":   cmdApplyStatus,
 	"get":           cmdGet,
 	"waitfor":       cmdWaitFor,
 	"waitgone":      cmdWaitGone,
@@ -268,14 +270,26 @@ func cmdApply(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: apply FILE")
 	}
+	applyFile(ts, args[0], "")
+}
+
+func cmdApplyStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: applystatus FILE")
+	}
+	applyFile(ts, args[0], "status")
+}
+
+// applyFile server-side applies every object of a file, or only its subresource.
+func applyFile(ts *testscript.TestScript, file, subresource string) {
 	c := newScriptClient(ts)
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(ts.ReadFile(args[0])), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(ts.ReadFile(file)), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
 		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
 			return
 		} else if err != nil {
-			ts.Fatalf("%s: %v", args[0], err)
+			ts.Fatalf("%s: %v", file, err)
 		}
 		if len(obj.Object) == 0 {
 			continue
@@ -290,7 +304,11 @@ func cmdApply(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			ri = c.dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
 		}
-		_, err = ri.Apply(context.Background(), obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "testscript", Force: true})
+		if subresource == "status" {
+			_, err = ri.ApplyStatus(context.Background(), obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "testscript", Force: true})
+		} else {
+			_, err = ri.Apply(context.Background(), obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "testscript", Force: true})
+		}
 		ts.Check(err)
 	}
 }

@@ -173,7 +173,7 @@ func Next(s State, p Policy, h Health, now time.Time) (State, bool) {
 		return s, changed
 	}
 	if s.Step >= len(p.Steps) {
-		return State{Phase: Complete, Step: s.Step, From: s.From}, true
+		return State{Phase: Complete, Step: s.Step, From: s.From, Steps: s.Steps}, true
 	}
 	s.Step++
 	s.StepStarted, s.HealthySince, s.Message = now, time.Time{}, ""

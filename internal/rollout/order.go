@@ -29,7 +29,7 @@ func Order(parents []Parent) {
 	for i, p := range parents {
 		f := fnv.New64a()
 		f.Write([]byte(p.Namespace + "/" + p.Name))
-		rs[i] = ranked{p, f.Sum64()}
+		rs[i] = ranked{p, mix(f.Sum64())}
 	}
 	slices.SortFunc(rs, func(a, b ranked) int {
 		if a.p.Canary != b.p.Canary {
@@ -45,10 +45,22 @@ func Order(parents []Parent) {
 	}
 }
 
+// mix spreads every bit of an FNV-1a hash over all of its bits (MurmurHash3's 64-bit
+// finalizer). FNV-1a alone barely carries its last bytes into its high bits, so sorting
+// by it ranks parents by namespace first, and a first step would take one namespace.
+func mix(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
 // Members is how many of n parents the first `taken` of steps hold: the percent of the
 // last step taken, rounded up, so that a first step of 1% holds at least one parent.
 func Members(steps []float64, taken, n int) int {
-	if taken <= 0 || n == 0 {
+	if taken <= 0 || n == 0 || len(steps) == 0 {
 		return 0
 	}
 	if taken > len(steps) {

@@ -55,7 +55,11 @@ func (s *Store) List(ctx context.Context, rule string) ([]*Revision, error) {
 	for i := range list.Items {
 		crs[i] = &list.Items[i]
 	}
-	return s.Decode(crs)
+	revs, err := s.Decode(crs)
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: %w", rule, err)
+	}
+	return revs, nil
 }
 
 // Decode reads stored ControllerRevisions of one rule, oldest first.

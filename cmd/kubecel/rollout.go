@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubecel/kubecel/internal/rollout"
+	"github.com/kubecel/kubecel/rules"
+)
+
+func newRolloutCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollout",
+		Short: "Show and steer the progressive rollouts of a rule's revisions",
+		Long: `Each edit of a rule that has a rollout policy makes a new revision of the rule, which
+the controller rolls out to the rule's parents step by step. The revisions are
+ControllerRevisions in kubecel's namespace (the namespace of the identity Secret),
+labelled with the installation and the rule; the highest-numbered is the current one.
+
+  status    the current revision, its phase and step, and where the parents are
+  history   every stored revision of the rule
+  pause     stop a rollout under way from taking further steps
+  resume    let a paused rollout go on
+  undo      send every parent back to the revision the current one rolled from
+
+The commands read and write only the revisions (and status lists the parents); they
+never read the installation's key.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return &usageError{msg: "give a subcommand: status, history, pause, resume or undo", command: cmd.CommandPath()}
+		},
+	}
+	cmd.AddCommand(newRolloutStatusCommand(), newRolloutHistoryCommand(),
+		newRolloutOpCommand(pauseOp), newRolloutOpCommand(resumeOp), newRolloutOpCommand(undoOp))
+	return cmd
+}
+
+// rolloutOptions are what every rollout subcommand takes: the cluster and the
+// installation whose revisions it reads.
+type rolloutOptions struct {
+	cluster  *clusterFlags
+	identity identityFlags
+}
+
+func (o *rolloutOptions) addFlags(f *pflag.FlagSet) {
+	o.cluster = newClusterFlags()
+	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.identity.addFlags(f)
+	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret: the revisions are in its namespace; the Secret itself is not read (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
+}
+
+// ruleArg checks that a subcommand was given one rule.
+func ruleArg(cmd *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0:
+		return &usageError{msg: "give the rule's name: " + cmd.CommandPath() + " RULE", command: cmd.CommandPath()}
+	case len(args) > 1:
+		return &usageError{msg: fmt.Sprintf("give one rule, not %d (%s)", len(args), strings.Join(args, " ")), command: cmd.CommandPath()}
+	}
+	return nil
+}
+
+// rolloutClient reaches the cluster for a rollout subcommand.
+type rolloutClient struct {
+	cfg   *rest.Config
+	store *rollout.Store
+}
+
+// connect checks the flags, reaches the API server and makes the store of the
+// installation's revisions; it never reads the identity Secret.
+func (o *rolloutOptions) connect() (*rolloutClient, error) {
+	ref, err := o.identity.secretRef()
+	if err != nil {
+		return nil, err
+	}
+	if err := rules.CheckInstallation(ref.Installation); err != nil {
+		return nil, fmt.Errorf("--installation: %w", err)
+	}
+	cfg, err := o.cluster.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "kubecel-rollout"
+	if err := reach(cfg); err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &rolloutClient{cfg: cfg, store: &rollout.Store{Client: kube, Namespace: ref.Namespace, Installation: ref.Installation}}, nil
+}
+
+// current reads a rule's revisions and its current one; a rule without any is an error
+// that says where kubecel looked.
+func (c *rolloutClient) current(ctx context.Context, rule string) ([]*rollout.Revision, *rollout.Revision, error) {
+	revs, err := c.store.List(ctx, rule)
+	if err != nil {
+		return nil, nil, err
+	}
+	cur := rollout.Current(revs)
+	if cur == nil {
+		return nil, nil, fmt.Errorf("rule %q has no revision in namespace %s for installation %q: the rule never ran there, or runs under another installation (--installation, --identity-secret)",
+			rule, c.store.Namespace, c.store.Installation)
+	}
+	return revs, cur, nil
+}
+
+// stepText names a revision's step: "2 of 4 (10%)", or "2" when its steps are unknown.
+func stepText(s rollout.State) string {
+	if s.Step < 1 || s.Step > len(s.Steps) {
+		return fmt.Sprint(s.Step)
+	}
+	return fmt.Sprintf("%d of %d (%g%%)", s.Step, len(s.Steps), s.Steps[s.Step-1])
+}
+
+// revisionText names a revision by number and hash: "revision 3 (5d1f0c2a)".
+func revisionText(r *rollout.Revision) string {
+	return fmt.Sprintf("revision %d (%s)", r.Number, r.Hash)
+}
+
+// fromText names the revision a rollout rolls from, by number when it is stored.
+func fromText(revs []*rollout.Revision, hash string) string {
+	if r := rollout.Find(revs, hash); r != nil {
+		return revisionText(r)
+	}
+	return "revision " + hash + " (no longer stored)"
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubecel/kubecel/internal/rollout"
+)
+
+// rolloutView is what status shows of a rule's current revision and its parents.
+type rolloutView struct {
+	rule string
+	revs []*rollout.Revision
+	cur  *rollout.Revision
+	// parents is false when the revision does not say where its parents are.
+	parents bool
+	// total parents, how many are at the current revision and at the one it rolls from.
+	total, atCur, atFrom int
+	// members is how many parents the steps taken hold (Progressing or Paused); failing
+	// names those not healthy, in the rollout's order: "ns/name: reason".
+	members int
+	failing []string
+}
+
+// parseParentResource reads a revision's parent resource, group/version/resource
+// ("/v1/pods" for the core group).
+func parseParentResource(s string) (schema.GroupVersionResource, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 || parts[1] == "" || parts[2] == "" {
+		return schema.GroupVersionResource{}, fmt.Errorf("parent resource %q: want group/version/resource (/v1/pods for the core group)", s)
+	}
+	return schema.GroupVersionResource{Group: parts[0], Version: parts[1], Resource: parts[2]}, nil
+}
+
+// view reads the parents of a rule's current revision (every object of its parent
+// resource, in every namespace) and sees where they are.
+func (c *rolloutClient) view(ctx context.Context, rule string) (*rolloutView, error) {
+	revs, cur, err := c.current(ctx, rule)
+	if err != nil {
+		return nil, err
+	}
+	v := &rolloutView{rule: rule, revs: revs, cur: cur}
+	if cur.ParentResource == "" {
+		return v, nil
+	}
+	gvr, err := parseParentResource(cur.ParentResource)
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: %s: %w", rule, revisionText(cur), err)
+	}
+	dyn, err := dynamic.NewForConfig(c.cfg)
+	if err != nil {
+		return nil, err
+	}
+	var items []unstructured.Unstructured
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := dyn.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("rule %q: list its parents (%s): %w", rule, gvr.GroupResource(), err)
+		}
+		items = append(items, list.Items...)
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	v.parents = true
+	v.count(items)
+	return v, nil
+}
+
+// count places the parents: at which revision, and which members of the steps taken
+// are not healthy.
+func (v *rolloutView) count(items []unstructured.Unstructured) {
+	cur := v.cur
+	byKey := make(map[rollout.Parent]*unstructured.Unstructured, len(items))
+	order := make([]rollout.Parent, len(items))
+	for i := range items {
+		p := &items[i]
+		key := rollout.Parent{Namespace: p.GetNamespace(), Name: p.GetName(), Canary: p.GetLabels()[rollout.LabelCanary] == "true"}
+		byKey[key], order[i] = p, key
+		switch {
+		case rollout.At(p, cur.SyncedCondition, cur.Hash):
+			v.atCur++
+		case cur.From != "" && rollout.At(p, cur.SyncedCondition, cur.From):
+			v.atFrom++
+		}
+	}
+	v.total = len(items)
+	if cur.Phase != rollout.Progressing && cur.Phase != rollout.Paused {
+		return
+	}
+	rollout.Order(order)
+	v.members = rollout.Members(cur.Steps, cur.Step, len(order))
+	for _, key := range order[:v.members] {
+		if why := rollout.ParentHealth(byKey[key], cur.ReadyCondition, cur.SyncedCondition, cur.Hash); why != "" {
+			v.failing = append(v.failing, rolloutParentName(key)+": "+why)
+		}
+	}
+}
+
+func rolloutParentName(p rollout.Parent) string {
+	if p.Namespace == "" {
+		return p.Name
+	}
+	return p.Namespace + "/" + p.Name
+}
