@@ -187,4 +187,3 @@ func whereOf(st *watch.Rule) rollout.Where {
 		ReadyCondition: st.Rule.ReadyCondition, SyncedCondition: st.Rule.SyncedCondition,
 	}
 }
-

@@ -340,7 +340,6 @@ func assertSameChild(t *testing.T, rf *rolloutFixture, a, b string) {
 	}
 }
 
-
 // undo runs what `kubecel rollout undo` does on the rule's current revision.
 func (rf *rolloutFixture) undo() {
 	rf.t.Helper()

@@ -31,7 +31,7 @@ type parentSeen struct {
 	// it is the target; health says why it is not healthy there ("" when it is).
 	revision string
 	at       bool
-	health string
+	health   string
 }
 
 // look refreshes what the tick knows of the rule's parents and returns them in
@@ -59,7 +59,7 @@ func (rr *ruleRollout) look(ctx context.Context) ([]watch.Key, map[watch.Key]par
 				continue
 			}
 			seen = parentSeen{
-				version: version,
+				version:  version,
 				canary:   u.GetLabels()[rollout.LabelCanary] == "true",
 				revision: rollout.RevisionOf(u, r.SyncedCondition),
 				health:   rollout.ParentHealth(u, r.ReadyCondition, r.SyncedCondition, r.Revision),

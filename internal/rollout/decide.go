@@ -78,8 +78,13 @@ func Start(revs []*Revision, hash string, rolls bool, now time.Time) (Change, bo
 	}
 	switch {
 	case cur != nil && cur.Phase == Complete:
+		// Undo of it goes back to where the parents were: the newest other complete
+		// revision.
 		ch.State = cur.State
 		ch.State.Message = ""
+		if prev := lastComplete(revs, hash); prev != nil {
+			ch.State.From = prev.Hash
+		}
 	default:
 		from := lastComplete(revs, hash)
 		if from == nil && top != nil && cur == nil {

@@ -98,9 +98,13 @@ func TestStart(t *testing.T) {
 		revs: []*Revision{rev(1, "h1", complete("")), rev(2, "h2", progressing)}, hash: "h1", rolls: true,
 		want: change{Update: 1, Number: 3, State: complete(""), Supersede: []int64{2}}, wantOK: true,
 	}, {
-		name: "text back at a Complete revision drops its old message",
+		name: "text back at a Complete revision drops its old message and is undone to the one before",
 		revs: []*Revision{rev(1, "h1", State{Phase: Complete, From: "h0", Message: "completed at once: the rule no longer has a rollout policy"}), rev(2, "h2", complete("h1"))}, hash: "h1", rolls: true,
-		want: change{Update: 1, Number: 3, State: complete("h0")}, wantOK: true,
+		want: change{Update: 1, Number: 3, State: complete("h2")}, wantOK: true,
+	}, {
+		name: "text back at the first revision, after a rollout that did not complete, keeps its origin",
+		revs: []*Revision{rev(1, "h1", complete("")), rev(2, "h2", State{Phase: Paused, Step: 1, From: "h1", StepStarted: t0})}, hash: "h1", rolls: true,
+		want: change{Update: 1, Number: 3, State: complete(""), Supersede: []int64{2}}, wantOK: true,
 	}, {
 		name: "text back at a RolledBack revision rolls out again from the first step",
 		revs: []*Revision{rev(1, "h2", complete("")), rev(2, "h1", State{Phase: RolledBack, Step: 3, From: "h2", Message: "undone"}), rev(3, "h3", complete("h2"))}, hash: "h1", rolls: true,

@@ -42,7 +42,11 @@ func Undo(cur *Revision, revs []*Revision) (State, error) {
 	}
 	switch {
 	case cur.Phase == RolledBack:
-		return State{}, fmt.Errorf("revision %d was already rolled back to %s: edit the rules to roll forward", cur.Number, cur.From)
+		to := cur.From
+		if from := Find(revs, cur.From); from != nil {
+			to = fmt.Sprintf("revision %d (%s)", from.Number, from.Hash)
+		}
+		return State{}, fmt.Errorf("revision %d was already rolled back to %s: edit the rules to roll forward", cur.Number, to)
 	case cur.From == "":
 		return State{}, fmt.Errorf("revision %d is the rule's first: there is no earlier revision to go back to", cur.Number)
 	}

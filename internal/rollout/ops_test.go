@@ -62,7 +62,7 @@ func TestOps(t *testing.T) {
 		want: State{Phase: RolledBack, From: "h1", Message: "undone by kubecel rollout undo: every parent is back at revision 1 (h1)"},
 	}, {
 		name: "undo twice", op: "undo", cur: rev(2, "h2", State{Phase: RolledBack, From: "h1"}), revs: []*Revision{h1},
-		wantErr: "revision 2 was already rolled back to h1: edit the rules to roll forward",
+		wantErr: "revision 2 was already rolled back to revision 1 (h1): edit the rules to roll forward",
 	}, {
 		name: "undo the first revision", op: "undo", cur: rev(1, "h1", State{Phase: Complete}), revs: []*Revision{h1},
 		wantErr: "revision 1 is the rule's first: there is no earlier revision to go back to",
