@@ -73,7 +73,8 @@ type Options struct {
 	MaxWritesPerReconcile int
 	// RevisionNamespace is the namespace where the rules' revisions are kept, as
 	// ControllerRevisions (kubecel's own); "" keeps none, and a rule with a rollout
-	// policy then cannot run.
+	// policy then cannot run, except in a dry run, where every parent is planned at the
+	// rules' revision (kubecel plan).
 	RevisionNamespace string
 	// RevisionsKept is how many revisions of each rule are kept (default 10).
 	RevisionsKept int

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/engine/plan"
+	"github.com/kubecel/kubecel/internal/rollout"
 )
 
 // PlanOptions selects the parents Plan covers. The zero value selects all.
@@ -70,7 +71,9 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 			return nil, err
 		}
 		for _, parent := range parents {
-			plans = append(plans, c.reconciler.Plan(ctx, st, parent))
+			pp := c.reconciler.Plan(ctx, st, parent)
+			pp.Canary = parent.GetLabels()[rollout.LabelCanary] == "true"
+			plans = append(plans, pp)
 		}
 	}
 	if len(pending) > 0 {

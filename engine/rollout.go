@@ -98,7 +98,9 @@ func (v *revisions) event(rev *rollout.Revision, eventType, reason, message stri
 // nothing.
 func (v *revisions) prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rule) (*prepared, error) {
 	if v.store == nil {
-		if r.Rollout != nil {
+		// Without revisions a rule runs its one version; a rule with a rollout policy
+		// then cannot run, but in a dry run (kubecel plan) that is what is planned.
+		if r.Rollout != nil && !v.dryRun {
 			return nil, fmt.Errorf("rule %q has a rollout policy but the controller keeps no revisions (no namespace for them)", r.Name)
 		}
 		return &prepared{}, nil

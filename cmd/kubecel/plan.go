@@ -17,6 +17,7 @@ import (
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/internal/crdschema"
+	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -82,16 +83,17 @@ terraform plan -detailed-exitcode.`,
 func (o *planOptions) run(cmd *cobra.Command) error {
 	// The engine's progress lines are noise here; -v=1 shows them. Errors still show.
 	ctx := klog.NewContext(cmd.Context(), klog.FromContext(cmd.Context()).V(1))
-	plans, dropped, err := o.plan(ctx, cmd.InOrStdin(), cmd.ErrOrStderr())
-	if err != nil && plans == nil {
+	got, err := o.plan(ctx, cmd.InOrStdin(), cmd.ErrOrStderr())
+	if err != nil && got.plans == nil {
 		return &exitError{code: 1, err: err}
 	}
 	out := cmd.OutOrStdout()
 	var sum planSummary
 	if o.output.value != "text" {
-		sum, err = writeDataPlan(out, o.output.value, plans, dropped, err)
+		sum, err = writeDataPlan(out, o.output.value, got, err)
 	} else {
-		sum = writeTextPlan(out, plans, dropped, colorFor(out))
+		writeTextRollouts(out, got.rollouts, colorFor(out))
+		sum = writeTextPlan(out, got.plans, got.dropped, colorFor(out))
 	}
 	switch {
 	case err != nil:
@@ -107,21 +109,44 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 // planProgressEvery is how often plan says on stderr that it still waits for the caches.
 const planProgressEvery = 3 * time.Second
 
+// planned is what plan found: every parent's plan, the rules the new rules drop and
+// how the rules with a rollout policy would reach their parents.
+type planned struct {
+	plans    []plan.ParentPlan
+	dropped  []plan.DroppedRule
+	rollouts []planRollout
+}
+
 // plan loads the rules, lets a dry-run controller list the cluster and plans every
 // parent once, and (without --rule) finds the rules that the new rules drop. The
 // controller's worker loop never runs.
-func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, []plan.DroppedRule, error) {
+func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Writer) (planned, error) {
+	plans, dropped, rs, err := o.planParents(ctx, stdin, stderr)
+	if rs == nil || plans == nil {
+		return planned{plans: plans, dropped: dropped}, err
+	}
+	cfg, cfgErr := o.cluster.restConfig()
+	ref, refErr := o.identity.secretRef()
+	var rollouts []planRollout
+	if cfgErr == nil && refErr == nil {
+		rollouts = planRollouts(ctx, cfg, rollout.Store{Namespace: ref.Namespace, Installation: ref.Installation}, rs, o.rule, plans)
+	}
+	return planned{plans: plans, dropped: dropped, rollouts: rollouts}, err
+}
+
+// planParents plans every parent of the rules, and finds the rules they drop.
+func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, []plan.DroppedRule, *rules.RuleSet, error) {
 	if err := checkRulesPaths(o.rules); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// Without this, an API server that cannot be reached shows only as rules that do not
 	// run because their kinds are not served.
 	if err := reach(cfg); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg.UserAgent = "kubecel-plan"
 	// One list per served resource (objects left over in kinds the rules no longer
@@ -130,7 +155,7 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 	cfg.QPS, cfg.Burst = 100, 200
 	docs, err := readRules(stdin, o.rules)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	opts := rules.Options{MaxChildren: int(o.maxChildren)}
 	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
@@ -140,19 +165,19 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 	}
 	rs, err := rules.LoadDocuments(docs, opts)
 	if err != nil {
-		return nil, nil, err // each problem names its file and line
+		return nil, nil, nil, err // each problem names its file and line
 	}
 	if o.rule != "" && !slices.ContainsFunc(rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
-		return nil, nil, fmt.Errorf("%s has no rule %q", rulesName(o.rules), o.rule)
+		return nil, nil, nil, fmt.Errorf("%s has no rule %q", rulesName(o.rules), o.rule)
 	}
 	// The installation's key tells its children from look-alikes; plan only reads it.
 	id, err := o.identity.load(ctx, cfg, false, false)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ctrl, err := engine.New(cfg, engine.Options{DryRun: true, Workers: 1, Identity: id})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer ctrl.Close()
 	ctrl.SetRules(ctx, rs)
@@ -165,14 +190,14 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 		return ready, nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list the cluster's parents and children: %w", err)
+		return nil, nil, nil, fmt.Errorf("list the cluster's parents and children: %w", err)
 	}
 	plans, err := ctrl.Plan(ctx, engine.PlanOptions{Rule: o.rule, Namespace: o.namespace})
 	if o.rule != "" || (err != nil && plans == nil) {
-		return plans, nil, err
+		return plans, nil, rs, err
 	}
 	dropped, droppedErr := ctrl.DroppedRules(ctx, o.namespace)
-	return plans, dropped, errors.Join(err, droppedErr)
+	return plans, dropped, rs, errors.Join(err, droppedErr)
 }
 
 // planSummary counts a plan's changes.
@@ -334,14 +359,15 @@ type jsonParentPlan struct {
 
 // writeDataPlan prints, as JSON or YAML, every planned parent (changed or not), the
 // summary and the error that stopped the plan, if any.
-func writeDataPlan(w io.Writer, format string, plans []plan.ParentPlan, dropped []plan.DroppedRule, planErr error) (planSummary, error) {
+func writeDataPlan(w io.Writer, format string, got planned, planErr error) (planSummary, error) {
 	doc := struct {
 		Parents      []jsonParentPlan   `json:"parents"`
 		DroppedRules []plan.DroppedRule `json:"droppedRules,omitempty"`
+		Rollouts     []planRollout      `json:"rollouts,omitempty"`
 		Summary      planSummary        `json:"summary"`
 		Error        string             `json:"error,omitempty"`
-	}{Parents: []jsonParentPlan{}, DroppedRules: dropped, Summary: summarize(plans, dropped)}
-	for _, p := range plans {
+	}{Parents: []jsonParentPlan{}, DroppedRules: got.dropped, Rollouts: got.rollouts, Summary: summarize(got.plans, got.dropped)}
+	for _, p := range got.plans {
 		jp := jsonParentPlan{Rule: p.Rule, Parent: p.Parent, Changes: p.Changes, Waiting: p.Waiting, Refs: p.Refs, Deleting: p.Deleting}
 		if jp.Changes == nil {
 			jp.Changes = []plan.Change{}

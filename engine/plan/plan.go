@@ -30,6 +30,9 @@ type ParentPlan struct {
 	Errors []error
 	// Deleting is true for a parent being deleted; it is not planned.
 	Deleting bool
+	// Canary is true for a parent labelled as a rollout's canary: a rollout's first
+	// steps take it first.
+	Canary bool
 }
 
 // Action is the kind of write a Change makes.
