@@ -26,10 +26,10 @@ type planRollout struct {
 	FromNumber int64  `json:"fromNumber,omitempty"`
 	// AtOnce says why there are no steps; State is the rollout under way when the
 	// planned text is the rule's current revision.
-	AtOnce string         `json:"atOnce,omitempty"`
-	State  string         `json:"state,omitempty"`
-	Steps  []planStep     `json:"steps,omitempty"`
-	Error  string         `json:"error,omitempty"`
+	AtOnce string     `json:"atOnce,omitempty"`
+	State  string     `json:"state,omitempty"`
+	Steps  []planStep `json:"steps,omitempty"`
+	Error  string     `json:"error,omitempty"`
 }
 
 // planStep is one step of a planned rollout: the parents it adds.
