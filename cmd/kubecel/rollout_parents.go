@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"fmt"
 	"strings"
 
@@ -38,8 +40,9 @@ func parseParentResource(s string) (schema.GroupVersionResource, error) {
 	return schema.GroupVersionResource{Group: parts[0], Version: parts[1], Resource: parts[2]}, nil
 }
 
-// view reads the parents of a rule's current revision (every object of its parent
-// resource, in every namespace) and sees where they are.
+// view reads the parents of a rule's current revision (the objects of its parent
+// resource in its namespaces that match its selector, as its document says) and sees
+// where they are.
 func (c *rolloutClient) view(ctx context.Context, rule string) (*rolloutView, error) {
 	revs, cur, err := c.current(ctx, rule)
 	if err != nil {
@@ -57,14 +60,22 @@ func (c *rolloutClient) view(ctx context.Context, rule string) (*rolloutView, er
 	if err != nil {
 		return nil, err
 	}
+	namespaces, selector, err := parentSelection(cur.Document)
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: %s: %w", rule, revisionText(cur), err)
+	}
 	var items []unstructured.Unstructured
-	opts := metav1.ListOptions{Limit: 500}
+	opts := metav1.ListOptions{Limit: 500, LabelSelector: selector}
 	for {
 		list, err := dyn.Resource(gvr).List(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("rule %q: list its parents (%s): %w", rule, gvr.GroupResource(), err)
 		}
-		items = append(items, list.Items...)
+		for _, item := range list.Items {
+			if len(namespaces) == 0 || slices.Contains(namespaces, item.GetNamespace()) {
+				items = append(items, item)
+			}
+		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
 			break
 		}
@@ -78,6 +89,7 @@ func (c *rolloutClient) view(ctx context.Context, rule string) (*rolloutView, er
 // are not healthy.
 func (v *rolloutView) count(items []unstructured.Unstructured) {
 	cur := v.cur
+	from := rollout.Find(v.revs, cur.From)
 	byKey := make(map[rollout.Parent]*unstructured.Unstructured, len(items))
 	order := make([]rollout.Parent, len(items))
 	for i := range items {
@@ -85,9 +97,9 @@ func (v *rolloutView) count(items []unstructured.Unstructured) {
 		key := rollout.Parent{Namespace: p.GetNamespace(), Name: p.GetName(), Canary: p.GetLabels()[rollout.LabelCanary] == "true"}
 		byKey[key], order[i] = p, key
 		switch {
-		case rollout.At(p, cur.SyncedCondition, cur.Hash):
+		case atRevision(p, cur):
 			v.atCur++
-		case cur.From != "" && rollout.At(p, cur.SyncedCondition, cur.From):
+		case from != nil && atRevision(p, from):
 			v.atFrom++
 		}
 	}
@@ -109,4 +121,36 @@ func rolloutParentName(p rollout.Parent) string {
 		return p.Name
 	}
 	return p.Namespace + "/" + p.Name
+}
+
+// atRevision reports whether a parent is at a revision: its Synced condition names it,
+// or, for a revision without a rollout policy (whose parents do not record it), names
+// none.
+func atRevision(p *unstructured.Unstructured, rev *rollout.Revision) bool {
+	return rollout.At(p, rev.SyncedCondition, rev.Hash) || len(rev.Steps) == 0 && rollout.SyncedUnnamed(p, rev.SyncedCondition)
+}
+
+// parentSelection reads, from a revision's document (the rule's source as JSON), the
+// namespaces its parents are in (none: every namespace) and its parent label selector.
+func parentSelection(document []byte) ([]string, string, error) {
+	var doc struct {
+		Parent struct {
+			Namespaces []string              `json:"namespaces"`
+			Selector   *metav1.LabelSelector `json:"selector"`
+		} `json:"parent"`
+	}
+	if len(document) == 0 {
+		return nil, "", nil
+	}
+	if err := json.Unmarshal(document, &doc); err != nil {
+		return nil, "", fmt.Errorf("read its document: %w", err)
+	}
+	if doc.Parent.Selector == nil {
+		return doc.Parent.Namespaces, "", nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(doc.Parent.Selector)
+	if err != nil {
+		return nil, "", fmt.Errorf("its parent selector: %w", err)
+	}
+	return doc.Parent.Namespaces, sel.String(), nil
 }

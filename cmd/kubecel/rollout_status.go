@@ -30,8 +30,8 @@ func newRolloutStatusCommand() *cobra.Command {
 		Long: `status shows a rule's current revision: its number and hash, its phase, the step of a
 rollout under way ("2 of 4 (10%)") and since when, the revision it rolls from, and its
 message (a rollout paused or rolled back by its progress deadline names the parents that
-failed). From the live parents (every object of the rule's parent resource, in every
-namespace) it counts how many are at the revision and at the one it rolls from, and,
+failed). From the live parents (the objects of the rule's parent resource in its
+namespaces that match its selector; its when: expression is not evaluated) it counts how many are at the revision and at the one it rolls from, and,
 while the rollout is Progressing or Paused, names the members of the steps taken that
 are not healthy (not at the revision, or not Ready), at most 10. The members are the
 parents in the rollout's order: those labelled rollout.kubecel.dev/canary=true first.

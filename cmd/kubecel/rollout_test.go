@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules/contract"
 )
@@ -130,5 +131,39 @@ func TestRolloutTexts(t *testing.T) {
 	}
 	if got := truncate("ééééééééééé", 10); got != "ééééééé..." {
 		t.Errorf("truncate cut a character: %q", got)
+	}
+}
+
+func TestParentSelection(t *testing.T) {
+	tests := []struct {
+		name       string
+		doc        string
+		namespaces []string
+		selector   string
+		err        string
+	}{
+		{name: "no document"},
+		{name: "every namespace", doc: `{"name":"web","parent":{"resource":"webapps"}}`},
+		{name: "namespaces and selector", doc: `{"parent":{"namespaces":["a","b"],"selector":{"matchLabels":{"tier":"web"},"matchExpressions":[{"key":"env","operator":"In","values":["prod"]}]}}}`,
+			namespaces: []string{"a", "b"}, selector: "env in (prod),tier=web"},
+		{name: "not JSON", doc: `{`, err: "read its document: unexpected end of JSON input"},
+		{name: "bad selector", doc: `{"parent":{"selector":{"matchExpressions":[{"key":"env","operator":"Near"}]}}}`, err: `its parent selector: "Near" is not a valid label selector operator`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns, sel, err := parentSelection([]byte(tt.doc))
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.namespaces, ns); diff != "" || sel != tt.selector {
+				t.Errorf("namespaces (-want +got):\n%s\nselector %q, want %q", diff, sel, tt.selector)
+			}
+		})
 	}
 }

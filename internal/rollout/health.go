@@ -18,6 +18,13 @@ func RevisionOf(parent *unstructured.Unstructured, syncedType string) string {
 	return contract.RevisionOfSynced(str(c["message"]))
 }
 
+// SyncedUnnamed reports whether a parent's Synced condition is True at its generation
+// but names no revision: what a rule without a rollout policy writes.
+func SyncedUnnamed(parent *unstructured.Unstructured, syncedType string) bool {
+	c := condition(parent, syncedType)
+	return c != nil && c["status"] == "True" && observed(parent, c) && contract.RevisionOfSynced(str(c["message"])) == ""
+}
+
 // At reports whether a parent is at revision hash: its Synced condition (of type
 // syncedType) is True at the parent's generation and names the revision.
 func At(parent *unstructured.Unstructured, syncedType, hash string) bool {
