@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
