@@ -23,6 +23,7 @@ import (
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/examples"
 	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/rollout"
 )
 
 type devOptions struct {
@@ -187,15 +188,16 @@ type devController struct {
 func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp *controlplane.ControlPlane, rulesFile string) (*devController, error) {
 	c := &devController{
 		opts: runOptions{
-			rulesFiles:  []string{rulesFile},
-			cluster:     kubeconfigFile(cp.Kubeconfig),
-			workers:     4,
-			batch:       engine.DefaultMaxWritesPerReconcile,
-			qps:         200,
-			burst:       400,
-			metricsAddr: o.metricsAddr,
-			healthAddr:  o.healthAddr,
-			report:      o.reports.print,
+			rulesFiles:    []string{rulesFile},
+			cluster:       kubeconfigFile(cp.Kubeconfig),
+			workers:       4,
+			batch:         engine.DefaultMaxWritesPerReconcile,
+			revisionsKept: rollout.DefaultKeep,
+			qps:           200,
+			burst:         400,
+			metricsAddr:   o.metricsAddr,
+			healthAddr:    o.healthAddr,
+			report:        o.reports.print,
 		},
 		logPath: filepath.Join(cp.Dir, "kubecel.log"),
 		done:    make(chan error, 1),
