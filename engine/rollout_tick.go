@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -119,8 +120,14 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 		rr.lookMu.Lock()
 		rr.seen = nil
 		rr.lookMu.Unlock()
+		// The parents the steps did not reach (created since the last tick) move now.
+		members := rr.members.Load()
 		for _, key := range rr.target.ParentKeys() {
-			t.enqueue(key)
+			if members == nil {
+				t.enqueue(key)
+			} else if _, ok := (*members)[key]; !ok {
+				t.enqueue(key)
+			}
 		}
 		logger.Info("Rollout complete", "number", rev.Number)
 		return
@@ -185,7 +192,25 @@ func (t *ruleTable) follow(ctx context.Context, rr *ruleRollout, before, after *
 	rr.mu.Unlock()
 	if after.Phase == rollout.RolledBack && before.Phase != rollout.RolledBack {
 		klog.FromContext(ctx).Info("Rollout rolled back", "rule", after.Rule, "number", after.Number, "message", after.Message)
-		for _, key := range rr.target.ParentKeys() {
+		// The parents at the new revision go back: the members of the steps taken, and
+		// any other the last look saw there.
+		moved := map[watch.Key]struct{}{}
+		if m := rr.members.Load(); m != nil {
+			moved = maps.Clone(*m)
+		}
+		rr.lookMu.Lock()
+		for key, s := range rr.seen {
+			if s.at {
+				moved[key] = struct{}{}
+			}
+		}
+		rr.lookMu.Unlock()
+		if rr.members.Load() == nil && len(moved) == 0 {
+			for _, key := range rr.target.ParentKeys() {
+				moved[key] = struct{}{} // never looked: every parent, to be sure
+			}
+		}
+		for key := range moved {
 			t.enqueue(key)
 		}
 	}
