@@ -189,3 +189,28 @@ func whereOf(st *watch.Rule) rollout.Where {
 		ReadyCondition: st.Rule.ReadyCondition, SyncedCondition: st.Rule.SyncedCondition,
 	}
 }
+
+// versionsLocked are every running version of every rule: the running rules and the
+// versions their rollouts roll from. The caller holds t.mu.
+func (t *ruleTable) versionsLocked() []*watch.Rule {
+	var out []*watch.Rule
+	for name, st := range t.running {
+		out = append(out, st)
+		if rr := t.rollouts[name]; rr != nil && rr.target == st {
+			if stable := rr.stable.Load(); stable != nil {
+				out = append(out, stable)
+			}
+		}
+	}
+	return out
+}
+
+// liveLocked reports whether st is one of versionsLocked. The caller holds t.mu.
+func (t *ruleTable) liveLocked(st *watch.Rule) bool {
+	name := st.Rule.Name
+	if t.running[name] == st {
+		return true
+	}
+	rr := t.rollouts[name]
+	return rr != nil && rr.target == t.running[name] && rr.stable.Load() == st
+}

@@ -114,9 +114,13 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 	}
 	switch rev.Phase {
 	case rollout.Complete, rollout.Superseded:
-		// Every parent at the target: the stable version's watches go.
-		rr.stable.Store(nil)
-		t.watcher.Stop(stable)
+		// Every parent at the target: the stable version's watches go (under the table's
+		// lock, as every start and stop of watches).
+		t.mu.Lock()
+		if rr.stable.CompareAndSwap(stable, nil) {
+			t.watcher.Stop(stable)
+		}
+		t.mu.Unlock()
 		rr.lookMu.Lock()
 		rr.seen = nil
 		rr.lookMu.Unlock()

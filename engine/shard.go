@@ -72,16 +72,12 @@ func (q shardQueue) AddRateLimited(key queueKey) {
 	}
 }
 
-// WatchBuckets makes the child informers of every running rule hold the children of
-// these buckets, and returns once the new informers have synced. Reconciles pause only
+// WatchBuckets makes the child informers of every running rule (and of the revisions
+// their rollouts roll from) hold the children of these buckets, and returns once the new informers have synced. Reconciles pause only
 // while the informers are swapped, after the sync.
 func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
 	c.table.mu.Lock()
-	var running []*watch.Rule
-	for _, st := range c.table.running {
-		running = append(running, st)
-	}
-	rb, err := c.watcher.Rebucket(ctx, buckets, running)
+	rb, err := c.watcher.Rebucket(ctx, buckets, c.table.versionsLocked())
 	c.table.mu.Unlock()
 	if rb == nil || err != nil {
 		return err
@@ -94,7 +90,7 @@ func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
 	c.table.mu.Lock()
 	defer c.table.mu.Unlock()
 	// A rule stopped or replaced meanwhile gets no informer.
-	rb.Finish(func(st *watch.Rule) bool { return c.table.running[st.Rule.Name] == st }, err == nil)
+	rb.Finish(c.table.liveLocked, err == nil)
 	if err != nil {
 		// The old informers stay; the next call tries the new selector again.
 		return fmt.Errorf("watch the children of buckets %s: %w", rb.Selector(), err)
