@@ -188,8 +188,8 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 }
 
 // follow makes after the rule's revision as last seen, and queues the parents a change
-// of phase moves: every parent when the rollout rolled back (the tick of a Complete
-// rollout queues them when it stops the stable version).
+// of phase moves: when the rollout rolled back, those at the new revision (the tick of
+// a Complete rollout queues the others when it stops the stable version).
 func (t *ruleTable) follow(ctx context.Context, rr *ruleRollout, before, after *rollout.Revision) {
 	rr.mu.Lock()
 	rr.rev = after
