@@ -78,7 +78,7 @@ type Options struct {
 	RevisionNamespace string
 	// RevisionsKept is how many revisions of each rule are kept (default 10).
 	RevisionsKept int
-	// RolloutTick is how often rollouts check their step (default 1s).
+	// RolloutTick is how often rollouts check their step (default 250ms).
 	RolloutTick time.Duration
 	// Notify, when set, is told once when a rule cannot run (reason contract.PendingNotServed,
 	// contract.PendingForbidden or contract.PendingError) with a message naming what is missing.
@@ -102,7 +102,7 @@ func (o *Options) defaults() {
 		o.RevisionsKept = rollout.DefaultKeep
 	}
 	if o.RolloutTick <= 0 {
-		o.RolloutTick = time.Second
+		o.RolloutTick = 250 * time.Millisecond
 	}
 	if o.MaxWritesPerReconcile <= 0 {
 		o.MaxWritesPerReconcile = DefaultMaxWritesPerReconcile

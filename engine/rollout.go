@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -116,10 +118,18 @@ func (v *revisions) prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rul
 		if p.change.Update != nil {
 			p.rev.Object = p.change.Update.Object
 		}
+	} else if cur := rollout.Find(revs, r.Revision); !slices.Equal(cur.Steps, steps(r)) {
+		// A policy edit alone makes no revision, but the stored one keeps the policy's
+		// steps: they say whether its parents name it in their Synced condition.
+		p.change, p.changed = rollout.Change{Update: cur, Number: cur.Number}, true
+		rev := *cur
+		p.rev = &rev
 	} else {
-		p.rev = rollout.Find(revs, r.Revision)
+		p.rev = cur
 	}
-	p.rev.Steps = steps(r)
+	if p.changed {
+		p.rev.Steps = steps(r)
+	}
 	if p.rev.Phase == rollout.Complete {
 		return p, nil
 	}
@@ -133,6 +143,16 @@ func (v *revisions) prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rul
 	p.stable, err = rs.Revise(r.Name, from.Document)
 	if err != nil {
 		return nil, fmt.Errorf("rule %q: compile revision %d (%s), which the rollout rolls from: %w", r.Name, from.Number, from.Hash, err)
+	}
+	// The version rolled from writes the Synced condition as its parents were last
+	// written at that revision: naming it when the revision last ran under a policy (its
+	// stored steps say; the document keeps the policy it was stored with). It never takes
+	// steps: only whether it has a policy matters.
+	switch {
+	case len(from.Steps) == 0:
+		p.stable.Rollout = nil
+	case p.stable.Rollout == nil:
+		p.stable.Rollout = cmp.Or(r.Rollout, &rules.Rollout{Steps: from.Steps})
 	}
 	return p, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 )
@@ -213,5 +214,39 @@ func TestRolloutDryRunPlansTheFirstStep(t *testing.T) {
 	}
 	if n := testenv.Writes(t, revisionWrites) - revsBefore; n > 0 {
 		t.Errorf("the dry run wrote %d revisions", n)
+	}
+}
+
+func TestRolloutPolicyEditAlone(t *testing.T) {
+	rf := startRollout(t, rolloutRules("v1", "yes", ""))
+	first := rf.current()
+	// Adding a policy alone makes no revision; the parents then name revision 1 in their
+	// Synced condition (one status write each).
+	rf.setRules(rolloutRules("v1", "yes", longPause))
+	rf.eventually(func() (bool, string) {
+		for _, p := range rf.parents {
+			obj, err := rf.get(widgets, rf.ns, p)
+			if err != nil {
+				return false, err.Error()
+			}
+			if got := rollout.RevisionOf(obj, contract.ConditionSynced); got != first.Hash {
+				return false, fmt.Sprintf("parent %s names revision %q, want %q", p, got, first.Hash)
+			}
+		}
+		return true, ""
+	})
+	if cur := rf.current(); cur.Number != 1 || len(cur.Steps) != 4 {
+		t.Fatalf("after a policy edit alone: revision %d with steps %v, want revision 1 with the policy's 4 steps", cur.Number, cur.Steps)
+	}
+	rf.waitIdle()
+	// The next edit rolls out from revision 1, which its parents name: the parents the
+	// first step does not reach get no write.
+	before := rf.childWrites()
+	rf.setRules(rolloutRules("v2", "yes", longPause))
+	canary := rf.order()[0]
+	rf.waitVersions(map[string]string{canary: "v2", "*": "v1"})
+	rf.waitIdle()
+	if got := writtenParents(writesSince(before, rf.childWrites())); !slices.Equal(got, []string{canary}) {
+		t.Errorf("the first step wrote to parents %v, want only %s", got, canary)
 	}
 }

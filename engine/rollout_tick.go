@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -185,6 +186,10 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 	}
 	t.follow(ctx, rr, rev, got)
 	t.rolloutChanged(ctx, rev, got)
+	if got.Phase == rollout.Progressing && got.Step != rev.Step {
+		// The next step's parents move now, not a tick later.
+		t.tickRollout(ctx, rr)
+	}
 }
 
 // follow makes after the rule's revision as last seen, and queues the parents a change
@@ -243,7 +248,8 @@ func (t *ruleTable) storedRevision(rr *ruleRollout) *rollout.Revision {
 		return last
 	}
 	cr, err := t.revs.lister.Get(rollout.Name(t.revs.store.Installation, last.Rule, last.Hash))
-	if err != nil || (last.Object != nil && cr.ResourceVersion == last.Object.ResourceVersion) {
+	if err != nil || last.Object != nil && !newer(cr.ResourceVersion, last.Object.ResourceVersion) {
+		// The cache lags behind this replica's own last write, or holds what it read.
 		return last
 	}
 	revs, err := t.revs.store.Decode([]*appsv1.ControllerRevision{cr})
@@ -251,6 +257,17 @@ func (t *ruleTable) storedRevision(rr *ruleRollout) *rollout.Revision {
 		return last
 	}
 	return revs[0]
+}
+
+// newer reports whether resourceVersion a is later than b. The API server's are etcd
+// revisions, which only grow; should one not be a number, any difference counts.
+func newer(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return a != b
+	}
+	return x > y
 }
 
 // healthy evaluates the rule's `healthy` over the members of the steps taken, read from
