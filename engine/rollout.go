@@ -3,8 +3,8 @@ package engine
 import (
 	"cmp"
 	"context"
-	"slices"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
