@@ -117,6 +117,7 @@ func goalsTable(doc string) (string, error) {
 		func() ([]goal, error) { return wallGoal(single) },
 		func() ([]goal, error) { return noisyGoals(noisy) },
 		func() ([]goal, error) { return shardingGoal(sharded) },
+		func() ([]goal, error) { return editGoal(runs(doc, editHeading)), nil },
 	} {
 		g, err := make()
 		if err != nil {

@@ -16,7 +16,10 @@
 //  6. deletion: every parent deleted, until every child is gone, and its ratio to the
 //     direct-delete limit;
 //  7. the controller's peak and settled RSS and CPU seconds (it runs as its own
-//     process, bin/kubecel run, so the figures are its own).
+//     process, bin/kubecel run, so the figures are its own);
+//  8. with --edit, after the update phase: an edit of the rules file applied at once,
+//     and the same kind of edit rolled out in steps (edit.go), timed and with their
+//     writes per parent, in a table of their own.
 //
 // The controller runs as --replicas processes (default 1). With --sharding, implied by
 // more than one replica, each is `kubecel run --sharding` with short lease timings, and
@@ -65,6 +68,8 @@ type config struct {
 	// noisy runs the noisy-neighbour phase after the others (not sharded); onlyNoisy
 	// runs it alone.
 	noisy, onlyNoisy bool
+	// edit runs the rules-edit phase (edit.go) after the update phase.
+	edit bool
 }
 
 func main() {
@@ -89,6 +94,7 @@ func main() {
 	flag.StringVar(&c.note, "note", "", "free text for the row's note column")
 	flag.BoolVar(&c.noisy, "noisy", true, "after the other phases, run the noisy-neighbour phase (noisy.go) on a controller of its own; not with sharding")
 	flag.BoolVar(&c.onlyNoisy, "only-noisy", false, "run only the noisy-neighbour phase and add only its row")
+	flag.BoolVar(&c.edit, "edit", false, "after the update phase, time an edit of the rules applied at once and the same kind of edit rolled out in steps 1/10/50/100% (edit.go), and add a row to the rules-edit table")
 	flag.Parse()
 	if c.refs {
 		rulesYAML = rulesRefsYAML
@@ -153,6 +159,9 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	res.print(os.Stdout)
+	if res.edit != nil {
+		res.edit.print(os.Stdout, res.n)
+	}
 	if noisy != nil {
 		noisy.print(os.Stdout)
 	}
@@ -161,6 +170,12 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 		logf("appended a row to %s", c.doc)
+		if res.edit != nil {
+			if err := addRow(c.doc, editHeading, editHeader, res.edit.row(res)); err != nil {
+				return err
+			}
+			logf("appended a rules-edit row to %s", c.doc)
+		}
 		if noisy != nil {
 			if err := addRow(c.doc, noisyHeading, noisyHeader, noisy.row(res)); err != nil {
 				return err
@@ -236,6 +251,11 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 	}
 	if res.update, err = b.update(ctx); err != nil {
 		return fmt.Errorf("update: %w", err)
+	}
+	if b.cfg.edit {
+		if res.edit, err = b.edits(ctx); err != nil {
+			return fmt.Errorf("rules edit: %w", err)
+		}
 	}
 	if !b.cfg.skipDelete {
 		if res.deletion, err = b.deletion(ctx); err != nil {

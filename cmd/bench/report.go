@@ -42,6 +42,8 @@ type results struct {
 	// the run's own first, with --pairs above 1 (pairs.go); nil otherwise.
 	pairs    []pair
 	replicas []replicaResult
+	// edit is the rules-edit phase's figures (--edit); nil when it did not run.
+	edit *editResult
 	// oneReplica is the convergence of the latest 1-replica sharded row with the same N
 	// and flags (speedupRef is its date), speedup that over this run's; 0 when unknown.
 	oneReplica time.Duration
