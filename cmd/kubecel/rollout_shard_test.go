@@ -165,6 +165,7 @@ func rolloutSharded(t *testing.T, leave bool) {
 			}
 		}
 		t.Logf("replica %s: %d error or conflict lines %v", name, len(errs), errs)
+		noRaces(t, sw.replicas[name])
 	}
 }
 
