@@ -58,10 +58,18 @@ func (rr *ruleRollout) pick(key watch.Key) *watch.Rule {
 	case rollout.RolledBack:
 		return stable
 	case rollout.Progressing, rollout.Paused:
-		if m := rr.members.Load(); m != nil {
-			if _, ok := (*m)[key]; ok {
+		m := rr.members.Load()
+		if m == nil {
+			// The tick has not looked at the parents yet (the rule just started): a
+			// parent already at the new revision stays there, the others wait for it.
+			r := rr.target.Rule
+			if u, ok, _ := rr.target.Get(key); ok && rollout.RevisionOf(u, r.SyncedCondition) == r.Revision {
 				return rr.target
 			}
+			return stable
+		}
+		if _, ok := (*m)[key]; ok {
+			return rr.target
 		}
 		return stable
 	}

@@ -139,6 +139,11 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 	case rollout.RolledBack:
 		return
 	}
+	if !rr.target.Synced() || !stable.Synced() {
+		// Members from a cache still filling would leave out parents already at the new
+		// revision; until then, each parent's own Synced condition decides (pick).
+		return
+	}
 	ordered, seen := rr.look(ctx)
 	m := rollout.Members(rev.Steps, rev.Step, len(ordered))
 	members := make(map[watch.Key]struct{}, m)
