@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,4 +213,34 @@ func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstruc
 		return got, err
 	}
 	return nil, &conflictError{rule: st.Rule.Name, child: child, obj: k, holder: holder, twin: twin}
+}
+
+// waiters remembers parents whose child's name is held by another object, by that
+// object's key, so that they are requeued as soon as the holder lets go of it.
+type waiters struct {
+	mu     sync.Mutex
+	byName map[string]map[watch.Key]bool
+}
+
+func newWaiters() *waiters { return &waiters{byName: map[string]map[watch.Key]bool{}} }
+
+func (w *waiters) add(object string, parent watch.Key) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byName[object] == nil {
+		w.byName[object] = map[watch.Key]bool{}
+	}
+	w.byName[object][parent] = true
+}
+
+// take returns and forgets the parents waiting for object.
+func (w *waiters) take(object string) []watch.Key {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	keys := make([]watch.Key, 0, len(w.byName[object]))
+	for k := range w.byName[object] {
+		keys = append(keys, k)
+	}
+	delete(w.byName, object)
+	return keys
 }

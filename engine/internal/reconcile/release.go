@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/watch"
@@ -98,34 +97,4 @@ func (c *Reconciler) letGoBatch(ctx context.Context, st *watch.Rule, parent *uns
 		left--
 	}
 	return more, errors.Join(errs...)
-}
-
-// waiters remembers parents whose child's name is held by another object, by that
-// object's key, so that they are requeued as soon as the holder lets go of it.
-type waiters struct {
-	mu     sync.Mutex
-	byName map[string]map[watch.Key]bool
-}
-
-func newWaiters() *waiters { return &waiters{byName: map[string]map[watch.Key]bool{}} }
-
-func (w *waiters) add(object string, parent watch.Key) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.byName[object] == nil {
-		w.byName[object] = map[watch.Key]bool{}
-	}
-	w.byName[object][parent] = true
-}
-
-// take returns and forgets the parents waiting for object.
-func (w *waiters) take(object string) []watch.Key {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	keys := make([]watch.Key, 0, len(w.byName[object]))
-	for k := range w.byName[object] {
-		keys = append(keys, k)
-	}
-	delete(w.byName, object)
-	return keys
 }

@@ -233,26 +233,3 @@ func stillChildOf(st *watch.Rule, key watch.Key, uid types.UID, child *informers
 func hasFinalizer(parent *unstructured.Unstructured, f string) bool {
 	return slices.Contains(parent.GetFinalizers(), f)
 }
-
-// orphaning reports whether an apply to the live child would undo a deletion of the
-// parent with --cascade=orphan. The garbage collector orphans the children by removing
-// their owner references before it lets the parent go; the parent's cache may not show
-// the deletion yet, and an apply that put the owner reference back would make the
-// collector delete the child once the parent is gone. So when the owner reference that
-// desired sets is missing from the live child, the parent is read from the API server,
-// and a parent that is gone, replaced or being deleted is not applied to.
-func (c *Reconciler) orphaning(ctx context.Context, st *watch.Rule, parent, desired, live *unstructured.Unstructured) bool {
-	uid := parent.GetUID()
-	owned := func(o metav1.OwnerReference) bool { return o.UID == uid }
-	if !slices.ContainsFunc(desired.GetOwnerReferences(), owned) || slices.ContainsFunc(live.GetOwnerReferences(), owned) {
-		return false
-	}
-	fresh, err := c.send.get(ctx, st.ParentKind.GVR, parent.GetNamespace(), parent.GetName())
-	switch {
-	case apierrors.IsNotFound(err):
-		return true
-	case err != nil:
-		return false // the apply says what is wrong
-	}
-	return fresh.GetUID() != uid || fresh.GetDeletionTimestamp() != nil
-}
