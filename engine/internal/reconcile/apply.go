@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
-	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
@@ -34,26 +33,6 @@ func (c *Reconciler) shape(st *watch.Rule, parent *unstructured.Unstructured, de
 		return false, fmt.Errorf("kind %s is not among the rule's child kinds", gk)
 	}
 	return st.Rule.Shape(c.opts.Identity, st.ParentRef(parent), scope, desired...)
-}
-
-// ensureFinalizerFor adds the rule's finalizer to the parent before the first child that
-// garbage collection does not delete with it is created (a child in another namespace or
-// cluster-scoped, or one kept when the parent is deleted), so that kubecel gets to delete
-// or release it.
-// The write is recorded in out.
-func (c *Reconciler) ensureFinalizerFor(ctx context.Context, st *watch.Rule, parent, child *unstructured.Unstructured, out *outcome) error {
-	ck := st.Children[child.GroupVersionKind().GroupKind()]
-	if Holds(st, parent) || st.Rule.GarbageCollected(st.ParentRef(parent), child.GetLabels()[contract.LabelChild], child.GetNamespace(), ck.Namespaced) {
-		return nil
-	}
-	got, err := c.sendFinalizer(ctx, st, parent, true)
-	if err != nil {
-		return err
-	}
-	out.record(plan.ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
-	// Later children in this reconcile see it on the cached object's copy.
-	parent.SetFinalizers(append(parent.GetFinalizers(), contract.FinalizerFor(st.Rule.Name)))
-	return nil
 }
 
 // orphaning reports whether an apply to the live child would undo a deletion of the

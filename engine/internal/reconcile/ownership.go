@@ -201,14 +201,14 @@ func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstruc
 		got, err := c.apply(ctx, st, child, obj)
 		if err == nil {
 			klog.FromContext(ctx).Info("Took over child left by an earlier parent of the same name", "child", child, "object", k.String(), "earlierParentUID", claim.ParentUID)
-			c.event(parent, "Normal", contract.ReasonAdopted, "took over %s as child %q: this rule made it for an earlier parent of the same name", k, child)
+			c.events.event(parent, "Normal", contract.ReasonAdopted, "took over %s as child %q: this rule made it for an earlier parent of the same name", k, child)
 		}
 		return got, err
 	case !proven && st.Child(child).Adopt && adoptable(existing):
 		got, err := c.apply(ctx, st, child, obj)
 		if err == nil {
 			klog.FromContext(ctx).Info("Adopted existing object", "child", child, "object", k.String())
-			c.event(parent, "Normal", contract.ReasonAdopted, "adopted existing %s as child %q (adopt: true)", k, child)
+			c.events.event(parent, "Normal", contract.ReasonAdopted, "adopted existing %s as child %q (adopt: true)", k, child)
 		}
 		return got, err
 	}

@@ -99,11 +99,11 @@ func (c *Reconciler) continueWith(ctx context.Context, st *watch.Rule, parent *u
 		mine[watch.KeyOf(o).String()] = o
 	}
 	scratch := &outcome{applied: map[watch.ObjectKey]*unstructured.Unstructured{}}
-	left := c.batch()
+	left := c.batch
 	for i, d := range todo {
 		obj := &unstructured.Unstructured{Object: d.Object} // shaped by the turn that left it
 		k := watch.KeyOf(obj)
-		if err := c.ensureFinalizerFor(ctx, st, parent, obj, scratch); err != nil {
+		if err := c.finalizers.ensureFor(ctx, st, parent, obj, scratch); err != nil {
 			continue
 		}
 		live := c.liveChild(st, uid, k, mine)
