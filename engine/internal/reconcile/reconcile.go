@@ -30,7 +30,7 @@ type outcome struct {
 	writes []write
 	// applied holds the objects written in this reconcile (server responses), by key.
 	applied map[watch.ObjectKey]*unstructured.Unstructured
-	// panicked is set, alone, when the reconcile panicked (see reportPanic).
+	// panicked is set, alone, when the reconcile panicked (see ReportPanic).
 	panicked error
 	// left is how many more child writes this reconcile may send (Reconciler.batch);
 	// yielded is set when a write was left for the next turn because none were left,

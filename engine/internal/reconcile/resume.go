@@ -15,7 +15,7 @@ import (
 )
 
 // A parent with more child writes than one batch takes several turns
-// (Options.MaxWritesPerReconcile). Evaluating the rule and reading all of the parent's
+// (Options.MaxWrites). Evaluating the rule and reading all of the parent's
 // children again at every turn would make a parent of 1,000 children cost ten
 // evaluations where one does, so a turn that yields leaves the rest of its work for the
 // next: the desired children it did not get to. The next turn takes them up only when

@@ -35,7 +35,7 @@ import (
 // again once it has caught up. Deletes run in the worker that handles the parent's key,
 // under the controller's client rate limit, so they share the workers with the
 // reconciles of live parents instead of taking them over: a batch of deletes
-// (Options.MaxWritesPerReconcile) per turn.
+// (Options.MaxWrites) per turn.
 
 // Finalizers Kubernetes puts on an object deleted with a propagation policy.
 const (
