@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
-	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
@@ -35,24 +35,27 @@ func (c *Reconciler) shape(st *watch.Rule, parent *unstructured.Unstructured, de
 	return st.Rule.Shape(c.opts.Identity, st.ParentRef(parent), scope, desired...)
 }
 
-// ensureFinalizerFor adds the rule's finalizer to the parent before the first child that
-// garbage collection does not delete with it is created (a child in another namespace or
-// cluster-scoped, or one kept when the parent is deleted), so that kubecel gets to delete
-// or release it.
-// The write is recorded in out.
-func (c *Reconciler) ensureFinalizerFor(ctx context.Context, st *watch.Rule, parent, child *unstructured.Unstructured, out *outcome) error {
-	ck := st.Children[child.GroupVersionKind().GroupKind()]
-	if Holds(st, parent) || st.Rule.GarbageCollected(st.ParentRef(parent), child.GetLabels()[contract.LabelChild], child.GetNamespace(), ck.Namespaced) {
-		return nil
+// orphaning reports whether an apply to the live child would undo a deletion of the
+// parent with --cascade=orphan. The garbage collector orphans the children by removing
+// their owner references before it lets the parent go; the parent's cache may not show
+// the deletion yet, and an apply that put the owner reference back would make the
+// collector delete the child once the parent is gone. So when the owner reference that
+// desired sets is missing from the live child, the parent is read from the API server,
+// and a parent that is gone, replaced or being deleted is not applied to.
+func (c *Reconciler) orphaning(ctx context.Context, st *watch.Rule, parent, desired, live *unstructured.Unstructured) bool {
+	uid := parent.GetUID()
+	owned := func(o metav1.OwnerReference) bool { return o.UID == uid }
+	if !slices.ContainsFunc(desired.GetOwnerReferences(), owned) || slices.ContainsFunc(live.GetOwnerReferences(), owned) {
+		return false
 	}
-	got, err := c.sendFinalizer(ctx, st, parent, true)
-	if err != nil {
-		return err
+	fresh, err := c.send.get(ctx, st.ParentKind.GVR, parent.GetNamespace(), parent.GetName())
+	switch {
+	case apierrors.IsNotFound(err):
+		return true
+	case err != nil:
+		return false // the apply says what is wrong
 	}
-	out.record(plan.ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
-	// Later children in this reconcile see it on the cached object's copy.
-	parent.SetFinalizers(append(parent.GetFinalizers(), contract.FinalizerFor(st.Rule.Name)))
-	return nil
+	return fresh.GetUID() != uid || fresh.GetDeletionTimestamp() != nil
 }
 
 // apply server-side applies obj with kubecel's field manager, forcing conflicts.

@@ -7,12 +7,32 @@
 // the rule no longer selects (release.go). Every request goes through one writer
 // (writer, in apply.go), the one place that knows of a dry run.
 //
-// State, all kept across reconciles and keyed by parent: our writes the caches do not
-// show yet (informers.Written, shared with the watches, which drop their echoes), the
-// parents seen deleted (goneParents), the parents that wait for a child's name held by
-// another object (waiters), the deletes sent and not yet seen (deleting), the work a
-// yielded turn left (resumePoints), the parents whose status cannot be written, the
-// last failure reported, and since when parents are not Ready.
+// Three types share the work, each with the state it owns, all kept across reconciles
+// and keyed by parent (or child):
+//
+//   - Reconciler (reconciler.go) is the live parents' path and the package's API: it
+//     evaluates, writes the children and the status, and calls the other two. It owns
+//     our writes the caches do not show yet (informers.Written, shared with the
+//     watches, which drop their echoes), the parents that wait for a child's name held
+//     by another object (waiters), the work a yielded turn left (resumePoints), the
+//     parents whose status cannot be written, the last failure reported, and since when
+//     parents are not Ready.
+//   - deletion (deletion.go) deletes and releases children: prune (prune.go), Keep
+//     release (keep.go), release of a parent no longer selected (release.go), teardown
+//     of a deleted parent (teardown.go) and finalizing a parent being deleted
+//     (finalize.go). It owns the deletes sent and not yet seen by the informers
+//     (deleting) and the parents seen deleted (goneParents). The Reconciler hands it a
+//     parent that is gone, replaced or being deleted, and after a full turn what the
+//     rule still produces; it calls nothing of the Reconciler.
+//   - finalizers (finalize.go) adds and removes the rules' finalizers on parents and
+//     owns the parents it added one to and has not removed it from since. The
+//     Reconciler adds a finalizer before the first child garbage collection cannot
+//     reach, and removes it when the rule's `when` lets go of a parent or a removed
+//     rule releases it; deletion removes it once a parent's children are let go of
+//     (at once from a parent deleted with the orphan policy, whose children stay).
+//
+// The three share the writer, the batch size (Options.MaxWrites) and the Event recorder
+// (recorder), all set in New.
 //
 // Invariants:
 //   - Every write to a child or a parent is a server-side apply, or a delete with a UID

@@ -6,18 +6,23 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
+// recorder records Events on parents; one without an EventRecorder records none (a dry
+// run).
+type recorder struct{ r record.EventRecorder }
+
 // event records an Event on obj. Messages never carry object contents, so no Secret
 // value can leak through them.
-func (c *Reconciler) event(obj *unstructured.Unstructured, eventType, reason, format string, args ...any) {
-	if c.opts.Recorder == nil {
+func (r recorder) event(obj *unstructured.Unstructured, eventType, reason, format string, args ...any) {
+	if r.r == nil {
 		return
 	}
-	c.opts.Recorder.Eventf(obj, eventType, reason, format, args...)
+	r.r.Eventf(obj, eventType, reason, format, args...)
 }
 
 // recordOutcome records a Warning Event on the parent for each distinct failure of a
@@ -36,7 +41,7 @@ func (c *Reconciler) recordOutcome(st *watch.Rule, parent *unstructured.Unstruct
 			return
 		}
 		c.lastFailure.Store(key, seen)
-		c.event(parent, "Warning", reason, "%s", msg)
+		c.events.event(parent, "Warning", reason, "%s", msg)
 	}
 	if out.panicked != nil {
 		report(contract.ReasonReconcilePanic, out.panicked)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
+	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
@@ -19,16 +21,50 @@ func Holds(st *watch.Rule, parent *unstructured.Unstructured) bool {
 	return slices.Contains(parent.GetFinalizers(), contract.FinalizerFor(st.Rule.Name))
 }
 
-// applyFinalizer server-side applies the parent's metadata with (or without) the rule's
-// finalizer. The rule's own field manager owns only that list entry, so adding or
-// removing it never touches another rule's finalizer.
-func (c *Reconciler) applyFinalizer(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, present bool) error {
-	_, err := c.sendFinalizer(ctx, st, parent, present)
+// finalizers adds the rules' finalizers to parents and removes them. Each rule's
+// finalizer is server-side applied with the rule's own field manager, which owns only
+// that list entry, so adding or removing it never touches another rule's finalizer; the
+// apply carries the parent's UID, so it never re-creates a parent that is gone.
+//
+// It remembers the parents (Key) it sent a rule's finalizer to and has not removed it
+// from since (sent), so that a rule's release finds them before the cache shows the
+// finalizer (mayHold). An entry goes when the finalizer is removed, or when the rule's
+// cache no longer holds the parent (forget).
+type finalizers struct {
+	send writer
+	sent sync.Map
+}
+
+// ensureFor adds the rule's finalizer to the parent before the first child that
+// garbage collection does not delete with it is created (a child in another namespace or
+// cluster-scoped, or one kept when the parent is deleted), so that kubecel gets to delete
+// or release it.
+// The write is recorded in out.
+func (f *finalizers) ensureFor(ctx context.Context, st *watch.Rule, parent, child *unstructured.Unstructured, out *outcome) error {
+	ck := st.Children[child.GroupVersionKind().GroupKind()]
+	if Holds(st, parent) || st.Rule.GarbageCollected(st.ParentRef(parent), child.GetLabels()[contract.LabelChild], child.GetNamespace(), ck.Namespaced) {
+		return nil
+	}
+	got, err := f.set(ctx, st, parent, true)
+	if err != nil {
+		return err
+	}
+	out.record(plan.ActionFinalizer, "", parent.DeepCopy(), got) // parent changes below
+	// Later children in this reconcile see it on the cached object's copy.
+	parent.SetFinalizers(append(parent.GetFinalizers(), contract.FinalizerFor(st.Rule.Name)))
+	return nil
+}
+
+// remove removes the rule's finalizer from parent. A parent that is gone, or whose name
+// another object now has, holds no finalizer of ours: that is not an error.
+func (f *finalizers) remove(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) error {
+	_, err := f.set(ctx, st, parent, false)
 	return err
 }
 
-// sendFinalizer is applyFinalizer returning the server's response.
-func (c *Reconciler) sendFinalizer(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, present bool) (*unstructured.Unstructured, error) {
+// set server-side applies the parent's metadata with (present) or without the rule's
+// finalizer, and returns the server's response.
+func (f *finalizers) set(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, present bool) (*unstructured.Unstructured, error) {
 	patch := &unstructured.Unstructured{}
 	patch.SetAPIVersion(parent.GetAPIVersion())
 	patch.SetKind(parent.GetKind())
@@ -39,17 +75,17 @@ func (c *Reconciler) sendFinalizer(ctx context.Context, st *watch.Rule, parent *
 	if present {
 		patch.SetFinalizers([]string{contract.FinalizerFor(st.Rule.Name)})
 		// Before it is sent: an add that fails may still have been made.
-		c.finalized.Store(key, struct{}{})
+		f.sent.Store(key, struct{}{})
 	}
-	got, err := c.send.apply(ctx, st.ParentKind.GVR, patch, contract.ParentFieldManager(st.Rule.Name))
+	got, err := f.send.apply(ctx, st.ParentKind.GVR, patch, contract.ParentFieldManager(st.Rule.Name))
 	if !present && (apierrors.IsNotFound(err) || otherUID(err)) {
 		// Removing from a parent that is gone, or whose name another object now has:
 		// there is no finalizer of ours left to remove.
-		c.finalized.Delete(key)
+		f.sent.Delete(key)
 		return nil, nil
 	}
 	if !present && err == nil {
-		c.finalized.Delete(key)
+		f.sent.Delete(key)
 	}
 	if err != nil {
 		verb := "add"
@@ -89,26 +125,26 @@ func otherUID(err error) bool {
 // finalizer; in a foreground deletion it deletes the children that still point at the
 // parent (teardown); in a background one, the parent is gone at once and teardown
 // follows its delete event.
-func (c *Reconciler) finalize(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) (Result, error) {
+func (d *deletion) finalize(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) (Result, error) {
 	key := watch.KeyFor(st.Rule.Name, parent)
 	switch {
 	case hasFinalizer(parent, finalizerOrphan):
 		// kubectl delete --cascade=orphan: the children stay. The garbage collector
 		// removes their owner references; the rule's finalizer goes at once.
-		c.gone.markOrphan(key, parent.GetUID())
+		d.gone.markOrphan(key, parent.GetUID())
 		if Holds(st, parent) {
-			return Result{}, c.applyFinalizer(ctx, st, parent, false)
+			return Result{}, d.finalizers.remove(ctx, st, parent)
 		}
 		return Result{}, nil
 	case !Holds(st, parent) && hasFinalizer(parent, finalizerForeground):
 		// Foreground deletion waits for the children: delete them now rather than
 		// after the garbage collector's turn.
-		return c.teardown(ctx, st, key, parent.GetUID(), false)
+		return d.teardown(ctx, st, key, parent.GetUID(), false)
 	case !Holds(st, parent):
 		return Result{}, nil
 	}
 	children := st.OwnedChildren(string(parent.GetUID()))
-	more, err := c.letGoBatch(ctx, st, parent, children, true, "the parent is being deleted")
+	more, err := d.letGoBatch(ctx, st, parent, children, true, "the parent is being deleted")
 	switch {
 	case err != nil:
 		return Result{}, err
@@ -119,22 +155,19 @@ func (c *Reconciler) finalize(ctx context.Context, st *watch.Rule, parent *unstr
 		// Child delete events requeue the parent; the delay is a safety net.
 		return Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	return Result{}, c.applyFinalizer(ctx, st, parent, false)
+	return Result{}, d.finalizers.remove(ctx, st, parent)
 }
 
-// MayHold reports whether parent carries the rule's finalizer or may carry it: the
-// cached parent shows it, or this reconciler sent it and has not removed it since (the
-// cache may not show it yet).
-func (c *Reconciler) MayHold(st *watch.Rule, parent *unstructured.Unstructured) bool {
+// mayHold reports whether parent carries the rule's finalizer or may carry it: the
+// cached parent shows it, or it was sent and has not been removed since (the cache may
+// not show it yet).
+func (f *finalizers) mayHold(st *watch.Rule, parent *unstructured.Unstructured) bool {
 	if Holds(st, parent) {
 		return true
 	}
-	_, sent := c.finalized.Load(watch.KeyFor(st.Rule.Name, parent))
+	_, sent := f.sent.Load(watch.KeyFor(st.Rule.Name, parent))
 	return sent
 }
 
-// ReleaseParent removes the rule's finalizer from a parent of a rule that was removed
-// from the rules, so that the parent can still be deleted; its children stay.
-func (c *Reconciler) ReleaseParent(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) error {
-	return c.applyFinalizer(ctx, st, parent, false)
-}
+// forget drops what is remembered of a parent the rule's cache no longer holds.
+func (f *finalizers) forget(key watch.Key) { f.sent.Delete(key) }

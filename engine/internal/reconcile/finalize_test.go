@@ -26,7 +26,7 @@ func TestRemoveFinalizerOfGoneParent(t *testing.T) {
 	}
 	const staleUID = types.UID("11111111-2222-3333-4444-555555555555")
 
-	if err := c.applyFinalizer(t.Context(), st, parent("gone", staleUID), false); err != nil {
+	if err := c.finalizers.remove(t.Context(), st, parent("gone", staleUID)); err != nil {
 		t.Errorf("parent gone: %v", err)
 	}
 	if _, err := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "gone", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -37,7 +37,7 @@ func TestRemoveFinalizerOfGoneParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.applyFinalizer(t.Context(), st, parent("reused", staleUID), false); err != nil {
+	if err := c.finalizers.remove(t.Context(), st, parent("reused", staleUID)); err != nil {
 		t.Errorf("name reused: %v", err)
 	}
 	after, err := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "reused", metav1.GetOptions{})
@@ -64,7 +64,7 @@ func TestMayHoldAFinalizerTheCacheDoesNotShow(t *testing.T) {
 	if c.MayHold(st, stale) {
 		t.Fatal("MayHold before any finalizer was sent = true")
 	}
-	if err := c.applyFinalizer(t.Context(), st, stale, true); err != nil {
+	if _, err := c.finalizers.set(t.Context(), st, stale, true); err != nil {
 		t.Fatal(err)
 	}
 	if !c.MayHold(st, stale) {

@@ -33,7 +33,7 @@ func keeps(st *watch.Rule, id string, parentGone bool) bool {
 // releaseChild lets go of a child as the cache shows it: the patch carries the cached
 // resourceVersion, so a child that changed since, or was deleted and created again, is a
 // conflict and is left alone. A child that is gone is not an error.
-func (c *Reconciler) releaseChild(ctx context.Context, st *watch.Rule, child *informers.Object) error {
+func (d *deletion) releaseChild(ctx context.Context, st *watch.Rule, child *informers.Object) error {
 	obj, err := child.Decode()
 	if err != nil {
 		return err
@@ -62,7 +62,7 @@ func (c *Reconciler) releaseChild(ctx context.Context, st *watch.Rule, child *in
 		return err
 	}
 	ck := st.Children[child.GetObjectKind().GroupVersionKind().GroupKind()]
-	err = c.send.mergePatch(ctx, ck.GVR, child.GetNamespace(), child.GetName(), patch, contract.FieldManager)
+	err = d.send.mergePatch(ctx, ck.GVR, child.GetNamespace(), child.GetName(), patch, contract.FieldManager)
 	switch {
 	case err == nil || apierrors.IsNotFound(err):
 		return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -200,16 +201,46 @@ func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstruc
 		got, err := c.apply(ctx, st, child, obj)
 		if err == nil {
 			klog.FromContext(ctx).Info("Took over child left by an earlier parent of the same name", "child", child, "object", k.String(), "earlierParentUID", claim.ParentUID)
-			c.event(parent, "Normal", contract.ReasonAdopted, "took over %s as child %q: this rule made it for an earlier parent of the same name", k, child)
+			c.events.event(parent, "Normal", contract.ReasonAdopted, "took over %s as child %q: this rule made it for an earlier parent of the same name", k, child)
 		}
 		return got, err
 	case !proven && st.Child(child).Adopt && adoptable(existing):
 		got, err := c.apply(ctx, st, child, obj)
 		if err == nil {
 			klog.FromContext(ctx).Info("Adopted existing object", "child", child, "object", k.String())
-			c.event(parent, "Normal", contract.ReasonAdopted, "adopted existing %s as child %q (adopt: true)", k, child)
+			c.events.event(parent, "Normal", contract.ReasonAdopted, "adopted existing %s as child %q (adopt: true)", k, child)
 		}
 		return got, err
 	}
 	return nil, &conflictError{rule: st.Rule.Name, child: child, obj: k, holder: holder, twin: twin}
+}
+
+// waiters remembers parents whose child's name is held by another object, by that
+// object's key, so that they are requeued as soon as the holder lets go of it.
+type waiters struct {
+	mu     sync.Mutex
+	byName map[string]map[watch.Key]bool
+}
+
+func newWaiters() *waiters { return &waiters{byName: map[string]map[watch.Key]bool{}} }
+
+func (w *waiters) add(object string, parent watch.Key) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byName[object] == nil {
+		w.byName[object] = map[watch.Key]bool{}
+	}
+	w.byName[object][parent] = true
+}
+
+// take returns and forgets the parents waiting for object.
+func (w *waiters) take(object string) []watch.Key {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	keys := make([]watch.Key, 0, len(w.byName[object]))
+	for k := range w.byName[object] {
+		keys = append(keys, k)
+	}
+	delete(w.byName, object)
+	return keys
 }

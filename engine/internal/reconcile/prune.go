@@ -35,17 +35,23 @@ func (c *Reconciler) prune(ctx context.Context, st *watch.Rule, parent *unstruct
 			keep[id] = true
 		}
 	}
+	return c.deletion.prune(ctx, st, parent, out, wanted, keep)
+}
+
+// prune lets go of the parent's children but the objects wanted and the children keep
+// (by id), a batch at most (out.left), and records each in out.
+func (d *deletion) prune(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, out *outcome, wanted map[watch.ObjectKey]bool, keep map[string]bool) []error {
 	var errs []error
 	for _, child := range st.OwnedChildren(string(parent.GetUID())) {
 		k := watch.KeyOf(child)
 		id := child.Child()
-		if wanted[k] || keep[id] || child.GetDeletionTimestamp() != nil || c.deleting.pending(child.GetUID()) {
+		if wanted[k] || keep[id] || child.GetDeletionTimestamp() != nil || d.deleting.pending(child.GetUID()) {
 			continue
 		}
 		if out.spent() {
 			break
 		}
-		if err := c.letGo(ctx, st, parent, child, false, fmt.Sprintf("child %q no longer produced", id)); err != nil {
+		if err := d.letGo(ctx, st, parent, child, false, fmt.Sprintf("child %q no longer produced", id)); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -62,36 +68,36 @@ func (c *Reconciler) prune(ctx context.Context, st *watch.Rule, parent *unstruct
 // letGo deletes a child the rule no longer wants, or releases it when the child's
 // lifecycle keeps it (parentGone: because its parent is being deleted), and says so in
 // the log and an Event on the parent.
-func (c *Reconciler) letGo(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, child *informers.Object, parentGone bool, why string) error {
+func (d *deletion) letGo(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, child *informers.Object, parentGone bool, why string) error {
 	k := watch.KeyOf(child)
 	if keeps(st, child.Child(), parentGone) {
-		if err := c.releaseChild(ctx, st, child); err != nil {
+		if err := d.releaseChild(ctx, st, child); err != nil {
 			return err
 		}
-		c.metrics.Releases.WithLabelValues(st.Rule.Name).Inc()
-		klog.FromContext(ctx).Info("Released child", "child", child.Child(), "object", k.String(), "why", why, "dryRun", c.opts.DryRun)
-		c.event(parent, "Normal", "Released", "released %s (%s; lifecycle Keep)", k, why)
+		d.metrics.Releases.WithLabelValues(st.Rule.Name).Inc()
+		klog.FromContext(ctx).Info("Released child", "child", child.Child(), "object", k.String(), "why", why, "dryRun", d.dryRun)
+		d.events.event(parent, "Normal", "Released", "released %s (%s; lifecycle Keep)", k, why)
 		return nil
 	}
-	if err := c.deleteChild(ctx, st, child); err != nil {
+	if err := d.deleteChild(ctx, st, child); err != nil {
 		return err
 	}
 	if !parentGone {
-		c.metrics.Prunes.WithLabelValues(st.Rule.Name).Inc()
+		d.metrics.Prunes.WithLabelValues(st.Rule.Name).Inc()
 	}
-	klog.FromContext(ctx).Info("Deleted child", "child", child.Child(), "object", k.String(), "why", why, "dryRun", c.opts.DryRun)
+	klog.FromContext(ctx).Info("Deleted child", "child", child.Child(), "object", k.String(), "why", why, "dryRun", d.dryRun)
 	reason := "Pruned"
 	if parentGone {
 		reason = "Deleted"
 	}
-	c.event(parent, "Normal", reason, "deleted %s (%s)", k, why)
+	d.events.event(parent, "Normal", reason, "deleted %s (%s)", k, why)
 	return nil
 }
 
 // deleteChild deletes one child, on the condition that it is still the object we saw
 // (same UID): an object recreated under the same name by someone else is never touched.
-func (c *Reconciler) deleteChild(ctx context.Context, st *watch.Rule, child *informers.Object) error {
-	if err := c.sendDelete(ctx, st, child, false); !apierrors.IsConflict(err) {
+func (d *deletion) deleteChild(ctx context.Context, st *watch.Rule, child *informers.Object) error {
+	if err := d.sendDelete(ctx, st, child, false); !apierrors.IsConflict(err) {
 		return err
 	}
 	return nil // replaced by another object (UID precondition): nothing to do
@@ -100,16 +106,16 @@ func (c *Reconciler) deleteChild(ctx context.Context, st *watch.Rule, child *inf
 // sendDelete deletes one child with a precondition on its cached UID and, when exact,
 // on its cached resourceVersion too. A child that is gone already is not an error; one
 // that fails a precondition is a conflict, returned as the server's error.
-func (c *Reconciler) sendDelete(ctx context.Context, st *watch.Rule, child *informers.Object, exact bool) error {
+func (d *deletion) sendDelete(ctx context.Context, st *watch.Rule, child *informers.Object, exact bool) error {
 	ck := st.Children[child.GetObjectKind().GroupVersionKind().GroupKind()]
 	pre := &metav1.Preconditions{UID: ptr.To(child.GetUID())}
 	if exact {
 		pre.ResourceVersion = ptr.To(child.GetResourceVersion())
 	}
-	err := c.send.delete(ctx, ck.GVR, child.GetNamespace(), child.GetName(), pre)
+	err := d.send.delete(ctx, ck.GVR, child.GetNamespace(), child.GetName(), pre)
 	switch {
-	case err == nil && !c.opts.DryRun:
-		c.deleting.sent(child.GetUID())
+	case err == nil && !d.dryRun:
+		d.deleting.sent(child.GetUID())
 		return nil
 	case err == nil || apierrors.IsNotFound(err):
 		return nil

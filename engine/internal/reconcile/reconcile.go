@@ -30,9 +30,9 @@ type outcome struct {
 	writes []write
 	// applied holds the objects written in this reconcile (server responses), by key.
 	applied map[watch.ObjectKey]*unstructured.Unstructured
-	// panicked is set, alone, when the reconcile panicked (see reportPanic).
+	// panicked is set, alone, when the reconcile panicked (see ReportPanic).
 	panicked error
-	// left is how many more child writes this reconcile may send (Controller.batch);
+	// left is how many more child writes this reconcile may send (Reconciler.batch);
 	// yielded is set when a write was left for the next turn because none were left,
 	// and rest then holds the children of that round not gone through yet, shaped.
 	left    int
@@ -73,17 +73,15 @@ func (c *Reconciler) Reconcile(ctx context.Context, st *watch.Rule, key watch.Ke
 		// Deleted (kubecel deletes its children: teardown.go), or no longer selected
 		// by the rule (released).
 		c.parentGone(st, key)
-		return c.releaseGone(ctx, st, key)
+		return c.deletion.releaseGone(ctx, st, key)
 	}
-	if g, known := c.gone.get(key); known && g.done.IsZero() && g.uid != parent.GetUID() {
-		// A new parent of the same name: the old one's children go first.
-		if res, err := c.teardown(ctx, st, key, g.uid, g.orphan); err != nil || res.RequeueAfter > 0 || res.Yield {
-			return res, err
-		}
+	// A new parent of the same name as one deleted: the old one's children go first.
+	if res, err := c.deletion.replaced(ctx, st, key, parent); err != nil || res.RequeueAfter > 0 || res.Yield {
+		return res, err
 	}
 	if parent.GetDeletionTimestamp() != nil {
 		c.resume.take(key)
-		return c.finalize(ctx, st, parent)
+		return c.deletion.finalize(ctx, st, parent)
 	}
 	events := st.RefEvents()
 	if todo := c.resumeFrom(st, parent, events); todo != nil {
@@ -186,7 +184,7 @@ func (c *Reconciler) sync(ctx context.Context, st *watch.Rule, parent *unstructu
 		if out.result.Skip && len(out.pruneErr) == 0 && Holds(st, parent) {
 			// The rule's `when` lets go of the parent: its children are pruned, so
 			// its finalizer has nothing left to guard.
-			if err := c.applyFinalizer(ctx, st, parent, false); err != nil {
+			if err := c.finalizers.remove(ctx, st, parent); err != nil {
 				out.pruneErr = append(out.pruneErr, err)
 			}
 		}
@@ -201,7 +199,7 @@ func (c *Reconciler) sync(ctx context.Context, st *watch.Rule, parent *unstructu
 // them (and needs no further readiness) is applied in the same reconcile.
 func (c *Reconciler) converge(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) *outcome {
 	logger := klog.FromContext(ctx)
-	out := &outcome{applied: map[watch.ObjectKey]*unstructured.Unstructured{}, left: c.batch()}
+	out := &outcome{applied: map[watch.ObjectKey]*unstructured.Unstructured{}, left: c.batch}
 	owned, err := c.observe(st, parent)
 	if err != nil {
 		out.evalErr = fmt.Errorf("rule %q: read children: %w", st.Rule.Name, err)
@@ -235,7 +233,7 @@ func (c *Reconciler) converge(ctx context.Context, st *watch.Rule, parent *unstr
 			// The finalizer guards every child garbage collection cannot reach, also one
 			// that needs no write now (a rule removed and added back finds its children
 			// in place, and its finalizer gone).
-			if err := c.ensureFinalizerFor(ctx, st, parent, obj, out); err != nil {
+			if err := c.finalizers.ensureFor(ctx, st, parent, obj, out); err != nil {
 				out.applyErr = append(out.applyErr, err)
 				continue
 			}

@@ -1,11 +1,14 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"math"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 
@@ -37,23 +40,23 @@ type Options struct {
 	Known func(rule string) bool
 }
 
-// Reconciler makes one parent at a time match its rule (Reconcile). It owns the state
-// that outlives one reconcile: our writes the caches do not show yet (shared with the
-// watches), the parents seen deleted, the parents waiting for a child's name, the
-// deletes sent, the work yielded turns left, and what was reported per parent.
+// Reconciler makes one parent at a time match its rule (Reconcile): it evaluates the
+// rule, writes the children and the status, and hands what is deleted or released to
+// its deletion. It owns the state of the live parents' path that outlives one reconcile:
+// our writes the caches do not show yet (shared with the watches), the parents waiting
+// for a child's name, the work yielded turns left, and what was reported per parent.
 type Reconciler struct {
 	opts    Options
 	send    writer
 	metrics *metrics.Metrics
 	written *informers.Written
+	events  recorder
+	// batch is how many child writes one reconcile sends before it yields (batchSize).
+	batch int
 
 	// statusless remembers (Key -> UID) parents whose status cannot be written (no
 	// status subresource), so the error is reported once, not in a loop.
 	statusless sync.Map
-	// finalized holds the parents (Key) this reconciler sent a rule's finalizer to and has
-	// not removed it from since, so that a rule's release finds them before the cache
-	// shows the finalizer (MayHold).
-	finalized sync.Map
 	// lastFailure holds the last failure reported per parent (Key -> "uid|reason|msg"),
 	// to record each failure once.
 	lastFailure sync.Map
@@ -61,26 +64,38 @@ type Reconciler struct {
 	notReady *notReady
 	// waiting holds the parents whose child's name another object holds.
 	waiting *waiters
-	// gone holds the parents seen deleted whose children are being deleted.
-	gone *goneParents
-	// deleting holds the children deleted whose informers have not shown it yet.
-	deleting *deleting
 	// resume holds the work yielded reconciles left for the parents' next turns.
 	resume *resumePoints
+
+	// finalizers adds and removes the rules' finalizers on parents, and remembers the
+	// parents it added one to (finalize.go).
+	finalizers *finalizers
+	// deletion prunes, releases and tears down children, and remembers the deletes in
+	// flight and the parents seen deleted (deletion.go).
+	deletion *deletion
 }
 
 // New returns a Reconciler.
 func New(opts Options) *Reconciler {
+	send := writer{client: opts.Client, dryRun: opts.DryRun}
+	events := recorder{r: opts.Recorder}
+	batch := batchSize(opts)
+	fin := &finalizers{send: send}
 	return &Reconciler{
-		opts:     opts,
-		send:     writer{client: opts.Client, dryRun: opts.DryRun},
-		metrics:  opts.Metrics,
-		written:  opts.Written,
-		notReady: newNotReady(),
-		waiting:  newWaiters(),
-		gone:     newGoneParents(),
-		deleting: newDeleting(),
-		resume:   newResumePoints(),
+		opts:       opts,
+		send:       send,
+		metrics:    opts.Metrics,
+		written:    opts.Written,
+		events:     events,
+		batch:      batch,
+		notReady:   newNotReady(),
+		waiting:    newWaiters(),
+		resume:     newResumePoints(),
+		finalizers: fin,
+		deletion: &deletion{
+			send: send, dryRun: opts.DryRun, batch: batch, metrics: opts.Metrics, events: events, finalizers: fin,
+			deleting: newDeleting(), gone: newGoneParents(),
+		},
 	}
 }
 
@@ -126,14 +141,14 @@ func (e *terminalError) Unwrap() error { return e.err }
 // repeat: the loop forgets the key until the next change.
 func IsTerminal(err error) bool { return errors.As(err, new(*terminalError)) }
 
-// batch is how many child writes one reconcile sends before it yields
+// batchSize is how many child writes one reconcile sends before it yields
 // (Options.MaxWrites), unlimited in a dry run: nothing a dry run sends shows in the
 // caches, so a next turn would find the same writes to send.
-func (c *Reconciler) batch() int {
-	if c.opts.DryRun || c.opts.MaxWrites <= 0 {
+func batchSize(opts Options) int {
+	if opts.DryRun || opts.MaxWrites <= 0 {
 		return math.MaxInt
 	}
-	return c.opts.MaxWrites
+	return opts.MaxWrites
 }
 
 // ForgetRule drops what the reconciler keeps for a rule that stopped.
@@ -143,9 +158,28 @@ func (c *Reconciler) ForgetRule(name string) { c.resume.dropRule(name) }
 // and returns the parents that waited for its name, to queue.
 func (c *Reconciler) ChildLeft(o *informers.Object, deleted bool) []watch.Key {
 	if deleted {
-		c.deleting.gone(o.GetUID())
+		c.deletion.childDeleted(o.GetUID())
 	}
 	return c.waiting.take(watch.KeyOf(o).String())
+}
+
+// ParentDeleted records a parent its rule's informer saw deleted (watch.Hooks), for its
+// teardown.
+func (c *Reconciler) ParentDeleted(key watch.Key, uid types.UID, sure bool) {
+	c.deletion.parentDeleted(key, uid, sure)
+}
+
+// MayHold reports whether parent carries the rule's finalizer or may carry it: the
+// cached parent shows it, or this reconciler sent it and has not removed it since (the
+// cache may not show it yet).
+func (c *Reconciler) MayHold(st *watch.Rule, parent *unstructured.Unstructured) bool {
+	return c.finalizers.mayHold(st, parent)
+}
+
+// ReleaseParent removes the rule's finalizer from a parent of a rule that was removed
+// from the rules, so that the parent can still be deleted; its children stay.
+func (c *Reconciler) ReleaseParent(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) error {
+	return c.finalizers.remove(ctx, st, parent)
 }
 
 // parentGone forgets what the reconciler kept about a parent its rule no longer holds.
@@ -154,6 +188,6 @@ func (c *Reconciler) parentGone(st *watch.Rule, key watch.Key) {
 	c.lastFailure.Delete(key)
 	c.notReady.forget(key)
 	c.resume.take(key)
-	c.finalized.Delete(key) // gone, or released below with what the server says
+	c.finalizers.forget(key) // gone, or released below with what the server says
 	st.DropReads(key)
 }

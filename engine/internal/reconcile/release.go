@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/watch"
@@ -22,13 +21,13 @@ import (
 // deleted has its children deleted (teardown); one that still exists but that the rule no
 // longer selects is released. The API server is asked only when the delete event cannot
 // tell which it is: the informer filters by labels, or the delete was found by a relist.
-func (c *Reconciler) releaseGone(ctx context.Context, st *watch.Rule, key watch.Key) (Result, error) {
-	g, known := c.gone.get(key)
+func (d *deletion) releaseGone(ctx context.Context, st *watch.Rule, key watch.Key) (Result, error) {
+	g, known := d.gone.get(key)
 	if known && !g.done.IsZero() {
 		return Result{}, nil // its children were deleted; this is one of their events
 	}
 	if !known || !g.sure {
-		parent, err := c.send.get(ctx, st.ParentKind.GVR, key.Namespace, key.Name)
+		parent, err := d.send.get(ctx, st.ParentKind.GVR, key.Namespace, key.Name)
 		switch {
 		case apierrors.IsNotFound(err):
 		case apierrors.IsForbidden(err):
@@ -42,11 +41,11 @@ func (c *Reconciler) releaseGone(ctx context.Context, st *watch.Rule, key watch.
 			// Deleted and created again: the old parent's children go; the new one's
 			// events follow.
 		case st.Selects(parent):
-			c.gone.drop(key)
+			d.gone.drop(key)
 			return Result{}, nil // the cache has not caught up with it yet; its event follows
 		default:
-			c.gone.drop(key)
-			return c.release(ctx, st, parent, "no longer selected by the rule")
+			d.gone.drop(key)
+			return d.release(ctx, st, parent, "no longer selected by the rule")
 		}
 	}
 	if !known {
@@ -54,18 +53,18 @@ func (c *Reconciler) releaseGone(ctx context.Context, st *watch.Rule, key watch.
 		// garbage collector take care of its children.
 		return Result{}, nil
 	}
-	return c.teardown(ctx, st, key, g.uid, g.orphan)
+	return d.teardown(ctx, st, key, g.uid, g.orphan)
 }
 
 // release prunes every child the rule made for parent and removes the rule's finalizer.
 // Children are deleted with UID preconditions, a batch per turn; the finalizer goes only
 // when every delete was sent.
-func (c *Reconciler) release(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, why string) (Result, error) {
+func (d *deletion) release(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, why string) (Result, error) {
 	children := st.OwnedChildren(string(parent.GetUID()))
 	if len(children) == 0 && !Holds(st, parent) {
 		return Result{}, nil
 	}
-	more, err := c.letGoBatch(ctx, st, parent, children, false, why)
+	more, err := d.letGoBatch(ctx, st, parent, children, false, why)
 	switch {
 	case err != nil:
 		return Result{}, err
@@ -74,58 +73,28 @@ func (c *Reconciler) release(ctx context.Context, st *watch.Rule, parent *unstru
 	case !Holds(st, parent):
 		return Result{}, nil
 	}
-	return Result{}, c.applyFinalizer(ctx, st, parent, false)
+	return Result{}, d.finalizers.remove(ctx, st, parent)
 }
 
 // letGoBatch lets go of (letGo) the children not being deleted already, at most a batch
-// of them (Controller.batch; failures do not count), and reports whether some were left
+// of them (deletion.batch; failures do not count), and reports whether some were left
 // for the parent's next turn.
-func (c *Reconciler) letGoBatch(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, children []*informers.Object, parentGone bool, why string) (more bool, err error) {
-	left := c.batch()
+func (d *deletion) letGoBatch(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, children []*informers.Object, parentGone bool, why string) (more bool, err error) {
+	left := d.batch
 	var errs []error
 	for _, child := range children {
-		if child.GetDeletionTimestamp() != nil || c.deleting.pending(child.GetUID()) {
+		if child.GetDeletionTimestamp() != nil || d.deleting.pending(child.GetUID()) {
 			continue
 		}
 		if left == 0 {
 			more = true
 			break
 		}
-		if err := c.letGo(ctx, st, parent, child, parentGone, why); err != nil {
+		if err := d.letGo(ctx, st, parent, child, parentGone, why); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		left--
 	}
 	return more, errors.Join(errs...)
-}
-
-// waiters remembers parents whose child's name is held by another object, by that
-// object's key, so that they are requeued as soon as the holder lets go of it.
-type waiters struct {
-	mu     sync.Mutex
-	byName map[string]map[watch.Key]bool
-}
-
-func newWaiters() *waiters { return &waiters{byName: map[string]map[watch.Key]bool{}} }
-
-func (w *waiters) add(object string, parent watch.Key) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.byName[object] == nil {
-		w.byName[object] = map[watch.Key]bool{}
-	}
-	w.byName[object][parent] = true
-}
-
-// take returns and forgets the parents waiting for object.
-func (w *waiters) take(object string) []watch.Key {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	keys := make([]watch.Key, 0, len(w.byName[object]))
-	for k := range w.byName[object] {
-		keys = append(keys, k)
-	}
-	delete(w.byName, object)
-	return keys
 }

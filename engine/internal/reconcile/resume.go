@@ -15,7 +15,7 @@ import (
 )
 
 // A parent with more child writes than one batch takes several turns
-// (Options.MaxWritesPerReconcile). Evaluating the rule and reading all of the parent's
+// (Options.MaxWrites). Evaluating the rule and reading all of the parent's
 // children again at every turn would make a parent of 1,000 children cost ten
 // evaluations where one does, so a turn that yields leaves the rest of its work for the
 // next: the desired children it did not get to. The next turn takes them up only when
@@ -99,11 +99,11 @@ func (c *Reconciler) continueWith(ctx context.Context, st *watch.Rule, parent *u
 		mine[watch.KeyOf(o).String()] = o
 	}
 	scratch := &outcome{applied: map[watch.ObjectKey]*unstructured.Unstructured{}}
-	left := c.batch()
+	left := c.batch
 	for i, d := range todo {
 		obj := &unstructured.Unstructured{Object: d.Object} // shaped by the turn that left it
 		k := watch.KeyOf(obj)
-		if err := c.ensureFinalizerFor(ctx, st, parent, obj, scratch); err != nil {
+		if err := c.finalizers.ensureFor(ctx, st, parent, obj, scratch); err != nil {
 			continue
 		}
 		live := c.liveChild(st, uid, k, mine)

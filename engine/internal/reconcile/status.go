@@ -184,7 +184,7 @@ func (c *Reconciler) writeStatus(ctx context.Context, st *watch.Rule, parent *un
 		c.statusless.Store(watch.KeyFor(st.Rule.Name, parent), uidKey)
 		msg := fmt.Sprintf("rule %q has a status block but %s has no status subresource; add `subresources: {status: {}}` to the CRD version", st.Rule.Name, st.ParentKind.GVR.GroupResource())
 		klog.FromContext(ctx).Error(nil, "Cannot write status", "reason", msg)
-		c.event(parent, "Warning", "StatusNotWritable", "%s", msg)
+		c.events.event(parent, "Warning", "StatusNotWritable", "%s", msg)
 		return nil
 	case err != nil && st.Rule.StatusReadsSecrets():
 		return fmt.Errorf("rule %q: write status: %w", st.Rule.Name, withholdMessage(err))

@@ -35,7 +35,7 @@ import (
 // again once it has caught up. Deletes run in the worker that handles the parent's key,
 // under the controller's client rate limit, so they share the workers with the
 // reconciles of live parents instead of taking them over: a batch of deletes
-// (Options.MaxWritesPerReconcile) per turn.
+// (Options.MaxWrites) per turn.
 
 // Finalizers Kubernetes puts on an object deleted with a propagation policy.
 const (
@@ -130,27 +130,38 @@ func (g *goneParents) finish(key watch.Key, uid types.UID) {
 	}
 }
 
-// ParentDeleted records a parent its rule's informer saw deleted (watch.Hooks), for its
-// teardown.
-func (c *Reconciler) ParentDeleted(key watch.Key, uid types.UID, sure bool) {
-	c.gone.add(key, &goneParent{uid: uid, sure: sure})
+// parentDeleted records a parent its rule's informer saw deleted, for its teardown.
+func (d *deletion) parentDeleted(key watch.Key, uid types.UID, sure bool) {
+	d.gone.add(key, &goneParent{uid: uid, sure: sure})
+}
+
+// replaced tears down the children of an earlier parent of key, seen deleted and not
+// torn down yet, when parent is a new one of the same name: the old one's children go
+// first. It asks for nothing (a zero Result) when there is no such parent or its
+// children are all gone.
+func (d *deletion) replaced(ctx context.Context, st *watch.Rule, key watch.Key, parent *unstructured.Unstructured) (Result, error) {
+	g, known := d.gone.get(key)
+	if !known || !g.done.IsZero() || g.uid == parent.GetUID() {
+		return Result{}, nil
+	}
+	return d.teardown(ctx, st, key, g.uid, g.orphan)
 }
 
 // teardown deletes the children of the parent with key and UID uid (gone, or being
 // deleted in the foreground) that are still that parent's.
-func (c *Reconciler) teardown(ctx context.Context, st *watch.Rule, key watch.Key, uid types.UID, orphan bool) (Result, error) {
+func (d *deletion) teardown(ctx context.Context, st *watch.Rule, key watch.Key, uid types.UID, orphan bool) (Result, error) {
 	if orphan {
 		// Deleted with --cascade=orphan: the children stay, without their owner
 		// references (the garbage collector removes them).
-		c.gone.finish(key, uid)
+		d.gone.finish(key, uid)
 		return Result{}, nil
 	}
 	var doomed []*informers.Object
 	for _, child := range st.OwnedChildren(string(uid)) {
-		if len(doomed) > c.batch() {
+		if len(doomed) > d.batch {
 			break // enough to know there is more than a batch
 		}
-		if child.GetDeletionTimestamp() != nil || c.deleting.pending(child.GetUID()) {
+		if child.GetDeletionTimestamp() != nil || d.deleting.pending(child.GetUID()) {
 			continue
 		}
 		mine, err := stillChildOf(st, key, uid, child)
@@ -161,9 +172,9 @@ func (c *Reconciler) teardown(ctx context.Context, st *watch.Rule, key watch.Key
 			doomed = append(doomed, child)
 		}
 	}
-	more := len(doomed) > c.batch()
+	more := len(doomed) > d.batch
 	if more {
-		doomed = doomed[:c.batch()] // the rest on the parent's next turn
+		doomed = doomed[:d.batch] // the rest on the parent's next turn
 	}
 	var mu sync.Mutex
 	var errs []error
@@ -173,11 +184,11 @@ func (c *Reconciler) teardown(ctx context.Context, st *watch.Rule, key watch.Key
 	for _, child := range doomed {
 		g.Go(func() error {
 			var err error
-			counter := c.metrics.Teardowns
+			counter := d.metrics.Teardowns
 			if keeps(st, child.Child(), true) {
-				err, counter = c.releaseChild(gctx, st, child), c.metrics.Releases
+				err, counter = d.releaseChild(gctx, st, child), d.metrics.Releases
 			} else {
-				err = c.sendDelete(gctx, st, child, true)
+				err = d.sendDelete(gctx, st, child, true)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -203,9 +214,9 @@ func (c *Reconciler) teardown(ctx context.Context, st *watch.Rule, key watch.Key
 		return Result{Yield: true}, nil
 	}
 	if len(doomed) > 0 {
-		klog.FromContext(ctx).Info("Deleted children of deleted parent", "parentUID", string(uid), "children", len(doomed), "dryRun", c.opts.DryRun)
+		klog.FromContext(ctx).Info("Deleted children of deleted parent", "parentUID", string(uid), "children", len(doomed), "dryRun", d.dryRun)
 	}
-	c.gone.finish(key, uid)
+	d.gone.finish(key, uid)
 	return Result{}, nil
 }
 
@@ -232,27 +243,4 @@ func stillChildOf(st *watch.Rule, key watch.Key, uid types.UID, child *informers
 // hasFinalizer reports whether parent carries finalizer f.
 func hasFinalizer(parent *unstructured.Unstructured, f string) bool {
 	return slices.Contains(parent.GetFinalizers(), f)
-}
-
-// orphaning reports whether an apply to the live child would undo a deletion of the
-// parent with --cascade=orphan. The garbage collector orphans the children by removing
-// their owner references before it lets the parent go; the parent's cache may not show
-// the deletion yet, and an apply that put the owner reference back would make the
-// collector delete the child once the parent is gone. So when the owner reference that
-// desired sets is missing from the live child, the parent is read from the API server,
-// and a parent that is gone, replaced or being deleted is not applied to.
-func (c *Reconciler) orphaning(ctx context.Context, st *watch.Rule, parent, desired, live *unstructured.Unstructured) bool {
-	uid := parent.GetUID()
-	owned := func(o metav1.OwnerReference) bool { return o.UID == uid }
-	if !slices.ContainsFunc(desired.GetOwnerReferences(), owned) || slices.ContainsFunc(live.GetOwnerReferences(), owned) {
-		return false
-	}
-	fresh, err := c.send.get(ctx, st.ParentKind.GVR, parent.GetNamespace(), parent.GetName())
-	switch {
-	case apierrors.IsNotFound(err):
-		return true
-	case err != nil:
-		return false // the apply says what is wrong
-	}
-	return fresh.GetUID() != uid || fresh.GetDeletionTimestamp() != nil
 }

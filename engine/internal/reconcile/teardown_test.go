@@ -79,7 +79,7 @@ func TestSendDeleteExact(t *testing.T) {
 			if tt.change != nil {
 				tt.change(t, created)
 			}
-			err = c.sendDelete(t.Context(), st, cached, true)
+			err = c.deletion.sendDelete(t.Context(), st, cached, true)
 			if got := apierrors.IsConflict(err); got != tt.wantConflict || (!tt.wantConflict && err != nil) {
 				t.Fatalf("sendDelete: %v; want conflict %v", err, tt.wantConflict)
 			}
