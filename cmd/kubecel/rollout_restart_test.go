@@ -21,8 +21,9 @@ import (
 // version they take after the kill.
 //
 // The process reconciles the parents it finds on start before its rollout's first tick
-// says which are members, so a restart sends a parent or two back now and then: the test
-// restarts several times, with many workers to take many parents at once.
+// says which are members: a parent it takes then must stay where its Synced condition
+// says (it used to go back to v1 in about half the restarts). The test restarts several
+// times, with many workers to take many parents at once.
 func TestRolloutProcessRestartKeepsMembers(t *testing.T) {
 	const restarts = 5
 	w := newRolloutWorld(t, 20)
