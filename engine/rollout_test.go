@@ -201,8 +201,9 @@ func TestRolloutGoodEditTakesEveryStep(t *testing.T) {
 	// At every poll, the parents at v2 are the first members of the order for the step
 	// the stored state says (or of the step before, while the new step's members move).
 	rf.eventually(func() (bool, string) {
-		cur := rf.current()
+		// The children first, then the state: the state read can only be ahead of them.
 		vs := rf.versions()
+		cur := rf.current()
 		var at []string
 		for _, p := range order {
 			if vs[p] == "v2" {

@@ -65,7 +65,7 @@ import (
 //	events NAME               print the Events about the object NAME of $NS, one "TYPE REASON MESSAGE" line each
 //	jsonfield FILE PATH...    parse FILE as JSON and print the value at each PATH (a.b.0.c), one a line
 //	jsonfield -env NAME FILE PATH   the same, setting $NAME to the value instead
-//	writes AGENT              print how many write requests (not dry runs) clients whose user agent begins with AGENT sent
+//	writes AGENT [NAMESPACE]  print how many write requests (not dry runs) clients whose user agent begins with AGENT sent (in NAMESPACE only, when given)
 //	delete RESOURCE NAME      delete the object
 //	metricsserved LIST SCRAPE check that every metric named in the file LIST has a sample in SCRAPE (a /metrics body)
 const scriptTimeout = 2 * time.Minute
@@ -149,14 +149,18 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 }
 
 func cmdWrites(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: writes AGENT")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: writes AGENT [NAMESPACE]")
 	}
 	t, ok := ts.Value(scriptTKey{}).(testing.TB)
 	if !ok {
 		ts.Fatalf("writes needs the control plane of testdata/script/cluster")
 	}
-	n := testenv.Writes(t, func(e controlplane.AuditEvent) bool { return strings.HasPrefix(e.UserAgent, args[0]) })
+	// With a namespace, only the writes there: scripts run in parallel, and another may
+	// use the same command (and so the same user agent) at the same time.
+	n := testenv.Writes(t, func(e controlplane.AuditEvent) bool {
+		return strings.HasPrefix(e.UserAgent, args[0]) && (len(args) == 1 || e.ObjectRef.Namespace == args[1])
+	})
 	_, err := fmt.Fprintln(ts.Stdout(), n)
 	ts.Check(err)
 }
