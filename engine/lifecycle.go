@@ -103,7 +103,7 @@ func (t *ruleTable) set(ctx context.Context, rs *rules.RuleSet) {
 		}
 		if err := t.startLocked(ctx, r, old); err != nil {
 			t.setPending(ctx, r, err)
-		} else if old != nil {
+		} else if old != nil && !t.rollsFromLocked(r.Name, old) {
 			// Parents the new version no longer selects are released by it.
 			enqueueAll(t.enqueue, old)
 		}
@@ -123,7 +123,7 @@ func (t *ruleTable) startLocked(ctx context.Context, r *rules.Rule, old *watch.R
 	if err != nil {
 		return err
 	}
-	st, err := t.resolve(ctx, r, old, prep.stable)
+	st, err := t.resolve(ctx, r, old, false, prep.stable)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (t *ruleTable) startLocked(ctx context.Context, r *rules.Rule, old *watch.R
 	if prep.stable != nil {
 		// The version the rollout rolls from runs beside the target, each watching the
 		// child kinds of both, so that either can prune what the other made.
-		if stable, err = t.resolve(ctx, prep.stable, st); err != nil {
+		if stable, err = t.resolve(ctx, prep.stable, st, true); err != nil {
 			t.watcher.Stop(st)
 			return fmt.Errorf("the revision the rollout rolls from: %w", err)
 		}
@@ -153,12 +153,13 @@ func (t *ruleTable) startLocked(ctx context.Context, r *rules.Rule, old *watch.R
 }
 
 // resolve resolves and starts one version of a rule, its child kinds joined by those
-// of old and also.
-func (t *ruleTable) resolve(ctx context.Context, r *rules.Rule, old *watch.Rule, also ...*rules.Rule) (*watch.Rule, error) {
+// of old and also; beside marks the version a rollout rolls from (watch.Rule.Beside).
+func (t *ruleTable) resolve(ctx context.Context, r *rules.Rule, old *watch.Rule, beside bool, also ...*rules.Rule) (*watch.Rule, error) {
 	st, err := t.watcher.Resolve(r, old, also...)
 	if err != nil {
 		return nil, err
 	}
+	st.Beside = beside
 	if !t.opts.SkipAccessCheck {
 		if err := checkAccess(ctx, t.kube, st); err != nil {
 			return nil, err

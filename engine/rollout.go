@@ -242,3 +242,15 @@ func (t *ruleTable) liveLocked(st *watch.Rule) bool {
 	rr := t.rollouts[name]
 	return rr != nil && rr.target == t.running[name] && rr.stable.Load() == st
 }
+
+// rollsFromLocked reports whether the rule's rollout under way rolls from the revision
+// that old ran: the parents the steps have not reached stay as old left them, so they
+// need no reconcile (the tick queues the members). The caller holds t.mu.
+func (t *ruleTable) rollsFromLocked(name string, old *watch.Rule) bool {
+	rr := t.rollouts[name]
+	if rr == nil || rr.target != t.running[name] {
+		return false
+	}
+	stable := rr.stable.Load()
+	return stable != nil && stable.Rule.Revision == old.Rule.Revision && rr.revision().Phase == rollout.Progressing
+}

@@ -34,6 +34,11 @@ func (a *auditCounter) read() error {
 		return err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return err
+	} else if st.Size() < a.offset {
+		return fmt.Errorf("audit log %s is shorter (%d bytes) than what was read of it (%d): it was rotated, and the writes it held are lost to the counts", a.path, st.Size(), a.offset)
+	}
 	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
 		return err
 	}

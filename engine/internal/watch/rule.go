@@ -43,6 +43,12 @@ type Rule struct {
 	ParentKind Kind
 	// Children are the rule's child kinds.
 	Children map[schema.GroupKind]*ChildKind
+	// Beside, set before Start, marks a version that runs beside the rule's running
+	// version (the revision a rollout rolls from): the running version's handlers queue
+	// the parents and tell of deleted ones, so this one registers no parent handler
+	// (each parent event would queue the parent twice, the echo of our own status write
+	// among them). Its refs' handlers it keeps: its refs may be its own.
+	Beside bool
 
 	parents map[string]*informers.Watch // by namespace ("" = all)
 	regs    map[string]cache.ResourceEventHandlerRegistration

@@ -130,6 +130,9 @@ func (w *Watcher) Start(ctx context.Context, st *Rule) error {
 			return err
 		}
 		st.parents[ns] = pw
+		if st.Beside {
+			continue
+		}
 		reg, err := pw.Informer.AddEventHandler(w.parentHandler(r.Name, r.Parent.Selector != nil))
 		if err != nil {
 			w.Stop(st)
