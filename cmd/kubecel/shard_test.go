@@ -114,6 +114,9 @@ func TestSharding(t *testing.T) {
 		if err := w.replicas["d"].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
+		// The signal is delivered asynchronously: a thread running on another CPU may
+		// still send a write of the edits that follow. Wait until every thread stopped.
+		waitStopped(t, w.replicas["d"].cmd.Process.Pid)
 	}, "5", "a")
 	// Twice the lease duration: a deletes d's Lease.
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
@@ -376,4 +379,28 @@ func (w *shardWorld) writers(mark int) map[string][]string {
 		out[parent] = append(out[parent], id)
 	}
 	return out
+}
+
+// waitStopped waits until every thread of process pid is stopped by a signal (state T in
+// /proc/PID/task/*/stat).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		if err != nil || len(stats) == 0 {
+			return false, fmt.Sprintf("no threads of process %d in /proc (%v)", pid, err)
+		}
+		for _, f := range stats {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return false, err.Error()
+			}
+			// The state follows the command name, which is in parentheses.
+			rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
+			if state := strings.Fields(rest); len(state) == 0 || state[0] != "T" {
+				return false, fmt.Sprintf("thread %s of process %d is not stopped yet", filepath.Dir(f), pid)
+			}
+		}
+		return true, ""
+	})
 }
