@@ -198,7 +198,7 @@ func (v *revisions) commit(ctx context.Context, r *rules.Rule, p *prepared, wher
 		if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
 			logger.V(1).Info("Another replica stored the revision first", "reason", err.Error())
 		} else {
-			logger.Error(err, "Cannot store the rule's revision; the tick tries again")
+			logger.Error(err, "Cannot store the rule's revision; the rollout's tick tries again")
 		}
 		return p.rev
 	}

@@ -105,6 +105,18 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 	if old := rr.revision(); rev != old {
 		t.follow(ctx, rr, old, rev)
 	}
+	if rev.Object == nil && !t.opts.DryRun {
+		// Storing the revision failed when the rule started: its state is written
+		// nowhere yet, so no step is taken until it is stored.
+		got, err := t.revs.store.Create(ctx, r.Name, r.Revision, r.Document, whereOf(rr.target), rev.Number, rev.State)
+		switch {
+		case err == nil:
+			t.follow(ctx, rr, rev, got)
+		case !apierrors.IsAlreadyExists(err):
+			logger.Error(err, "Cannot store the rule's revision; the rollout waits for it")
+		}
+		return
+	}
 	stable := rr.stable.Load()
 	if stable == nil {
 		if rev.Phase == rollout.RolledBack && rev.From != "" {

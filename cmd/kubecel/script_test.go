@@ -98,13 +98,12 @@ func scriptSetup(cluster bool) func(*testscript.Env) error {
 		}
 		env.Setenv("REPO", repo)
 		env.Setenv("BIN", filepath.Join(repo, "bin"))
-		for _, name := range []string{"HEALTH", "METRICS"} {
-			port, err := freePort()
-			if err != nil {
-				return err
-			}
-			env.Setenv(name, fmt.Sprintf("127.0.0.1:%d", port))
+		ports, err := freePorts(2)
+		if err != nil {
+			return err
 		}
+		env.Setenv("HEALTH", fmt.Sprintf("127.0.0.1:%d", ports[0]))
+		env.Setenv("METRICS", fmt.Sprintf("127.0.0.1:%d", ports[1]))
 		if !cluster {
 			return nil
 		}
@@ -122,14 +121,20 @@ func scriptSetup(cluster bool) func(*testscript.Env) error {
 // scriptTKey holds, in a cluster script's values, its testing.TB.
 type scriptTKey struct{}
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago. The
+// listeners stay open until all n are chosen: one closed at once could be handed out
+// again by the next (a process once got the same port for health and metrics).
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -202,18 +202,14 @@ func parentName(i int) string { return fmt.Sprintf("p%02d", i) }
 // start starts a replica with --sharding and short lease timings.
 func (w *shardWorld) start(name string) {
 	w.t.Helper()
-	port, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	metricsPort, err := freePort()
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.health[name] = fmt.Sprintf("http://127.0.0.1:%d", port)
-	w.metrics[name] = fmt.Sprintf("http://127.0.0.1:%d", metricsPort)
+	w.health[name] = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	w.metrics[name] = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	r := startRun(w.t, w.bin, name, "--rules", w.rules, "--kubeconfig", w.cp.Kubeconfig,
-		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-addr", fmt.Sprintf("127.0.0.1:%d", port), "--workers", "4",
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--health-addr", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--workers", "4",
 		"--sharding", "--sharding-namespace", w.ns,
 		"--sharding-lease-duration", "6s", "--sharding-renew-deadline", "4s", "--sharding-retry-period", "1s")
 	testenv.Eventually(w.t, time.Minute, func() (bool, string) {
