@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -49,6 +50,8 @@ type AuditEvent struct {
 		APIGroup    string `json:"apiGroup"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
+	// RequestReceived is when the API server received the request.
+	RequestReceived time.Time `json:"requestReceivedTimestamp"`
 	// ResponseStatus holds the response's HTTP status code (200 for a delete that
 	// removed the object, 404 or 409 for one refused).
 	ResponseStatus struct {
