@@ -258,7 +258,15 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.revInformers != nil {
 		c.revInformers.Start(ctx.Done())
 	}
-	wg.Go(func() { wait.UntilWithContext(ctx, c.table.tickRollouts, c.opts.RolloutTick) })
+	wg.Go(func() {
+		wait.UntilWithContext(ctx, func(ctx context.Context) {
+			// Under the loop's pause, as a reconcile: a ring change swaps the child
+			// informers the tick reads (watch.Rule.Synced).
+			c.pause.RLock()
+			defer c.pause.RUnlock()
+			c.table.tickRollouts(ctx)
+		}, c.opts.RolloutTick)
+	})
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
