@@ -45,11 +45,7 @@ func TestRolloutUndoOfAnEditWithoutPolicy(t *testing.T) {
 	rf.waitVersions(map[string]string{"*": "v1"})
 	// Held there: a restart with the same rules keeps every parent at v1.
 	rf.waitIdle()
-	atRest := rf.childWrites()
-	rf.restart()
-	rf.ctrl.EnqueueAll()
-	rf.waitIdle()
-	if w := writesSince(atRest, rf.childWrites()); len(w) > 0 {
+	if w := rf.restartWrites(); len(w) > 0 {
 		t.Errorf("a restart after the undo wrote %v, want nothing", w)
 	}
 	// A new text rolls forward again.
@@ -72,11 +68,7 @@ func TestRolloutResumesItsStepAfterARestart(t *testing.T) {
 		return !cur.HealthySince.IsZero(), fmt.Sprintf("step %d not seen healthy yet", cur.Step)
 	})
 	rf.waitIdle()
-	atRest := rf.childWrites()
-	rf.restart()
-	rf.ctrl.EnqueueAll()
-	rf.waitIdle()
-	if w := writesSince(atRest, rf.childWrites()); len(w) > 0 {
+	if w := rf.restartWrites(); len(w) > 0 {
 		t.Errorf("a restart in the middle of step 1 wrote %v, want nothing", w)
 	}
 	after := rf.current()

@@ -163,6 +163,17 @@ func (rf *rolloutFixture) childWrites() map[string]int {
 	return out
 }
 
+// restartWrites restarts the controller, reconciles every parent once it runs, and
+// returns the writes it made meanwhile (childWrites).
+func (rf *rolloutFixture) restartWrites() map[string]int {
+	rf.t.Helper()
+	atRest := rf.childWrites()
+	rf.restart()
+	rf.ctrl.EnqueueAll()
+	rf.waitIdle()
+	return writesSince(atRest, rf.childWrites())
+}
+
 // writesSince are the writes of childWrites made after before.
 func writesSince(before, after map[string]int) map[string]int {
 	out := map[string]int{}
@@ -311,11 +322,7 @@ func TestRolloutBadEditRollsBackByItself(t *testing.T) {
 	rf.waitIdle()
 	assertSameChild(t, rf, canary, rf.parents[len(rf.parents)-1])
 	// Held at the previous revision until the text changes: a restart keeps it.
-	atRest := rf.childWrites()
-	rf.restart()
-	rf.ctrl.EnqueueAll()
-	rf.waitIdle()
-	if w := writesSince(atRest, rf.childWrites()); len(w) > 0 {
+	if w := rf.restartWrites(); len(w) > 0 {
 		t.Errorf("a restart after the rollback wrote %v, want nothing", w)
 	}
 }
