@@ -15,6 +15,10 @@
 //     only when the Set's Prover accepts its proof; every other object is cached without
 //     them, whatever it carries, so nothing indexes it as a child. Cached objects are
 //     never modified; Decode returns a copy the caller may change.
+//   - A terminating object that an informer saw with the orphan finalizer is cached as
+//     deleted with the orphan policy (Object.DeletedWithOrphan) in that version and in
+//     every later one of its UID, its delete event's included, even after the garbage
+//     collector removed the finalizer: the transform notes it before the cache holds it.
 //   - Written returns a remembered write only while it is newer than the cache (same
 //     UID, a later resourceVersion), and forgets it once the cache caught up.
 //   - Written.Echo drops only a watch event that shows an object exactly as our own

@@ -43,6 +43,9 @@ type Object struct {
 	name, namespace, resourceVersion string
 	uid                              types.UID
 	deletionTimestamp                *metav1.Time
+	// orphan is set on a terminating object seen with the orphan finalizer, in this
+	// version or an earlier one (orphans.go).
+	orphan bool
 
 	// kubecel's labels (contract.LabelRule, LabelChild, LabelParentUID) and annotations
 	// (contract.AnnotationParent, AnnotationOrigin), only on an object whose proof the
@@ -122,6 +125,11 @@ func (o *Object) GetNamespace() string               { return o.namespace }
 func (o *Object) GetUID() types.UID                  { return o.uid }
 func (o *Object) GetResourceVersion() string         { return o.resourceVersion }
 func (o *Object) GetDeletionTimestamp() *metav1.Time { return o.deletionTimestamp }
+
+// DeletedWithOrphan reports whether the object is being deleted, or was deleted, with
+// the orphan propagation policy: its informer saw it terminating with the orphan
+// finalizer, which the garbage collector may have removed since.
+func (o *Object) DeletedWithOrphan() bool { return o.orphan }
 
 // Rule is the value of a proven child's contract.LabelRule label ("" on any other object).
 func (o *Object) Rule() string { return o.rule }

@@ -48,6 +48,8 @@ type Set struct {
 	client dynamic.Interface
 	resync time.Duration
 	prove  Prover
+	// orphans are the objects seen being deleted with the orphan policy.
+	orphans orphans
 
 	mu      sync.Mutex
 	watches map[Key]*Watch
@@ -102,14 +104,20 @@ func (s *Set) Release(w *Watch) {
 }
 
 // toCache is the informers' transform: decoded objects from lists and watches enter the
-// caches trimmed and in their cached form.
+// caches trimmed and in their cached form, marked when they are being deleted with the
+// orphan policy (orphans.go).
 func (s *Set) toCache(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
 	Trim(u)
-	return NewObject(u, s.prove)
+	o, err := NewObject(u, s.prove)
+	if err != nil {
+		return nil, err
+	}
+	o.orphan = s.orphans.note(u)
+	return o, nil
 }
 
 // Trim drops what kubecel never reads before an object enters a cache: the

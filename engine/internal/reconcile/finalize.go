@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules/contract"
@@ -120,15 +121,19 @@ func otherUID(err error) bool {
 }
 
 // finalize handles a parent being deleted. Deleted with the orphan policy, its children
-// stay. Otherwise, when the parent carries the rule's finalizer, kubecel deletes every
-// child the rule labelled for this parent, waits until they are gone, then removes the
-// finalizer; in a foreground deletion it deletes the children that still point at the
-// parent (teardown); in a background one, the parent is gone at once and teardown
-// follows its delete event.
+// stay (deletedWithOrphan). Otherwise, when the parent carries the rule's finalizer,
+// kubecel deletes every child the rule labelled for this parent, waits until they are
+// gone, then removes the finalizer; in a foreground deletion it deletes the children
+// that still point at the parent (teardown); in a background one, the parent is gone at
+// once and teardown follows its delete event.
 func (d *deletion) finalize(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) (Result, error) {
 	key := watch.KeyFor(st.Rule.Name, parent)
+	children := st.OwnedChildren(string(parent.GetUID()))
+	orphan, err := deletedWithOrphan(st, key, parent, children)
 	switch {
-	case hasFinalizer(parent, finalizerOrphan):
+	case err != nil:
+		return Result{}, err
+	case orphan:
 		// kubectl delete --cascade=orphan: the children stay. The garbage collector
 		// removes their owner references; the rule's finalizer goes at once.
 		d.gone.markOrphan(key, parent.GetUID())
@@ -143,11 +148,14 @@ func (d *deletion) finalize(ctx context.Context, st *watch.Rule, parent *unstruc
 	case !Holds(st, parent):
 		return Result{}, nil
 	}
-	children := st.OwnedChildren(string(parent.GetUID()))
-	more, err := d.letGoBatch(ctx, st, parent, children, true, "the parent is being deleted")
+	more, changed, err := d.letGoBatch(ctx, st, parent, children, true, "the parent is being deleted")
 	switch {
 	case err != nil:
 		return Result{}, err
+	case changed:
+		// A child changed since the cache saw it (the garbage collector may have
+		// orphaned it): look again once the cache has caught up.
+		return Result{RequeueAfter: time.Second}, nil
 	case more:
 		return Result{Yield: true}, nil
 	}
@@ -156,6 +164,34 @@ func (d *deletion) finalize(ctx context.Context, st *watch.Rule, parent *unstruc
 		return Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	return Result{}, d.finalizers.remove(ctx, st, parent)
+}
+
+// deletedWithOrphan reports whether parent, which is being deleted, was deleted with the
+// orphan propagation policy. It was when it carries the orphan finalizer, or when its
+// informer saw it carry that finalizer (the garbage collector removes it once it has
+// orphaned the dependents, and the rule's finalizer keeps the parent terminating), or
+// when a child that garbage collection follows no longer has its owner reference to the
+// parent: the garbage collector orphaned it, before this process saw the parent (a
+// restart). kubecel gives such children the owner reference in the apply that makes
+// them, so only an orphaning (or someone else's edit) removes it, and a wrong answer
+// keeps children rather than deleting them.
+func deletedWithOrphan(st *watch.Rule, key watch.Key, parent *unstructured.Unstructured, children []*informers.Object) (bool, error) {
+	if hasFinalizer(parent, finalizerOrphan) || st.DeletedWithOrphan(key) {
+		return true, nil
+	}
+	for _, child := range children {
+		if child.GetDeletionTimestamp() != nil {
+			continue
+		}
+		owned, err := stillChildOf(st, key, parent.GetUID(), child)
+		if err != nil {
+			return false, err
+		}
+		if !owned {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // mayHold reports whether parent carries the rule's finalizer or may carry it: the

@@ -79,7 +79,7 @@ func (d *deletion) letGo(ctx context.Context, st *watch.Rule, parent *unstructur
 		d.events.event(parent, "Normal", "Released", "released %s (%s; lifecycle Keep)", k, why)
 		return nil
 	}
-	if err := d.deleteChild(ctx, st, child); err != nil {
+	if err := d.deleteChild(ctx, st, child, parentGone); err != nil {
 		return err
 	}
 	if !parentGone {
@@ -96,11 +96,14 @@ func (d *deletion) letGo(ctx context.Context, st *watch.Rule, parent *unstructur
 
 // deleteChild deletes one child, on the condition that it is still the object we saw
 // (same UID): an object recreated under the same name by someone else is never touched.
-func (d *deletion) deleteChild(ctx context.Context, st *watch.Rule, child *informers.Object) error {
-	if err := d.sendDelete(ctx, st, child, false); !apierrors.IsConflict(err) {
-		return err
+// When exact, the cached resourceVersion is a condition too, and a child that changed
+// since the cache saw it is a conflict, returned.
+func (d *deletion) deleteChild(ctx context.Context, st *watch.Rule, child *informers.Object, exact bool) error {
+	err := d.sendDelete(ctx, st, child, exact)
+	if apierrors.IsConflict(err) && !exact {
+		return nil // replaced by another object (UID precondition): nothing to do
 	}
-	return nil // replaced by another object (UID precondition): nothing to do
+	return err
 }
 
 // sendDelete deletes one child with a precondition on its cached UID and, when exact,

@@ -32,13 +32,13 @@ func TestDeleteChildChecksUID(t *testing.T) {
 	}
 	stale := created.DeepCopy()
 	stale.SetUID(types.UID("11111111-2222-3333-4444-555555555555"))
-	if err := c.deletion.deleteChild(t.Context(), st, mustCache(t, stale)); err != nil {
+	if err := c.deletion.deleteChild(t.Context(), st, mustCache(t, stale), false); err != nil {
 		t.Fatalf("deleteChild: %v", err)
 	}
 	if _, err := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "same-name", metav1.GetOptions{}); err != nil {
 		t.Fatalf("object with another UID was deleted: %v", err)
 	}
-	if err := c.deletion.deleteChild(t.Context(), st, mustCache(t, created)); err != nil {
+	if err := c.deletion.deleteChild(t.Context(), st, mustCache(t, created), false); err != nil {
 		t.Fatalf("deleteChild: %v", err)
 	}
 	if _, err := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "same-name", metav1.GetOptions{}); err == nil {

@@ -165,8 +165,8 @@ func (c *Reconciler) ChildLeft(o *informers.Object, deleted bool) []watch.Key {
 
 // ParentDeleted records a parent its rule's informer saw deleted (watch.Hooks), for its
 // teardown.
-func (c *Reconciler) ParentDeleted(key watch.Key, uid types.UID, sure bool) {
-	c.deletion.parentDeleted(key, uid, sure)
+func (c *Reconciler) ParentDeleted(key watch.Key, uid types.UID, sure, orphan bool) {
+	c.deletion.parentDeleted(key, uid, sure, orphan)
 }
 
 // MayHold reports whether parent carries the rule's finalizer or may carry it: the

@@ -64,7 +64,7 @@ func (d *deletion) release(ctx context.Context, st *watch.Rule, parent *unstruct
 	if len(children) == 0 && !Holds(st, parent) {
 		return Result{}, nil
 	}
-	more, err := d.letGoBatch(ctx, st, parent, children, false, why)
+	more, _, err := d.letGoBatch(ctx, st, parent, children, false, why)
 	switch {
 	case err != nil:
 		return Result{}, err
@@ -78,8 +78,10 @@ func (d *deletion) release(ctx context.Context, st *watch.Rule, parent *unstruct
 
 // letGoBatch lets go of (letGo) the children not being deleted already, at most a batch
 // of them (deletion.batch; failures do not count), and reports whether some were left
-// for the parent's next turn.
-func (d *deletion) letGoBatch(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, children []*informers.Object, parentGone bool, why string) (more bool, err error) {
+// for the parent's next turn. When the parent is gone (being deleted), each delete also
+// carries the cached resourceVersion, and changed reports a child that failed it: it
+// changed since the cache saw it.
+func (d *deletion) letGoBatch(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, children []*informers.Object, parentGone bool, why string) (more, changed bool, err error) {
 	left := d.batch
 	var errs []error
 	for _, child := range children {
@@ -90,11 +92,15 @@ func (d *deletion) letGoBatch(ctx context.Context, st *watch.Rule, parent *unstr
 			more = true
 			break
 		}
-		if err := d.letGo(ctx, st, parent, child, parentGone, why); err != nil {
+		err := d.letGo(ctx, st, parent, child, parentGone, why)
+		switch {
+		case parentGone && apierrors.IsConflict(err):
+			changed = true
+		case err != nil:
 			errs = append(errs, err)
-			continue
+		default:
+			left--
 		}
-		left--
 	}
-	return more, errors.Join(errs...)
+	return more, changed, errors.Join(errs...)
 }

@@ -131,8 +131,8 @@ func (g *goneParents) finish(key watch.Key, uid types.UID) {
 }
 
 // parentDeleted records a parent its rule's informer saw deleted, for its teardown.
-func (d *deletion) parentDeleted(key watch.Key, uid types.UID, sure bool) {
-	d.gone.add(key, &goneParent{uid: uid, sure: sure})
+func (d *deletion) parentDeleted(key watch.Key, uid types.UID, sure, orphan bool) {
+	d.gone.add(key, &goneParent{uid: uid, sure: sure, orphan: orphan})
 }
 
 // replaced tears down the children of an earlier parent of key, seen deleted and not

@@ -20,8 +20,9 @@ type Hooks struct {
 	// ParentDeleted is told of every parent a rule's informer saw deleted, with its UID.
 	// sure is set when the delete came from a watch event on an informer without a
 	// label selector: the parent was deleted, not relabelled out of the selector or
-	// missed during a relist.
-	ParentDeleted func(key Key, uid types.UID, sure bool)
+	// missed during a relist. orphan is set when it was deleted with the orphan
+	// propagation policy (informers.Object.DeletedWithOrphan).
+	ParentDeleted func(key Key, uid types.UID, sure, orphan bool)
 	// ChildLeft is told of a child deleted (deleted) or whose parent changed, and
 	// returns the keys of the parents that waited for its name.
 	ChildLeft func(o *informers.Object, deleted bool) []Key
@@ -55,7 +56,7 @@ func (w *Watcher) parentHandler(rule string, selected bool) cache.ResourceEventH
 		DeleteFunc: func(obj any) {
 			_, unknown := obj.(cache.DeletedFinalStateUnknown)
 			if o, ok := asObject(obj); ok {
-				w.hooks.ParentDeleted(KeyFor(rule, o), o.GetUID(), !unknown && !selected)
+				w.hooks.ParentDeleted(KeyFor(rule, o), o.GetUID(), !unknown && !selected, o.DeletedWithOrphan())
 			}
 			enqueue(obj)
 		},

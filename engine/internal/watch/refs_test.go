@@ -84,7 +84,7 @@ func TestRefsCacheEachObjectOnce(t *testing.T) {
 	set := informers.NewSet(client, time.Minute, trust)
 	w := NewWatcher(set, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)), informers.NewWritten(trust), Hooks{
 		Enqueue: func(Key) {}, Running: func(string) bool { return true },
-		ParentDeleted: func(Key, types.UID, bool) {}, ChildLeft: func(*informers.Object, bool) []Key { return nil },
+		ParentDeleted: func(Key, types.UID, bool, bool) {}, ChildLeft: func(*informers.Object, bool) []Key { return nil },
 	}, true)
 	rb, err := w.Rebucket(t.Context(), []int{served}, nil)
 	if err != nil {

@@ -128,6 +128,14 @@ func (st *Rule) ParentVersion(key Key) (string, bool) {
 	return obj.GetResourceVersion(), true
 }
 
+// DeletedWithOrphan reports whether the cached parent is being deleted with the orphan
+// propagation policy, as its informer saw it (informers.Object.DeletedWithOrphan), even
+// when the garbage collector has removed the orphan finalizer since.
+func (st *Rule) DeletedWithOrphan(key Key) bool {
+	obj, ok := st.cachedParent(key)
+	return ok && obj.DeletedWithOrphan()
+}
+
 // HasParent reports whether the rule's cache holds the parent.
 func (st *Rule) HasParent(key Key) bool {
 	_, ok := st.cachedParent(key)
