@@ -23,6 +23,8 @@ import (
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/examples"
 	"github.com/kubecel/kubecel/internal/controlplane"
+	"github.com/kubecel/kubecel/internal/leader"
+	"github.com/kubecel/kubecel/internal/lease"
 	"github.com/kubecel/kubecel/internal/rollout"
 )
 
@@ -193,11 +195,13 @@ func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp
 			workers:       4,
 			batch:         engine.DefaultMaxWritesPerReconcile,
 			revisionsKept: rollout.DefaultKeep,
-			qps:           200,
-			burst:         400,
-			metricsAddr:   o.metricsAddr,
-			healthAddr:    o.healthAddr,
-			report:        o.reports.print,
+			// As kubecel run: a kubecel run against this cluster stands by.
+			leader:      leaderOptions{enabled: true, opts: leader.Options{Timing: lease.Default}},
+			qps:         200,
+			burst:       400,
+			metricsAddr: o.metricsAddr,
+			healthAddr:  o.healthAddr,
+			report:      o.reports.print,
 		},
 		logPath: filepath.Join(cp.Dir, "kubecel.log"),
 		done:    make(chan error, 1),

@@ -60,13 +60,17 @@ files), --rules-configmap and --rules-configmap-selector, which may be combined 
 join one rule set. Each is re-read when it changes; a file or ConfigMap whose new version
 fails to load is reported (with a Warning Event on a ConfigMap) and keeps its last good
 version while the others reload; --rules - reads the rules once from the standard input,
-without reload. With --leader-elect, only the
-replica that holds the Lease runs the controller; one that loses the Lease stops and exits
-non-zero. With --sharding, every replica runs the controller for its share of the parents:
-each holds a membership Lease, and the parents are spread over the live members.`,
+without reload. Every process of one installation (--installation, --identity-secret)
+meets at the installation's leader election Lease: only the one that holds it runs the
+controller, any other stands by and says which process leads, and one that loses the
+Lease stops and exits non-zero. With --sharding, every replica runs the controller for its
+share of the parents: each holds a membership Lease, and the parents are spread over the
+live members. A process of one mode refuses to start while the installation runs in the
+other. --dry-run writes nothing and takes no Lease.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.stdin = cmd.InOrStdin()
+			o.leader.explicit = cmd.Flags().Changed("leader-elect")
 			return o.run(cmd.Context())
 		},
 	}
@@ -102,20 +106,17 @@ func (o *runOptions) run(ctx context.Context) error {
 	if o.workers < 1 {
 		return fmt.Errorf("--workers must be at least 1, not %d", o.workers)
 	}
-	if o.dryRun && o.leader.enabled {
-		// Leader election creates and renews a Lease: a write, which a dry run never makes.
-		return errors.New("--dry-run and --leader-elect cannot be combined: a dry run writes nothing, and leader election writes a Lease; run the dry run as a single replica")
-	}
-	if o.sharding.enabled && o.leader.enabled {
-		return errors.New("--sharding and --leader-elect cannot be combined: with sharding every replica runs the controller for its share of the parents")
-	}
 	if o.dryRun && o.sharding.enabled {
 		return errors.New("--dry-run and --sharding cannot be combined: a dry run writes nothing, and sharding writes membership Leases; run the dry run as a single replica")
 	}
-	if err := o.leader.validate(); err != nil {
+	ref, err := o.identity.secretRef()
+	if err != nil {
 		return err
 	}
-	if err := o.sharding.validate(); err != nil {
+	if err := o.leader.resolve(o.sharding.enabled, o.dryRun, ref); err != nil {
+		return err
+	}
+	if err := o.sharding.resolve(ref); err != nil {
 		return err
 	}
 	if err := checkRulesPaths(o.rulesFiles); err != nil {
@@ -162,8 +163,24 @@ func (o *runOptions) run(ctx context.Context) error {
 	if o.pprofAddr != "" {
 		g.Go(func() error { return serveErr("pprof", servePprof(ctx, o.pprofAddr)) })
 	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if member != nil {
+		if err := refuseLeader(ctx, kube, ref.Installation, o.leader); err != nil {
+			return err
+		}
+	}
 	g.Go(func() error {
-		return elected.Run(ctx, func(ctx context.Context) error { return o.control(ctx, cfg, reg, id, sources, member, &running) })
+		return elected.Run(ctx, func(ctx context.Context) error {
+			if elected != nil {
+				if err := refuseShardedPeers(ctx, kube, ref.Installation, o.sharding); err != nil {
+					return err
+				}
+			}
+			return o.control(ctx, cfg, reg, id, sources, member, &running)
+		})
 	})
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {

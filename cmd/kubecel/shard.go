@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/leader"
 	"github.com/kubecel/kubecel/internal/serve"
 	"github.com/kubecel/kubecel/internal/shard"
@@ -24,13 +25,21 @@ type shardOptions struct {
 
 func (o *shardOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.enabled, "sharding", false, "run active-active: the parents are spread over every replica that holds a membership Lease in the ring (not with --leader-elect)")
-	f.StringVar(&o.opts.Ring, "sharding-ring", "kubecel", "name of the ring: the label kubecel.dev/ring on its members' Leases")
-	f.StringVar(&o.opts.Namespace, "sharding-namespace", "", "namespace of the membership Leases (default: the pod's namespace in a cluster, kubecel-system outside one)")
+	f.StringVar(&o.opts.Ring, "sharding-ring", "", "name of the ring: the label kubecel.dev/ring on its members' Leases (default: the installation's name)")
+	f.StringVar(&o.opts.Namespace, "sharding-namespace", "", "namespace of the membership Leases (default: the identity Secret's namespace)")
 	o.opts.Timing.AddFlags(f, "sharding")
 }
 
-// validate checks the flags when sharding is on.
-func (o shardOptions) validate() error {
+// resolve gives the ring its defaults, the installation's name in the identity
+// Secret's namespace (where its leader election Lease is too), and checks the flags
+// when sharding is on.
+func (o *shardOptions) resolve(id identity.Secret) error {
+	if o.opts.Ring == "" {
+		o.opts.Ring = id.Installation
+	}
+	if o.opts.Namespace == "" {
+		o.opts.Namespace = id.Namespace
+	}
 	if !o.enabled {
 		return nil
 	}
@@ -66,7 +75,8 @@ func leave(ctx context.Context, m *shard.Member) {
 func readiness(elected *leader.Elector, member *shard.Member, running *atomic.Pointer[engine.Controller]) func() serve.Readiness {
 	return func() serve.Readiness {
 		if elected.Standby() {
-			return serve.Readiness{Ready: true}
+			ready, note := elected.Status()
+			return serve.Readiness{Ready: ready, Notes: []string{note}}
 		}
 		var r serve.Readiness
 		if ctrl := running.Load(); ctrl != nil {

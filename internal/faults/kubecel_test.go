@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubecel/kubecel/internal/testenv"
 )
 
 // controller is one `kubecel run` process.
@@ -42,9 +44,15 @@ func startKubecelWith(t testing.TB, kubeconfig string, rulesFlags ...string) *co
 	c := &controller{t: t, logs: &logBuffer{}, exited: make(chan struct{})}
 	// Port 0: the kernel picks free ports at bind time. A port probed free beforehand can
 	// be taken by another process before kubecel binds it (seen in CI).
-	args := append([]string{"run", "--kubeconfig", kubeconfig,
+	// --leader-elect=false: the faults are about what one process does, and these tests
+	// run one process of an installation at a time; with the installation's Lease, each
+	// restart after a SIGKILL would first wait out the dead process's Lease (15 s).
+	// Leader election has tests of its own (cmd/kubecel: leader_test.go, the
+	// installation script, the rollout process tests).
+	args := append([]string{"run", "--kubeconfig", kubeconfig, "--leader-elect=false",
 		"--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0", "--workers", "4"}, rulesFlags...)
 	c.cmd = exec.Command(kubecelBin, args...)
+	c.cmd.Env = testenv.ProcessEnv()
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	dieWithTest(c.cmd)
 	if err := c.cmd.Start(); err != nil {
@@ -56,6 +64,7 @@ func startKubecelWith(t testing.TB, kubeconfig string, rulesFlags ...string) *co
 	}()
 	t.Cleanup(func() {
 		c.kill()
+		testenv.CheckRaces(t, fmt.Sprintf("kubecel (pid %d)", c.cmd.Process.Pid), c.logs.String())
 		if t.Failed() {
 			t.Logf("kubecel (pid %d) log tail:\n%s", c.cmd.Process.Pid, c.logs.tail(60))
 		}
@@ -209,8 +218,10 @@ func runKubecel(t testing.TB, args ...string) (string, string, error) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, kubecelBin, args...)
+	cmd.Env = testenv.ProcessEnv()
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	testenv.CheckRaces(t, "kubecel "+strings.Join(args, " "), stderr.String())
 	if err != nil {
 		err = fmt.Errorf("kubecel %s: %w", strings.Join(args, " "), err)
 	}

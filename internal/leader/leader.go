@@ -67,7 +67,9 @@ type Elector struct {
 	identity string
 	lock     *fencedLock
 	leading  atomic.Bool
-	gauge    prometheus.Gauge
+	// leader is the holder of the Lease last observed (its identity).
+	leader atomic.Pointer[string]
+	gauge  prometheus.Gauge
 }
 
 // New prepares leader election on cfg's cluster. It gives every request made with cfg
@@ -172,7 +174,18 @@ func (l *Elector) Run(ctx context.Context, lead func(context.Context) error) err
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leadCtx context.Context) { started <- leadCtx },
 			OnStoppedLeading: func() { l.gauge.Set(0) },
-			OnNewLeader:      func(id string) { logger.Info("Leader elected", "leader", id) },
+			OnNewLeader: func(id string) {
+				l.leader.Store(&id)
+				if id == l.identity {
+					logger.Info("Leader elected", "leader", id)
+					return
+				}
+				// Another process of this installation leads (a replica, or a
+				// kubecel run elsewhere with the same identity Secret): say so
+				// before this one writes anything.
+				logger.Info("Another process of this installation leads: standing by until it stops; to run beside it on other parents, give this process its own --installation and --identity-secret",
+					"leader", id)
+			},
 		},
 	})
 	if err != nil {
@@ -214,4 +227,15 @@ func (l *Elector) Run(ctx context.Context, lead func(context.Context) error) err
 // always false for a nil *Elector.
 func (l *Elector) Standby() bool {
 	return l != nil && !l.leading.Load()
+}
+
+// Status says, for /readyz, whether this replica is a standby that knows it (another
+// replica holds the Lease), and which Lease it waits for and who holds it. A replica that
+// has not yet learnt who holds the Lease is not ready: it may be about to lead.
+func (l *Elector) Status() (ready bool, note string) {
+	id := l.leader.Load()
+	if id == nil || *id == "" || *id == l.identity {
+		return false, fmt.Sprintf("waiting for the installation's Lease %s", l.lock.Describe())
+	}
+	return true, fmt.Sprintf("standby: the installation's Lease %s is held by %s", l.lock.Describe(), *id)
 }
