@@ -65,9 +65,12 @@ func (c *cluster) checkRender(dir string, gvr schema.GroupVersionResource, ns, n
 		args = append(args, "--crds", dir)
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = testenv.ProcessEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	err = cmd.Run()
+	testenv.CheckRaces(c.t, "kubecel "+strings.Join(args, " "), stderr.String())
+	if err != nil {
 		c.t.Fatalf("kubecel %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	var list struct {

@@ -262,6 +262,7 @@ func startRun(t *testing.T, bin, name string, args ...string) *replica {
 		t.Fatal(err)
 	}
 	r.cmd = exec.Command(bin, append([]string{"run"}, args...)...)
+	r.cmd.Env = testenv.ProcessEnv()
 	r.cmd.Stdout, r.cmd.Stderr = log, log
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -279,6 +280,7 @@ func startRun(t *testing.T, bin, name string, args ...string) *replica {
 			_ = r.cmd.Process.Kill()
 			<-r.done
 		}
+		testenv.CheckRaces(t, "replica "+name, readFile(r.log))
 		if t.Failed() {
 			t.Logf("replica %s log:\n%s", name, readFile(r.log))
 		}

@@ -48,6 +48,7 @@ func runUntil(t *testing.T, bin, until string, args ...string) ([]string, int) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = testenv.ProcessEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +73,7 @@ func runUntil(t *testing.T, bin, until string, args ...string) ([]string, int) {
 	if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
 	}
+	testenv.CheckRaces(t, "kubecel "+strings.Join(args, " "), strings.Join(lines, "\n"))
 	return lines, cmd.ProcessState.ExitCode()
 }
 

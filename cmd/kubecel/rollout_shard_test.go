@@ -165,7 +165,6 @@ func rolloutSharded(t *testing.T, leave bool) {
 			}
 		}
 		t.Logf("replica %s: %d error or conflict lines %v", name, len(errs), errs)
-		noRaces(t, sw.replicas[name])
 	}
 }
 

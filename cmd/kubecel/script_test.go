@@ -97,6 +97,9 @@ func scriptSetup(cluster bool) func(*testscript.Env) error {
 			return err
 		}
 		env.Setenv("REPO", repo)
+		// kubecel in a script is this test binary: with -race, a race stops it at once
+		// (exit 66), which the script's wait or exitcode then reports.
+		env.Setenv("GORACE", strings.TrimPrefix(testenv.RaceEnv, "GORACE="))
 		env.Setenv("BIN", filepath.Join(repo, "bin"))
 		ports, err := freePorts(2)
 		if err != nil {

@@ -188,11 +188,12 @@ func copyTree(from, to string) error {
 func (e *docEnv) sh(ctx context.Context, command string) (string, int, error) {
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Dir = e.copy
-	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home}
+	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home, testenv.RaceEnv}
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
 	err := cmd.Run()
+	testenv.CheckRaces(e.t, command, out.String())
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return out.String(), ee.ExitCode(), nil
@@ -251,7 +252,7 @@ func (e *docEnv) startDev(command, dir string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "sh", "-c", "exec "+command+" --bin-dir "+filepath.Join(e.root, "bin"))
 	cmd.Dir = e.copy
-	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home}
+	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home, testenv.RaceEnv}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 2 * time.Minute
 	var out testenv.Buffer
@@ -264,7 +265,9 @@ func (e *docEnv) startDev(command, dir string) error {
 	// Stopped when TestDocs ends, not with the subtest that needed it first.
 	e.t.Cleanup(func() {
 		cancel()
-		if err := cmd.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		err := cmd.Wait()
+		testenv.CheckRaces(e.t, command, out.String())
+		if err != nil && !errors.Is(err, context.Canceled) {
 			e.t.Errorf("kubecel dev: %v\n%s", err, out.String())
 		}
 	})

@@ -29,7 +29,7 @@ func TestRenewWritesTheLatestAck(t *testing.T) {
 	l.writing.Lock()
 	done := make(chan error, 1)
 	go func() { done <- l.renew(t.Context(), func() string { return *ack.Load() }) }()
-	time.Sleep(100 * time.Millisecond)
+	testenv.WaitBlocked(t, "shard.(*leaseClient).renew")
 	ack.Store(&next)
 	l.writing.Unlock()
 	if err := <-done; err != nil {
