@@ -103,6 +103,7 @@ const (
 	ReasonPruneFailed      = "PruneFailed"
 	ReasonTooManyChildren  = "TooManyChildren"
 	ReasonReconcilePanic   = "ReconcilePanic"
+	ReasonStatusTooLarge   = "StatusTooLarge"
 	// ReasonChildExists is the Synced reason (and Warning Event reason) when a child's
 	// name is taken by an object that is not this parent's child.
 	ReasonChildExists = "ChildExists"

@@ -156,25 +156,40 @@ func (c *Reconciler) writeStatus(ctx context.Context, st *watch.Rule, parent *un
 	if shared {
 		keepOthersConditions(want, current, st.Rule)
 	}
+	left := fitStatus(st.Rule, want, current, objectBudget)
 	if !statusNeedsApply(want, current, manager) {
 		return nil
 	}
-	patch := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": parent.GetAPIVersion(), "kind": parent.GetKind(),
-		"metadata": map[string]any{"name": parent.GetName(), "namespace": parent.GetNamespace()},
-		"status":   want,
-	}}
-	if shared {
-		// The conditions we send hold other rules' as we read them: only on the
-		// version we read, or a newer condition of theirs would be undone.
-		patch.SetResourceVersion(current.GetResourceVersion())
+	send := func() (*unstructured.Unstructured, error) {
+		patch := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": parent.GetAPIVersion(), "kind": parent.GetKind(),
+			"metadata": map[string]any{"name": parent.GetName(), "namespace": parent.GetNamespace()},
+			"status":   want,
+		}}
+		if shared {
+			// The conditions we send hold other rules' as we read them: only on the
+			// version we read, or a newer condition of theirs would be undone.
+			patch.SetResourceVersion(current.GetResourceVersion())
+		}
+		if parent.GetNamespace() == "" {
+			unstructured.RemoveNestedField(patch.Object, "metadata", "namespace")
+		}
+		return c.remembered(memo, func() (*unstructured.Unstructured, error) {
+			return c.send.applyStatus(ctx, st.ParentKind.GVR, patch, manager)
+		})
 	}
-	if parent.GetNamespace() == "" {
-		unstructured.RemoveNestedField(patch.Object, "metadata", "namespace")
+	got, err := send()
+	if tooLarge(err) && len(left) == 0 {
+		// The server's limit is lower than kubecel's budget: without the big fields.
+		left = refusedStatus(st.Rule, want, current, err)
+		if len(left) > 0 {
+			got, err = send()
+		}
 	}
-	got, err := c.remembered(memo, func() (*unstructured.Unstructured, error) {
-		return c.send.applyStatus(ctx, st.ParentKind.GVR, patch, manager)
-	})
+	if err == nil && len(left) > 0 {
+		klog.FromContext(ctx).Error(nil, "Status too large: written without some fields", "left", left)
+		c.events.event(parent, "Warning", contract.ReasonStatusTooLarge, "status written without %s: too large to store", strings.Join(left, ", "))
+	}
 	if err == nil {
 		out.record(plan.ActionStatus, "", current, got)
 	}
