@@ -512,11 +512,11 @@ func readRulesConfigMap(t *testing.T) {
 func loadIdentity(t *testing.T) {
 	t.Helper()
 	s := identity.Secret{Installation: contract.DefaultInstallation, Namespace: namespace, Name: identity.SecretName(contract.DefaultInstallation)}
-	first, err := identity.Load(t.Context(), asController(t), s, true)
+	first, err := identity.Load(t.Context(), asController(t), s, identity.Create)
 	if err != nil {
 		t.Fatalf("load the identity as the controller: %v", err)
 	}
-	again, err := identity.Load(t.Context(), asController(t), s, true)
+	again, err := identity.Load(t.Context(), asController(t), s, identity.Create)
 	if err != nil {
 		t.Fatalf("load the identity again as the controller: %v", err)
 	}

@@ -66,6 +66,14 @@ type Options struct {
 	// the rule's and the parent's labels but no installation label: a child made by a
 	// kubecel before proofs (kubecel run --adopt-unproven, for an upgrade).
 	AdoptUnproven bool
+	// KeyReplaced says that the installation's key is not the one it made its first
+	// objects with (its stored revisions show an earlier key: a lost identity Secret,
+	// and kubecel run --new-identity). A child that carries this installation's labels
+	// for a parent and rule but no proof under the key is then taken for one made with
+	// the earlier key, and the parent reports IdentityMismatch in its conditions; without
+	// it, such a child is another installation's of the same name, and the parent's
+	// status is left to that installation.
+	KeyReplaced bool
 	// MaxWritesPerReconcile is the most child writes (applies and deletes) one reconcile
 	// sends before it yields its worker: the parent goes to the back of its flow in the
 	// queue and continues on its next turn, so a parent with many children shares the
@@ -201,7 +209,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	}
 	written := informers.NewWritten(prove)
 	c.reconciler = reconcile.New(reconcile.Options{
-		Client: client, Identity: opts.Identity, AdoptUnproven: opts.AdoptUnproven, DryRun: opts.DryRun,
+		Client: client, Identity: opts.Identity, AdoptUnproven: opts.AdoptUnproven, KeyReplaced: opts.KeyReplaced, DryRun: opts.DryRun,
 		MaxWrites: opts.MaxWritesPerReconcile, Recorder: recorder, Metrics: m, Written: written,
 		Known: c.table.known,
 	})

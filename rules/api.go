@@ -178,6 +178,11 @@ type Options struct {
 	// Served, when set, makes a parent, child or ref whose kind it says is not served a
 	// load error (see ServedSource); without it such rules load.
 	Served ServedSource
+	// MaxRulesPerSource and MaxSourceBytes limit one Document (0 =
+	// DefaultMaxRulesPerSource, DefaultMaxSourceBytes): a Document over them is an
+	// error, and none of its rules is compiled.
+	MaxRulesPerSource int
+	MaxSourceBytes    int
 }
 
 // schemas is Options.Schemas, then the embedded built-in kinds.

@@ -29,7 +29,7 @@ func Load(data []byte, opts Options) (*RuleSet, error) {
 // Source of its document and its line there.
 func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 	var errs ErrorList
-	pieces := splitDocuments(docs)
+	pieces := splitDocuments(oversized(docs, opts, &errs))
 	var sources []*ruleSource
 	for i, p := range pieces {
 		mark := len(errs)
@@ -43,6 +43,7 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 			}
 		}
 	}
+	sources = tooManyRules(sources, pieces, opts, &errs)
 	checkRuleNames(sources, pieces, &errs)
 	checkStatusOwners(sources, newScopes(opts), &errs)
 	rs := &RuleSet{Hash: documentsHash(docs), sources: sources, pieces: pieces, opts: opts}

@@ -6,22 +6,20 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/rules"
 )
 
 type checkOptions struct {
-	rules       []string
-	crds        string
-	cluster     *clusterFlags
-	output      outputFlag
-	maxChildren maxChildrenFlag
+	rules   []string
+	crds    string
+	cluster *clusterFlags
+	output  outputFlag
+	limits  loadLimits
 }
 
 func newCheckCommand() *cobra.Command {
@@ -69,7 +67,7 @@ where in the expression the problem is when CEL says, else the field's line and 
 		cmd.MarkFlagsMutuallyExclusive("crds", name)
 	}
 	o.output.addFlag(cmd.Flags(), "text", "json", "yaml")
-	o.maxChildren.addFlag(cmd.Flags())
+	o.limits.addFlags(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
@@ -80,7 +78,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		return &exitError{code: 1, err: err}
 	}
 	file := rulesName(o.rules)
-	opts := rules.Options{MaxChildren: int(o.maxChildren)}
+	opts := o.limits.options()
 	var from string
 	switch {
 	case o.crds != "":
@@ -263,26 +261,6 @@ func sensitiveKind(gvk schema.GroupVersionKind) string {
 	}
 	return ""
 }
-
-// maxChildrenFlag is --max-children, which every command that loads rules for
-// evaluation takes: the children limit of rules that set no maxChildren.
-type maxChildrenFlag int
-
-func (m *maxChildrenFlag) addFlag(f *pflag.FlagSet) {
-	f.Var(m, "max-children", fmt.Sprintf("most children one parent may have under a rule that sets no maxChildren (0: %d)", rules.DefaultMaxChildren))
-}
-
-func (m *maxChildrenFlag) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return fmt.Errorf("want a number of children, or 0 for the default (%d)", rules.DefaultMaxChildren)
-	}
-	*m = maxChildrenFlag(n)
-	return nil
-}
-
-func (m *maxChildrenFlag) String() string { return strconv.Itoa(int(*m)) }
-func (m *maxChildrenFlag) Type() string   { return "int" }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

@@ -54,33 +54,51 @@ func (o *identityFlags) secretRef() (identity.Secret, error) {
 // to read its identity.
 const identityRetry = 2 * time.Second
 
-// load reads the installation's identity from the cluster; create makes its Secret when
-// it is missing (see identity.Load). With retry (a controller), an API server that
+// load reads the installation's identity from the cluster; with identity.Create its
+// Secret is made when it is missing, and the key is checked against the installation's
+// stored revisions (identity.CheckKey). With retry (a controller), an API server that
 // cannot be reached is waited for, each failure logged; an answer that refuses
-// (forbidden, a missing namespace, a bad key) ends the wait with that error.
-func (o *identityFlags) load(ctx context.Context, cfg *rest.Config, create, retry bool) (*rules.Identity, error) {
+// (forbidden, a missing namespace, a bad, lost or replaced key) ends the wait with that
+// error.
+func (o *identityFlags) load(ctx context.Context, cfg *rest.Config, mode identity.Mode, retry bool) (*rules.Identity, error) {
+	id, _, err := o.loadChecked(ctx, cfg, mode, retry)
+	return id, err
+}
+
+// loadChecked is load, and reports whether the key replaced an earlier one of the
+// installation (identity.CheckKey); identity.CreateNew accepts a key that proves none of
+// the installation's revisions.
+func (o *identityFlags) loadChecked(ctx context.Context, cfg *rest.Config, mode identity.Mode, retry bool) (*rules.Identity, bool, error) {
 	s, err := o.secretRef()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := rules.CheckInstallation(s.Installation); err != nil {
-		return nil, fmt.Errorf("--installation: %w", err)
+		return nil, false, fmt.Errorf("--installation: %w", err)
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for {
-		id, err := identity.Load(ctx, kube, s, create)
+		id, err := identity.Load(ctx, kube, s, mode)
+		replaced := false
+		var lost *identity.KeyError
+		if err == nil && mode != identity.ReadOnly {
+			replaced, err = identity.CheckKey(ctx, kube, s, id)
+			if mode == identity.CreateNew && errors.As(err, &lost) {
+				err = nil
+			}
+		}
 		var status apierrors.APIStatus
 		var noNamespace *identity.NamespaceError
-		if err == nil || !retry || errors.As(err, &status) || errors.As(err, &noNamespace) || errors.Is(err, identity.ErrKey) {
-			return id, err
+		if err == nil || !retry || errors.As(err, &status) || errors.As(err, &noNamespace) || errors.Is(err, identity.ErrKey) || errors.As(err, &lost) {
+			return id, replaced, err
 		}
 		klog.FromContext(ctx).Error(err, "Cannot read the installation's identity; retrying", "secret", s.String())
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		case <-time.After(identityRetry):
 		}
 	}

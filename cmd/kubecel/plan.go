@@ -17,19 +17,20 @@ import (
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/internal/crdschema"
+	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
 
 type planOptions struct {
-	rules       []string
-	cluster     *clusterFlags
-	rule        string
-	namespace   string
-	output      outputFlag
-	timeout     time.Duration
-	maxChildren maxChildrenFlag
-	identity    identityFlags
+	rules     []string
+	cluster   *clusterFlags
+	rule      string
+	namespace string
+	output    outputFlag
+	timeout   time.Duration
+	limits    loadLimits
+	identity  identityFlags
 }
 
 func newPlanCommand() *cobra.Command {
@@ -75,7 +76,7 @@ terraform plan -detailed-exitcode.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "plan only the parents in this namespace")
 	o.output.addFlag(f, "text", "json", "yaml")
 	f.DurationVar(&o.timeout, "sync-timeout", 2*time.Minute, "how long to wait for the cluster's objects to be listed")
-	o.maxChildren.addFlag(f)
+	o.limits.addFlags(f)
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
@@ -157,7 +158,7 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts := rules.Options{MaxChildren: int(o.maxChildren)}
+	opts := o.limits.options()
 	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
 		opts.Schemas = schemas
 	} else {
@@ -171,7 +172,7 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 		return nil, nil, nil, fmt.Errorf("%s has no rule %q", rulesName(o.rules), o.rule)
 	}
 	// The installation's key tells its children from look-alikes; plan only reads it.
-	id, err := o.identity.load(ctx, cfg, false, false)
+	id, err := o.identity.load(ctx, cfg, identity.ReadOnly, false)
 	if err != nil {
 		return nil, nil, nil, err
 	}

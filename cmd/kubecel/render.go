@@ -17,11 +17,11 @@ import (
 )
 
 type renderOptions struct {
-	rules       []string
-	files       []string
-	output      string
-	crds        string
-	maxChildren maxChildrenFlag
+	rules  []string
+	files  []string
+	output string
+	crds   string
+	limits loadLimits
 }
 
 func newRenderCommand() *cobra.Command {
@@ -63,7 +63,7 @@ rules from it, -f - the parents or observed objects (one of them only).`,
 	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "the parent objects, then files of observed children (repeatable; - for the standard input)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests, for kind-to-resource mapping and type checking")
-	o.maxChildren.addFlag(cmd.Flags())
+	o.limits.addFlags(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -77,7 +77,7 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 		return &exitError{code: 1, err: err}
 	}
 	stdin := cmd.InOrStdin()
-	rs, crds, err := loadRules(stdin, o.rules, o.crds, rules.Options{MaxChildren: int(o.maxChildren)})
+	rs, crds, err := loadRules(stdin, o.rules, o.crds, o.limits.options())
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/crdschema"
+	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/internal/serve"
@@ -38,11 +39,12 @@ type runOptions struct {
 	metricsAddr    string
 	healthAddr     string
 	pprofAddr      string
-	maxChildren    maxChildrenFlag
+	limits         loadLimits
 	leader         leaderOptions
 	sharding       shardOptions
 	identity       identityFlags
 	adoptUnproven  bool
+	newIdentity    bool
 	revisionsKept  int
 	// report, when set, receives the reload results and the rules that cannot run, as
 	// text (kubecel dev prints them in its terminal).
@@ -88,10 +90,11 @@ other. --dry-run writes nothing and takes no Lease.`,
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
 	f.StringVar(&o.healthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty disables)")
 	f.StringVar(&o.pprofAddr, "pprof-addr", "", "address of net/http/pprof under /debug/pprof/ (empty disables)")
-	o.maxChildren.addFlag(f)
+	o.limits.addFlags(f)
 	o.leader.addFlags(f)
 	o.sharding.addFlags(f)
 	o.identity.addFlags(f)
+	f.BoolVar(&o.newIdentity, "new-identity", false, "make a new key when the installation's identity Secret is missing or holds another key than the one its stored revisions were proven with (a lost key): every child made with the earlier key becomes a stranger to it; restore the Secret from a backup instead where you can")
 	f.BoolVar(&o.adoptUnproven, "adopt-unproven", false, "take over children made by a kubecel before proofs (this rule's and parent's labels, no installation label); for an upgrade only")
 	return cmd
 }
@@ -134,9 +137,19 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	// Before leader election and sharding fence the writes: replicas that start together
 	// may each try to create the identity Secret, and all read the one that was made.
-	id, err := o.identity.load(ctx, cfg, !o.dryRun, true)
+	mode := identity.Create
+	switch {
+	case o.dryRun:
+		mode = identity.ReadOnly
+	case o.newIdentity:
+		mode = identity.CreateNew
+	}
+	id, keyReplaced, err := o.identity.loadChecked(ctx, cfg, mode, true)
 	if err != nil {
 		return err
+	}
+	if keyReplaced {
+		klog.FromContext(ctx).Info("The installation's key replaced an earlier one: children made with the earlier key are reported as IdentityMismatch on their parents", "secret", ref.String())
 	}
 	elected, err := newLeader(o.leader, cfg, reg)
 	if err != nil {
@@ -179,7 +192,7 @@ func (o *runOptions) run(ctx context.Context) error {
 					return err
 				}
 			}
-			return o.control(ctx, cfg, reg, id, sources, member, &running)
+			return o.control(ctx, cfg, reg, installation{id: id, keyReplaced: keyReplaced}, sources, member, &running)
 		})
 	})
 	err = g.Wait()
@@ -192,7 +205,14 @@ func (o *runOptions) run(ctx context.Context) error {
 // control runs the controller until ctx ends; with leader election, while leading;
 // with sharding, for the parents of the buckets the member serves, and then leaves the
 // ring.
-func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometheus.Registry, id *rules.Identity, sources []rulesource.Source, member *shard.Member, running *atomic.Pointer[engine.Controller]) error {
+// installation is the identity the controller runs as.
+type installation struct {
+	id *rules.Identity
+	// keyReplaced: the key replaced an earlier one (identity.CheckKey).
+	keyReplaced bool
+}
+
+func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometheus.Registry, inst installation, sources []rulesource.Source, member *shard.Member, running *atomic.Pointer[engine.Controller]) error {
 	var ctrl *engine.Controller
 	loader, err := o.newLoader(cfg, reg, sources, func(ctx context.Context, rs *rules.RuleSet) { ctrl.SetRules(ctx, rs) })
 	if err != nil {
@@ -202,7 +222,7 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, DryRun: o.dryRun, Registry: reg, Identity: id, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader, o.report),
+	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, DryRun: o.dryRun, Registry: reg, Identity: inst.id, KeyReplaced: inst.keyReplaced, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader, o.report),
 		RevisionNamespace: ref.Namespace, RevisionsKept: o.revisionsKept}
 	if member != nil {
 		opts.Shard = member
@@ -245,7 +265,7 @@ func (o *runOptions) newLoader(cfg *rest.Config, reg *prometheus.Registry, sourc
 		Registry: reg,
 		Report:   o.report,
 		LoadOptions: func(ctx context.Context) rules.Options {
-			opts := rules.Options{MaxChildren: int(o.maxChildren)}
+			opts := o.limits.options()
 			schemas, err := crdschema.FromCluster(ctx, cfg)
 			if err != nil {
 				klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")

@@ -57,7 +57,7 @@ import (
 //	subst IN OUT              write IN to OUT with $VARIABLES expanded
 //	apply FILE                server-side apply every object of FILE (in $NS unless it names a namespace)
 //	applystatus FILE          the same to the status subresource (each object's status)
-//	get RESOURCE NAME         print the object (RESOURCE as in kubectl: configmaps, gadgets.plan.kubecel.dev) as YAML; ! get: it does not exist
+//	get [-json] RESOURCE NAME print the object (RESOURCE as in kubectl: configmaps, gadgets.plan.kubecel.dev) as YAML (or JSON); ! get: it does not exist
 //	waitfor RESOURCE NAME [TEXT]  wait until the object exists and its YAML contains TEXT
 //	waitgone RESOURCE NAME    wait until the object does not exist
 //	waithttp URL [REGEXP]     wait until GET URL answers 200 (with a body that matches REGEXP); prints the body
@@ -326,8 +326,12 @@ func applyFile(ts *testscript.TestScript, file, subresource string) {
 }
 
 func cmdGet(ts *testscript.TestScript, neg bool, args []string) {
+	asJSON := len(args) == 3 && args[0] == "-json"
+	if asJSON {
+		args = args[1:]
+	}
 	if len(args) != 2 {
-		ts.Fatalf("usage: get RESOURCE NAME")
+		ts.Fatalf("usage: get [-json] RESOURCE NAME")
 	}
 	obj, err := newScriptClient(ts).resource(ts, args[0]).Get(context.Background(), args[1], metav1.GetOptions{})
 	if neg {
@@ -340,7 +344,11 @@ func cmdGet(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	ts.Check(err)
-	data, err := yaml.Marshal(obj.Object)
+	marshal := yaml.Marshal
+	if asJSON {
+		marshal = json.Marshal
+	}
+	data, err := marshal(obj.Object)
 	ts.Check(err)
 	_, err = ts.Stdout().Write(data)
 	ts.Check(err)

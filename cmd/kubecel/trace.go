@@ -20,12 +20,12 @@ import (
 )
 
 type traceOptions struct {
-	rules       []string
-	cluster     *clusterFlags
-	namespace   string
-	output      outputFlag
-	maxChildren maxChildrenFlag
-	identity    identityFlags
+	rules     []string
+	cluster   *clusterFlags
+	namespace string
+	output    outputFlag
+	limits    loadLimits
+	identity  identityFlags
 }
 
 func newTraceCommand() *cobra.Command {
@@ -73,7 +73,7 @@ or the parent cannot be read.`,
 	o.identity.addFlags(f)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the parent's namespace (default: the kubeconfig's namespace, else default); without NAME, only this namespace")
 	o.output.addFlag(f, "text", "wide", "json", "yaml", "dot")
-	o.maxChildren.addFlag(f)
+	o.limits.addFlags(f)
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
@@ -196,7 +196,7 @@ func (o *traceOptions) setup(ctx context.Context, stdin io.Reader, typ string) (
 	if err != nil {
 		return nil, err
 	}
-	opts := rules.Options{MaxChildren: int(o.maxChildren)}
+	opts := o.limits.options()
 	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
 		opts.Schemas = schemas
 	}

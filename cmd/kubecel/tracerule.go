@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
@@ -35,7 +36,7 @@ func (o *traceOptions) trace(ctx context.Context, stdin io.Reader, target traceT
 		}
 		return nil, fmt.Errorf("read the parent: %w", err)
 	}
-	id, err := o.identity.load(ctx, s.cfg, false, false)
+	id, err := o.identity.load(ctx, s.cfg, identity.ReadOnly, false)
 	if err != nil {
 		return nil, err
 	}

@@ -43,18 +43,37 @@ type Secret struct {
 
 func (s Secret) String() string { return s.Namespace + "/" + s.Name }
 
-// Load reads the installation's key from its Secret. When the Secret does not exist,
-// create says whether to make it with a new key (kubecel run); otherwise (a read-only
-// command, a dry run) the installation has made nothing yet, and a new key, used once,
-// proves nothing in the cluster: every child is then a create.
-func Load(ctx context.Context, kube kubernetes.Interface, s Secret, create bool) (*rules.Identity, error) {
+// Mode says what Load does when the Secret does not exist.
+type Mode int
+
+const (
+	// ReadOnly (a read-only command, a dry run): the installation has made nothing yet,
+	// and a new key, used once, proves nothing in the cluster: every child is then a
+	// create.
+	ReadOnly Mode = iota
+	// Create (kubecel run) makes the Secret with a new key, unless the installation's
+	// stored revisions show that it had a key (a KeyError).
+	Create
+	// CreateNew makes the Secret with a new key whatever the installation made before
+	// (kubecel run --new-identity).
+	CreateNew
+)
+
+// Load reads the installation's key from its Secret, and makes the Secret when it does
+// not exist and mode says so.
+func Load(ctx context.Context, kube kubernetes.Interface, s Secret, mode Mode) (*rules.Identity, error) {
 	if err := rules.CheckInstallation(s.Installation); err != nil {
 		return nil, err
 	}
 	where := "the installation's identity Secret " + s.String()
 	got, err := kube.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && mode == Create {
+		if err := checkMade(ctx, kube, s); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case apierrors.IsNotFound(err) && !create:
+	case apierrors.IsNotFound(err) && mode == ReadOnly:
 		klog.FromContext(ctx).V(1).Info("No identity Secret: this installation has made no children yet", "secret", s.String())
 		key, err := rules.NewKey()
 		if err != nil {

@@ -176,7 +176,7 @@ func Condition(obj *unstructured.Unstructured, typ string) (status, reason, mess
 func Identity(t testing.TB) *rules.Identity {
 	t.Helper()
 	s := identity.Secret{Installation: contract.DefaultInstallation, Namespace: controlplane.InstallNamespace, Name: identity.SecretName(contract.DefaultInstallation)}
-	id, err := identity.Load(context.Background(), Kube(t), s, true)
+	id, err := identity.Load(context.Background(), Kube(t), s, identity.Create)
 	if err != nil {
 		t.Fatal(err)
 	}

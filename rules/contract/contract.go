@@ -104,6 +104,10 @@ const (
 	ReasonTooManyChildren  = "TooManyChildren"
 	ReasonReconcilePanic   = "ReconcilePanic"
 	ReasonStatusTooLarge   = "StatusTooLarge"
+	// ReasonIdentityMismatch: a child carries this installation's labels for the parent
+	// and rule, but its proof does not verify under the installation's key (the key
+	// was lost or replaced).
+	ReasonIdentityMismatch = "IdentityMismatch"
 	// ReasonChildExists is the Synced reason (and Warning Event reason) when a child's
 	// name is taken by an object that is not this parent's child.
 	ReasonChildExists = "ChildExists"

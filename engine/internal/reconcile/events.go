@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
@@ -50,7 +51,9 @@ func (c *Reconciler) recordOutcome(st *watch.Rule, parent *unstructured.Unstruct
 		report(evalReason(out.evalErr), out.evalErr)
 	}
 	conflicts, others := splitConflicts(out.applyErr)
-	if len(conflicts) > 0 {
+	if mismatches := slices.DeleteFunc(slices.Clone(conflicts), func(err error) bool { return !isMismatch(err) }); len(mismatches) > 0 {
+		report(contract.ReasonIdentityMismatch, mismatches...)
+	} else if len(conflicts) > 0 {
 		report(contract.ReasonChildExists, conflicts...)
 	}
 	if len(others) > 0 {

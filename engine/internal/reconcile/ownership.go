@@ -49,6 +49,11 @@ type conflictError struct {
 	// this very child: another installation serves the same rule on the same parent
 	// (or someone copied its labels). The parent's status is then left to the other.
 	twin bool
+	// mismatch is set when the object claims to be this very child of this
+	// installation, but its proof does not verify under the installation's key: the key
+	// was lost or replaced since the object was made (or another installation of the
+	// same name serves the rule). The parent reports IdentityMismatch.
+	mismatch bool
 }
 
 func (e *conflictError) Error() string {
@@ -59,6 +64,13 @@ func (e *conflictError) Error() string {
 func isConflict(err error) bool {
 	var c *conflictError
 	return errors.As(err, &c)
+}
+
+// isMismatch reports whether err holds a conflictError with a child of this
+// installation whose proof does not verify (conflictError.mismatch).
+func isMismatch(err error) bool {
+	var c *conflictError
+	return errors.As(err, &c) && c.mismatch
 }
 
 // isTwin reports whether err holds a conflictError with another installation's twin.
@@ -105,30 +117,35 @@ func otherParent(p rules.ParentRef, annotation string) string {
 	return "a parent in another namespace"
 }
 
-// unprovenHolder says who holds an object that carries no proof of this installation.
-// twin reports an object whose labels claim to be this very child.
-func unprovenHolder(r *rules.Rule, p rules.ParentRef, obj *unstructured.Unstructured) (holder string, twin bool) {
+// unprovenHolder says who holds an object that carries no proof of this installation
+// (named installation). twin reports an object whose labels claim to be this very child
+// of another installation, mismatch one of this installation when its key replaced an
+// earlier one (keyReplaced): the object was made with the earlier key.
+func unprovenHolder(r *rules.Rule, p rules.ParentRef, obj *unstructured.Unstructured, installation string, keyReplaced bool) (holder string, twin, mismatch bool) {
 	labels, ann := obj.GetLabels(), obj.GetAnnotations()
 	if legacyChild(r, p, obj) {
-		return "carries kubecel's labels for this parent and rule but no proof, as a kubecel before proofs made it: run the controller once with --adopt-unproven to take such children over", false
+		return "carries kubecel's labels for this parent and rule but no proof, as a kubecel before proofs made it: run the controller once with --adopt-unproven to take such children over", false, false
 	}
 	if labels[contract.LabelManagedBy] == contract.ManagedByValue && labels[contract.LabelParentUID] != "" {
 		inst := labels[contract.LabelInstallation]
 		if inst == "" {
 			inst = "none"
 		}
-		if labels[contract.LabelParentUID] == p.UID && labels[contract.LabelRule] == r.Name {
-			return fmt.Sprintf("carries kubecel's labels for this parent and rule but not this installation's proof (%s=%s): another kubecel installation serves rule %q on the same parents, or its labels were copied; run one installation per rule and parent", contract.LabelInstallation, inst, r.Name), true
+		switch {
+		case labels[contract.LabelParentUID] == p.UID && labels[contract.LabelRule] == r.Name && inst == installation && keyReplaced:
+			return fmt.Sprintf("carries this installation's labels for this parent and rule (%s=%s), but its proof does not verify under the installation's key: it was made with the installation's earlier key, which was lost or replaced (restore the installation's identity Secret from a backup, or delete the object to let this parent make its own)", contract.LabelInstallation, inst), false, true
+		case labels[contract.LabelParentUID] == p.UID && labels[contract.LabelRule] == r.Name:
+			return fmt.Sprintf("carries kubecel's labels for this parent and rule but not this installation's proof (%s=%s): another kubecel installation serves rule %q on the same parents, or its labels were copied; run one installation per rule and parent", contract.LabelInstallation, inst, r.Name), true, false
 		}
-		return fmt.Sprintf("carries kubecel's labels (%s=%s) but no proof that this installation made it for this parent", contract.LabelInstallation, inst), false
+		return fmt.Sprintf("carries kubecel's labels (%s=%s) but no proof that this installation made it for this parent", contract.LabelInstallation, inst), false, false
 	}
 	if ann[contract.AnnotationReleasedFrom] != "" || labels[contract.LabelReleased] != "" {
-		return "was released by kubecel (lifecycle Keep) and is no longer managed: delete it to let this parent create its own, or set adopt: true on the child to take it over", false
+		return "was released by kubecel (lifecycle Keep) and is no longer managed: delete it to let this parent create its own, or set adopt: true on the child to take it over", false, false
 	}
 	if owner := metav1.GetControllerOfNoCopy(obj); owner != nil {
-		return fmt.Sprintf("is controlled by %s %s", owner.Kind, owner.Name), false
+		return fmt.Sprintf("is controlled by %s %s", owner.Kind, owner.Name), false, false
 	}
-	return "was not created by kubecel for this parent", false
+	return "was not created by kubecel for this parent", false, false
 }
 
 // legacyChild reports whether obj looks like r's child of p made by a kubecel before
@@ -187,12 +204,12 @@ func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstruc
 	claim := rules.ClaimOf(k.GK, existing.GetNamespace(), existing.GetName(), existing.GetLabels(), existing.GetAnnotations())
 	proven := c.opts.Identity.Proves(claim, existing.GetAnnotations()[contract.AnnotationProof])
 	held, holder := decide(st.Rule, ref, claim, proven, c.opts.Known)
-	twin := false
+	twin, mismatch := false, false
 	switch {
 	case !proven && c.opts.AdoptUnproven && legacyChild(st.Rule, ref, existing):
 		held = ours // an upgrade: the apply gives it its proof
 	case !proven:
-		holder, twin = unprovenHolder(st.Rule, ref, existing)
+		holder, twin, mismatch = unprovenHolder(st.Rule, ref, existing, c.opts.Identity.Name(), c.opts.KeyReplaced)
 	}
 	switch {
 	case held == ours:
@@ -212,7 +229,7 @@ func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstruc
 		}
 		return got, err
 	}
-	return nil, &conflictError{rule: st.Rule.Name, child: child, obj: k, holder: holder, twin: twin}
+	return nil, &conflictError{rule: st.Rule.Name, child: child, obj: k, holder: holder, twin: twin, mismatch: mismatch}
 }
 
 // waiters remembers parents whose child's name is held by another object, by that

@@ -26,6 +26,8 @@ type Options struct {
 	Identity *rules.Identity
 	// AdoptUnproven takes over children made by a kubecel before proofs.
 	AdoptUnproven bool
+	// KeyReplaced: the installation's key replaced an earlier one (engine.Options).
+	KeyReplaced bool
 	// DryRun sends every write with DryRun=All and remembers none.
 	DryRun bool
 	// MaxWrites is how many child writes one reconcile sends before it yields.

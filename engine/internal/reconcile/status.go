@@ -107,6 +107,8 @@ func syncedCondition(out *outcome) metav1.Condition {
 		return fail(contract.ReasonReconcilePanic, out.panicked)
 	case out.evalErr != nil:
 		return fail(evalReason(out.evalErr), out.evalErr)
+	case slices.ContainsFunc(out.applyErr, isMismatch):
+		return fail(contract.ReasonIdentityMismatch, out.applyErr...)
 	case slices.ContainsFunc(out.applyErr, isConflict):
 		return fail(contract.ReasonChildExists, out.applyErr...)
 	case len(out.applyErr) > 0:
