@@ -41,6 +41,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		defer end()
 		defer c.moved.reconciled(key)
 	}
+	waiting := time.Now()
 	c.pause.RLock()
 	defer c.pause.RUnlock()
 	c.busy.Add(1)
@@ -48,8 +49,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	c.reconciles.Add(1)
 	logger := klog.FromContext(ctx).WithValues("rule", key.Rule, "parent", key.Namespace+"/"+key.Name)
 	ctx = klog.NewContext(ctx, logger)
-	start := time.Now()
 	st := c.table.forKey(key)
+	start := time.Now()
+	c.metrics.LockWait.Observe(start.Sub(waiting).Seconds())
 	res, err := caught(key, func() (reconcile.Result, error) {
 		if c.testHook != nil {
 			c.testHook(key)

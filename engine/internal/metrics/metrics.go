@@ -25,6 +25,7 @@ type Metrics struct {
 	RuleProblems *prometheus.CounterVec
 	Yields       *prometheus.CounterVec
 	QueueWait    *prometheus.HistogramVec
+	LockWait     prometheus.Histogram
 }
 
 // New makes the metrics and registers them on reg.
@@ -75,8 +76,12 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 			Name: "kubecel_queue_wait_seconds", Help: "Time a parent waited in the queue before a worker took it, by whether its flow (namespace) had other parents waiting or running then (flow_busy).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"flow_busy"}),
+		LockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "kubecel_reconcile_lock_wait_seconds", Help: "Time a worker waited on the controller's own locks (the running rules, a ring change's pause) between taking a parent from the queue and starting its reconcile.",
+			Buckets: []float64{0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10},
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.Reconciles, m.Errors, m.Panics, m.Duration, m.Applies, m.Prunes, m.Teardowns, m.Releases, m.CELErrors, m.ActiveRules, m.PendingRules, m.RuleProblems, m.Yields, m.QueueWait} {
+	for _, c := range []prometheus.Collector{m.Reconciles, m.Errors, m.Panics, m.Duration, m.Applies, m.Prunes, m.Teardowns, m.Releases, m.CELErrors, m.ActiveRules, m.PendingRules, m.RuleProblems, m.Yields, m.QueueWait, m.LockWait} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
