@@ -131,8 +131,10 @@ type Controller struct {
 	events     record.EventBroadcaster
 	metrics    *metrics.Metrics
 
-	// table is the rule lifecycle: the running and the waiting rules.
-	table *ruleTable
+	// view is the running and the waiting rules, as the lifecycle last published them;
+	// life is the rule lifecycle, which changes them.
+	view atomic.Pointer[ruleView]
+	life *lifecycle
 
 	// pause is held for reading by every reconcile and for writing while WatchBuckets
 	// swaps informers; moved tracks the parents a replica gained in a ring change
@@ -187,8 +189,9 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		fair:    newFairQueue(),
 		metrics: m,
 	}
-	c.table = &ruleTable{opts: &c.opts, kube: kube, metrics: m, gate: gate{shard: opts.Shard},
-		running: map[string]*watch.Rule{}, pending: map[string]*pendingRule{}}
+	c.view.Store(emptyView)
+	c.life = &lifecycle{opts: &c.opts, kube: kube, metrics: m, gate: gate{shard: opts.Shard}, view: &c.view,
+		running: map[string]*runningRule{}, pending: map[string]*pendingRule{}}
 	c.queue = newQueue(c.fair, m)
 	if opts.Shard != nil {
 		c.queue = shardQueue{TypedRateLimitingInterface: c.queue, shard: opts.Shard}
@@ -198,40 +201,39 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.DryRun {
 		recorder = nil // nothing of a dry run is recorded
 	}
-	c.table.revs = &revisions{dryRun: opts.DryRun, keep: opts.RevisionsKept, recorder: recorder}
-	c.table.rollouts = map[string]*ruleRollout{}
+	c.life.revs = &revisions{dryRun: opts.DryRun, keep: opts.RevisionsKept, recorder: recorder}
 	if opts.RevisionNamespace != "" {
 		store := &rollout.Store{Client: kube, Namespace: opts.RevisionNamespace, Installation: opts.Identity.Name(), Signer: opts.Identity}
 		c.revInformers = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(opts.RevisionNamespace),
 			kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = store.Selector("").String() }))
-		c.table.revs.store = store
-		c.table.revs.lister = c.revInformers.Apps().V1().ControllerRevisions().Lister().ControllerRevisions(opts.RevisionNamespace)
+		c.life.revs.store = store
+		c.life.revs.lister = c.revInformers.Apps().V1().ControllerRevisions().Lister().ControllerRevisions(opts.RevisionNamespace)
 	}
 	written := informers.NewWritten(prove)
 	c.reconciler = reconcile.New(reconcile.Options{
 		Client: client, Identity: opts.Identity, AdoptUnproven: opts.AdoptUnproven, KeyReplaced: opts.KeyReplaced, DryRun: opts.DryRun,
 		MaxWrites: opts.MaxWritesPerReconcile, Recorder: recorder, Metrics: m, Written: written,
-		Known: c.table.known,
+		Known: func(rule string) bool { return c.view.Load().known(rule) },
 	})
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	c.watcher = watch.NewWatcher(informers.NewSet(client, opts.Resync, prove), mapper, written, watch.Hooks{
 		Enqueue:       c.queue.Add,
-		Running:       func(rule string) bool { return c.table.get(rule) != nil },
+		Running:       func(rule string) bool { return c.view.Load().get(rule) != nil },
 		ParentDeleted: c.reconciler.ParentDeleted,
 		ChildLeft:     c.reconciler.ChildLeft,
 	}, opts.Shard != nil)
-	c.table.watcher, c.table.reconciler, c.table.enqueue = c.watcher, c.reconciler, c.queue.Add
+	c.life.watcher, c.life.reconciler, c.life.enqueue = c.watcher, c.reconciler, c.queue.Add
 	if err := m.RegisterFlows(c.fair.snapshot); err != nil {
 		return nil, err
 	}
-	if err := m.RegisterNotReady(c.table.notReady); err != nil {
+	if err := m.RegisterNotReady(c.notReady); err != nil {
 		return nil, err
 	}
-	if err := m.RegisterRollouts(c.table.rolloutMetrics); err != nil {
+	if err := m.RegisterRollouts(c.rolloutMetrics); err != nil {
 		return nil, err
 	}
 	if opts.Shard != nil {
-		if err := registerOwnedParents(opts.Registry, c.table); err != nil {
+		if err := c.registerOwnedParents(opts.Registry); err != nil {
 			return nil, err
 		}
 	}
@@ -262,7 +264,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			}, time.Second)
 		})
 	}
-	wg.Go(func() { c.table.watchKinds(ctx, c.meta) })
+	wg.Go(func() { c.life.watchKinds(ctx, c.meta) })
 	if c.revInformers != nil {
 		c.revInformers.Start(ctx.Done())
 	}
@@ -272,13 +274,13 @@ func (c *Controller) Run(ctx context.Context) error {
 			// informers the tick reads (watch.Rule.Synced).
 			c.pause.RLock()
 			defer c.pause.RUnlock()
-			c.table.tickRollouts(ctx)
+			c.life.tickRollouts(ctx)
 		}, c.opts.RolloutTick)
 	})
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
-	c.table.stopAll()
+	c.life.stopAll()
 	c.events.Shutdown()
 	if c.revInformers != nil {
 		c.revInformers.Shutdown()
@@ -290,33 +292,18 @@ func (c *Controller) Run(ctx context.Context) error {
 // Ready reports whether rules are loaded and every running rule's caches are synced,
 // with the names of the rules that wait for their kinds to be served.
 func (c *Controller) Ready() (bool, []string) {
-	t := c.table
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	pending := make([]string, 0, len(t.pending))
-	for name := range t.pending {
-		pending = append(pending, name)
-	}
-	if !t.loaded {
-		return false, pending
-	}
-	for _, st := range t.running {
-		if !st.Synced() {
-			return false, pending
-		}
-	}
-	return true, pending
+	return c.view.Load().synced()
 }
 
 // EnqueueAll queues every parent of every running rule, as a resync does.
 func (c *Controller) EnqueueAll() {
-	c.table.each(func(st *watch.Rule) { enqueueAll(c.queue.Add, st) })
+	c.view.Load().each(func(st *watch.Rule) { enqueueAll(c.queue.Add, st) })
 }
 
 // SetRules replaces the running rule set. Only rules whose fingerprint changed are
 // restarted; rules whose kinds are not served yet wait and start by themselves.
 func (c *Controller) SetRules(ctx context.Context, rs *rules.RuleSet) {
-	c.table.set(ctx, rs)
+	c.life.set(ctx, rs)
 }
 
 // Idle reports whether no key is queued or being reconciled (keys waiting for a delayed

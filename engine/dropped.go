@@ -26,7 +26,7 @@ func (c *Controller) DroppedRules(ctx context.Context, namespace string) ([]plan
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("discover the served resources: %w", err)
 	}
-	known := c.table.known
+	known := c.view.Load().known
 	selector := fmt.Sprintf("%s=%s,%s=%s", contract.LabelManagedBy, contract.ManagedByValue, contract.LabelInstallation, c.opts.Identity.Name())
 	type found struct {
 		parents  map[string]bool

@@ -49,10 +49,9 @@ func (c *Controller) watchLeftovers(ctx context.Context, names []string) error {
 			}
 		}
 	}
-	c.table.mu.Lock()
-	defer c.table.mu.Unlock()
+	v := c.view.Load()
 	for rule, kinds := range found {
-		st := c.table.running[rule]
+		st := v.get(rule)
 		if st == nil {
 			continue
 		}

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -14,12 +16,18 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// ruleTable is the rule lifecycle: which rules run, which wait and why. A rule set is
-// applied by starting the rules that are new or changed (a changed rule's new version
-// takes over its old watches before they are released) and stopping those that are
+// lifecycle is the rule lifecycle: which rules run, which wait and why. A rule set is
+// applied by starting the rules that are new or changed and stopping those that are
 // gone; a rule whose kinds are not served yet, or whose permissions are missing, waits
 // (pending.go) and starts by itself once it can.
-type ruleTable struct {
+//
+// Its operations send requests to the API server (discovery, access reviews, the
+// rules' revisions) while they hold mu, which serialises them; nothing else takes mu.
+// Each operation ends by publishing a new ruleView, which the rest of the controller
+// reads without a lock. A version that an operation replaces or stops is stopped only
+// after the view without it is published, and a changed rule's new version holds its
+// watches before the old version's are released.
+type lifecycle struct {
 	opts       *Options
 	kube       kubernetes.Interface // for access reviews
 	watcher    *watch.Watcher
@@ -27,177 +35,194 @@ type ruleTable struct {
 	metrics    *metrics.Metrics
 	enqueue    func(queueKey)
 	gate       gate
+	view       *atomic.Pointer[ruleView]
 
 	// revs keeps the rules' revisions in the cluster (rollout.go).
 	revs *revisions
 
-	mu      sync.RWMutex
-	running map[string]*watch.Rule
+	mu      sync.Mutex
+	running map[string]*runningRule
 	pending map[string]*pendingRule
 	loaded  bool
-	// rs is the rule set running rules come from (stable revisions compile in it);
-	// rollouts hold the revision state of running rules, by name.
-	rs       *rules.RuleSet
-	rollouts map[string]*ruleRollout
+	// rs is the rule set running rules come from (stable revisions compile in it).
+	rs *rules.RuleSet
 }
 
-// forKey returns the version of its rule that a parent's reconcile runs, or nil when
-// the rule does not run.
-func (t *ruleTable) forKey(key watch.Key) *watch.Rule {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	st := t.running[key.Rule]
-	if rr := t.rollouts[key.Rule]; st != nil && rr != nil && rr.target == st {
-		return rr.pick(key)
-	}
-	return st
-}
-
-// get returns the running rule of that name, or nil.
-func (t *ruleTable) get(name string) *watch.Rule {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.running[name]
-}
-
-// known reports whether a rule of that name runs or waits to run.
-func (t *ruleTable) known(name string) bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.running[name] != nil || t.pending[name] != nil
-}
-
-// each calls fn for every running rule, under the table's read lock.
-func (t *ruleTable) each(fn func(*watch.Rule)) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	for _, st := range t.running {
-		fn(st)
-	}
+// publish makes the lifecycle's state the view the controller reads. The caller holds
+// l.mu.
+func (l *lifecycle) publish() {
+	l.view.Store(&ruleView{running: maps.Clone(l.running), pending: maps.Clone(l.pending), loaded: l.loaded})
+	l.metrics.ActiveRules.Set(float64(len(l.running)))
+	l.metrics.PendingRules.Set(float64(len(l.pending)))
 }
 
 // set replaces the running rule set. Only rules whose fingerprint changed are
 // restarted; rules whose kinds are not served yet wait and start by themselves.
-func (t *ruleTable) set(ctx context.Context, rs *rules.RuleSet) {
+func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 	logger := klog.FromContext(ctx)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.rs = rs
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rs = rs
 	wanted := map[string]*rules.Rule{}
 	for _, r := range rs.Rules {
 		wanted[r.Name] = r
 	}
-	for name, st := range t.running {
+	var removed, replaced []*runningRule
+	var requeue []*watch.Rule
+	for name, rr := range l.running {
 		if _, ok := wanted[name]; !ok {
 			logger.Info("Stopping rule", "rule", name)
-			t.stopLocked(st)
-			t.releaseParents(ctx, st) // after the stop: see releaseParents
+			delete(l.running, name)
+			removed = append(removed, rr)
 		}
-		// A changed rule keeps its old watches alive until the new version holds them.
 	}
-	t.pending = map[string]*pendingRule{}
+	l.pending = map[string]*pendingRule{}
 	for name, r := range wanted {
-		old := t.running[name]
-		if old != nil && old.Rule.Fingerprint == r.Fingerprint {
+		old := l.running[name]
+		if old != nil && old.st.Rule.Fingerprint == r.Fingerprint {
 			continue
 		}
-		if err := t.startLocked(ctx, r, old); err != nil {
-			t.setPending(ctx, r, err)
-		} else if old != nil && !t.rollsFromLocked(r.Name, old) {
-			// Parents the new version no longer selects are released by it.
-			enqueueAll(t.enqueue, old)
+		next, err := l.start(ctx, r, old)
+		if err != nil {
+			l.setPending(ctx, r, err)
+			if old != nil {
+				delete(l.running, name)
+				replaced = append(replaced, old)
+			}
+			continue
 		}
+		l.running[name] = next
 		if old != nil {
-			t.stopLocked(old)
+			replaced = append(replaced, old)
+			if !rollsFrom(next, old.st) {
+				// Parents the new version no longer selects are released by it.
+				requeue = append(requeue, old.st)
+			}
 		}
 	}
-	t.loaded = true
-	t.updateGauges()
+	l.loaded = true
+	l.publish()
+	for _, rr := range removed {
+		l.stopVersions(rr)
+		l.releaseParents(ctx, rr.st) // after the stop: see releaseParents
+	}
+	for _, rr := range replaced {
+		l.stopVersions(rr)
+	}
+	for _, st := range requeue {
+		enqueueAll(l.enqueue, st)
+	}
 }
 
-// startLocked resolves the rule's kinds, checks its permissions, starts its watches and
-// makes it the running version. old, when set, is the version being replaced: its child
-// kinds stay watched.
-func (t *ruleTable) startLocked(ctx context.Context, r *rules.Rule, old *watch.Rule) error {
-	prep, err := t.revs.prepare(ctx, t.rs, r)
+// start resolves a rule's kinds, checks its permissions, starts its watches and reads
+// or stores its revisions, and returns it running. old, when set, is the version being
+// replaced: its child kinds stay watched. Nothing of old is stopped here.
+func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) (*runningRule, error) {
+	prep, err := l.revs.prepare(ctx, l.rs, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st, err := t.resolve(ctx, r, old, false, prep.stable)
+	var oldSt *watch.Rule
+	if old != nil {
+		oldSt = old.st
+	}
+	st, err := l.resolve(ctx, r, oldSt, false, prep.stable)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var stable *watch.Rule
 	if prep.stable != nil {
 		// The version the rollout rolls from runs beside the target, each watching the
 		// child kinds of both, so that either can prune what the other made.
-		if stable, err = t.resolve(ctx, prep.stable, st, true); err != nil {
-			t.watcher.Stop(st)
-			return fmt.Errorf("the revision the rollout rolls from: %w", err)
+		if stable, err = l.resolve(ctx, prep.stable, st, true); err != nil {
+			l.watcher.Stop(st)
+			return nil, fmt.Errorf("the revision the rollout rolls from: %w", err)
 		}
 	}
-	t.running[r.Name] = st
-	if prev := t.rollouts[r.Name]; prev != nil {
-		if s := prev.stable.Swap(nil); s != nil {
-			t.watcher.Stop(s)
-		}
+	rr := &ruleRollout{target: st, seen: map[watch.Key]parentSeen{}}
+	rev := l.revs.commit(ctx, r, prep, whereOf(st))
+	if rev == nil {
+		return &runningRule{st: st}, nil
 	}
-	rr := &ruleRollout{target: st, rev: t.revs.commit(ctx, r, prep, whereOf(st)), seen: map[watch.Key]parentSeen{}}
-	if rr.rev == nil {
-		delete(t.rollouts, r.Name)
-		return nil
-	}
+	rr.rev.Store(rev)
 	rr.stable.Store(stable)
-	t.rollouts[r.Name] = rr
-	return nil
+	return &runningRule{st: st, rollout: rr}, nil
 }
 
 // resolve resolves and starts one version of a rule, its child kinds joined by those
 // of old and also; beside marks the version a rollout rolls from (watch.Rule.Beside).
-func (t *ruleTable) resolve(ctx context.Context, r *rules.Rule, old *watch.Rule, beside bool, also ...*rules.Rule) (*watch.Rule, error) {
-	st, err := t.watcher.Resolve(r, old, also...)
+func (l *lifecycle) resolve(ctx context.Context, r *rules.Rule, old *watch.Rule, beside bool, also ...*rules.Rule) (*watch.Rule, error) {
+	st, err := l.watcher.Resolve(r, old, also...)
 	if err != nil {
 		return nil, err
 	}
 	st.Beside = beside
-	if !t.opts.SkipAccessCheck {
-		if err := checkAccess(ctx, t.kube, st); err != nil {
+	if !l.opts.SkipAccessCheck {
+		if err := checkAccess(ctx, l.kube, st); err != nil {
 			return nil, err
 		}
 	}
-	if err := t.watcher.Start(ctx, st); err != nil {
+	if err := l.watcher.Start(ctx, st); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
-// stopLocked stops a running rule and forgets it.
-func (t *ruleTable) stopLocked(st *watch.Rule) {
-	t.watcher.Stop(st)
-	if rr := t.rollouts[st.Rule.Name]; rr != nil && rr.target == st {
-		if s := rr.stable.Swap(nil); s != nil {
-			t.watcher.Stop(s)
+// stopVersions stops every running version of a rule that no view holds any more: the
+// rule's and the one its rollout rolls from.
+func (l *lifecycle) stopVersions(rr *runningRule) {
+	l.watcher.Stop(rr.st)
+	if rr.rollout != nil {
+		if s := rr.rollout.stable.Swap(nil); s != nil {
+			l.watcher.Stop(s)
 		}
-		delete(t.rollouts, st.Rule.Name)
 	}
-	t.reconciler.ForgetRule(st.Rule.Name)
-	if t.running[st.Rule.Name] == st {
-		delete(t.running, st.Rule.Name)
-	}
+	l.reconciler.ForgetRule(rr.st.Rule.Name)
 }
 
 // stopAll stops every running rule.
-func (t *ruleTable) stopAll() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, st := range t.running {
-		t.stopLocked(st)
+func (l *lifecycle) stopAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	stopped := l.running
+	l.running = map[string]*runningRule{}
+	l.publish()
+	for _, rr := range stopped {
+		l.stopVersions(rr)
 	}
 }
 
-func (t *ruleTable) updateGauges() {
-	t.metrics.ActiveRules.Set(float64(len(t.running)))
-	t.metrics.PendingRules.Set(float64(len(t.pending)))
+// restart starts a running rule again, as a reload of a changed rule does: its
+// revisions are read again, and the revision it rolls from starts beside it. It does
+// nothing when target is no longer the rule's running version.
+func (l *lifecycle) restart(ctx context.Context, target *watch.Rule) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	name := target.Rule.Name
+	cur := l.running[name]
+	if cur == nil || cur.st != target {
+		return // replaced or stopped meanwhile
+	}
+	next, err := l.start(ctx, cur.st.Rule, cur)
+	if err != nil {
+		delete(l.running, name)
+		l.setPending(ctx, cur.st.Rule, err)
+		l.publish()
+		l.stopVersions(cur)
+		return
+	}
+	l.running[name] = next
+	l.publish()
+	l.stopVersions(cur)
+	enqueueAll(l.enqueue, next.st)
+}
+
+// stopStable stops the version a completed rollout rolled from, unless someone did
+// already.
+func (l *lifecycle) stopStable(rr *ruleRollout, stable *watch.Rule) {
+	if rr.stable.CompareAndSwap(stable, nil) {
+		l.watcher.Stop(stable)
+	}
 }
 
 // enqueueAll queues every parent of a rule, as a resync does.
@@ -205,19 +230,4 @@ func enqueueAll(enqueue func(queueKey), st *watch.Rule) {
 	for _, key := range st.ParentKeys() {
 		enqueue(key)
 	}
-}
-
-// notReady reads the kubecel_parents_not_ready gauges of the running rules: a parent
-// counts while its rule runs, its rule's cache holds it and this replica serves it.
-func (t *ruleTable) notReady() []metrics.NotReady {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	names := make([]string, 0, len(t.running))
-	for name := range t.running {
-		names = append(names, name)
-	}
-	return t.reconciler.NotReady(names, func(key queueKey) bool {
-		st := t.running[key.Rule]
-		return st != nil && !st.Stopped() && t.gate.serves(key) && st.HasParent(key)
-	})
 }

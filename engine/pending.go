@@ -35,9 +35,10 @@ const forbiddenRetry = time.Minute
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // setPending records why a rule does not run and reports it once per reason.
-func (t *ruleTable) setPending(ctx context.Context, r *rules.Rule, err error) {
+// The caller holds l.mu.
+func (l *lifecycle) setPending(ctx context.Context, r *rules.Rule, err error) {
 	var forbidden *forbiddenError
-	p := &pendingRule{rule: r, reason: err.Error(), next: time.Now().Add(t.opts.PendingRetry)}
+	p := &pendingRule{rule: r, reason: err.Error(), next: time.Now().Add(l.opts.PendingRetry)}
 	kind := contract.PendingError
 	switch {
 	case errors.As(err, &forbidden):
@@ -45,22 +46,22 @@ func (t *ruleTable) setPending(ctx context.Context, r *rules.Rule, err error) {
 	case meta.IsNoMatchError(err):
 		kind = contract.PendingNotServed
 	}
-	old := t.pending[r.Name]
-	t.pending[r.Name] = p
+	old := l.pending[r.Name]
+	l.pending[r.Name] = p
 	if old != nil && old.reason == p.reason && old.rule == r {
 		return
 	}
 	klog.FromContext(ctx).Info("Rule is not running", "rule", r.Name, "reason", kind, "message", p.reason)
-	t.metrics.RuleProblems.WithLabelValues(r.Name, kind).Inc()
-	if t.opts.Notify != nil {
-		t.opts.Notify(ctx, r.Name, kind, p.reason)
+	l.metrics.RuleProblems.WithLabelValues(r.Name, kind).Inc()
+	if l.opts.Notify != nil {
+		l.opts.Notify(ctx, r.Name, kind, p.reason)
 	}
 }
 
 // watchKinds retries pending rules every PendingRetry, and re-checks all rules at once
 // when a CRD appears or disappears: a running rule whose kinds are no longer served
 // stops and waits again.
-func (t *ruleTable) watchKinds(ctx context.Context, meta metadata.Interface) {
+func (l *lifecycle) watchKinds(ctx context.Context, meta metadata.Interface) {
 	changed := make(chan struct{}, 1)
 	signal := func(any) {
 		select {
@@ -76,7 +77,7 @@ func (t *ruleTable) watchKinds(ctx context.Context, meta metadata.Interface) {
 		})
 		go inf.RunWithContext(ctx)
 	}
-	tick := time.NewTicker(t.opts.PendingRetry)
+	tick := time.NewTicker(l.opts.PendingRetry)
 	defer tick.Stop()
 	// Discovery lags a CRD's deletion (the CRD lingers while its objects are removed),
 	// so after a CRD event every rule is re-checked each second for a while, not once.
@@ -88,14 +89,14 @@ func (t *ruleTable) watchKinds(ctx context.Context, meta metadata.Interface) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			t.retryPending(ctx, false)
+			l.retryPending(ctx, false)
 		case <-second.C:
 			if time.Now().Before(recheckUntil) {
-				t.retryPending(ctx, true)
+				l.retryPending(ctx, true)
 			}
 		case <-changed:
 			recheckUntil = time.Now().Add(crdRecheckWindow)
-			t.retryPending(ctx, true)
+			l.retryPending(ctx, true)
 		}
 	}
 }
@@ -104,42 +105,54 @@ func (t *ruleTable) watchKinds(ctx context.Context, meta metadata.Interface) {
 const crdRecheckWindow = 30 * time.Second
 
 // retryPending tries to start the waiting rules; with recheck it also stops the running
-// rules whose kinds are gone.
-func (t *ruleTable) retryPending(ctx context.Context, recheck bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !recheck && len(t.pending) == 0 {
+// rules whose kinds are gone. Its discovery requests and access reviews are made under
+// l.mu alone: the workers keep reading the published view meanwhile.
+func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !recheck && len(l.pending) == 0 {
 		return
 	}
-	t.watcher.Reset()
+	l.watcher.Reset()
+	var stopped []*runningRule
 	if recheck {
-		for name, st := range t.running {
-			if err := t.watcher.StillServed(st); err != nil {
+		for name, rr := range l.running {
+			if err := l.watcher.StillServed(rr.st); err != nil {
 				klog.FromContext(ctx).Info("Stopping rule: its kinds are no longer served", "rule", name, "reason", err.Error())
-				t.stopLocked(st)
-				t.setPending(ctx, st.Rule, err)
+				delete(l.running, name)
+				stopped = append(stopped, rr)
+				l.setPending(ctx, rr.st.Rule, err)
 			}
 		}
 	}
 	now := time.Now()
-	for name, p := range t.pending {
+	var started []*watch.Rule
+	for name, p := range l.pending {
 		if !recheck && now.Before(p.next) {
 			continue
 		}
-		if err := t.startLocked(ctx, p.rule, nil); err != nil {
-			t.setPending(ctx, p.rule, err)
+		next, err := l.start(ctx, p.rule, nil)
+		if err != nil {
+			l.setPending(ctx, p.rule, err)
 			continue
 		}
-		delete(t.pending, name)
-		enqueueAll(t.enqueue, t.running[name])
+		delete(l.pending, name)
+		l.running[name] = next
+		started = append(started, next.st)
 	}
-	t.updateGauges()
+	l.publish()
+	for _, rr := range stopped {
+		l.stopVersions(rr)
+	}
+	for _, st := range started {
+		enqueueAll(l.enqueue, st)
+	}
 }
 
 // releaseParents removes the rule's finalizer from the parents of a rule that was
 // deliberately removed from the rules, so they can still be deleted. Their children
 // stay where they are. It runs in the background; failures are logged.
-func (t *ruleTable) releaseParents(ctx context.Context, st *watch.Rule) {
+func (l *lifecycle) releaseParents(ctx context.Context, st *watch.Rule) {
 	// The cache stays readable after the rule stopped; reconciles that entered before
 	// may still add the finalizer, so the parents are picked after they end.
 	parents, err := st.Parents("")
@@ -152,14 +165,14 @@ func (t *ruleTable) releaseParents(ctx context.Context, st *watch.Rule) {
 		logger := klog.FromContext(ctx)
 		for _, p := range parents {
 			key := watch.KeyFor(st.Rule.Name, p)
-			if !t.reconciler.MayHold(st, p) || !t.gate.serves(key) {
+			if !l.reconciler.MayHold(st, p) || !l.gate.serves(key) {
 				continue
 			}
-			end, ok := t.gate.begin(key)
+			end, ok := l.gate.begin(key)
 			if !ok {
 				continue // moved to another replica since: not this one's to write
 			}
-			err := t.reconciler.ReleaseParent(ctx, st, p)
+			err := l.reconciler.ReleaseParent(ctx, st, p)
 			end()
 			if err != nil {
 				logger.Error(err, "Cannot release parent of a removed rule", "rule", st.Rule.Name, "parent", p.GetNamespace()+"/"+p.GetName())

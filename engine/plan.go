@@ -34,20 +34,19 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 	if !c.opts.DryRun {
 		return nil, errors.New("plan needs a dry-run controller (Options.DryRun)")
 	}
-	c.table.mu.RLock()
+	v := c.view.Load()
 	var states []*watch.Rule
-	for name, st := range c.table.running {
+	for name, rr := range v.running {
 		if opts.Rule == "" || opts.Rule == name {
-			states = append(states, st)
+			states = append(states, rr.st)
 		}
 	}
 	var pending []string
-	for name, p := range c.table.pending {
+	for name, p := range v.pending {
 		if opts.Rule == "" || opts.Rule == name {
 			pending = append(pending, fmt.Sprintf("rule %q is not running: %s", name, p.reason))
 		}
 	}
-	c.table.mu.RUnlock()
 	slices.SortFunc(states, func(a, b *watch.Rule) int { return cmp.Compare(a.Rule.Name, b.Rule.Name) })
 	names := make([]string, 0, len(states))
 	for _, st := range states {
@@ -57,8 +56,6 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 		return nil, err
 	}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		c.table.mu.RLock()
-		defer c.table.mu.RUnlock()
 		return !slices.ContainsFunc(states, func(st *watch.Rule) bool { return !st.Synced() }), nil
 	})
 	if err != nil {
@@ -87,6 +84,6 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 // itself when its context ends).
 func (c *Controller) Close() {
 	c.queue.ShutDown()
-	c.table.stopAll()
+	c.life.stopAll()
 	c.events.Shutdown()
 }

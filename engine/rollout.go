@@ -32,8 +32,7 @@ type ruleRollout struct {
 	// when every parent is at the target.
 	stable atomic.Pointer[watch.Rule]
 	// rev is the target's stored revision as last seen (in memory only in a dry run).
-	mu  sync.Mutex
-	rev *rollout.Revision
+	rev atomic.Pointer[rollout.Revision]
 	// members are the parents at the target while the rollout is under way.
 	members atomic.Pointer[map[watch.Key]struct{}]
 	// seen caches what the tick read of each parent, by key (rollout_tick.go).
@@ -42,11 +41,7 @@ type ruleRollout struct {
 }
 
 // revision is the stored revision as last seen.
-func (rr *ruleRollout) revision() *rollout.Revision {
-	rr.mu.Lock()
-	defer rr.mu.Unlock()
-	return rr.rev
-}
+func (rr *ruleRollout) revision() *rollout.Revision { return rr.rev.Load() }
 
 // pick is the version of the rule a parent's reconcile runs.
 func (rr *ruleRollout) pick(key watch.Key) *watch.Rule {
@@ -218,37 +213,12 @@ func whereOf(st *watch.Rule) rollout.Where {
 	}
 }
 
-// versionsLocked are every running version of every rule: the running rules and the
-// versions their rollouts roll from. The caller holds t.mu.
-func (t *ruleTable) versionsLocked() []*watch.Rule {
-	var out []*watch.Rule
-	for name, st := range t.running {
-		out = append(out, st)
-		if rr := t.rollouts[name]; rr != nil && rr.target == st {
-			if stable := rr.stable.Load(); stable != nil {
-				out = append(out, stable)
-			}
-		}
-	}
-	return out
-}
-
-// liveLocked reports whether st is one of versionsLocked. The caller holds t.mu.
-func (t *ruleTable) liveLocked(st *watch.Rule) bool {
-	name := st.Rule.Name
-	if t.running[name] == st {
-		return true
-	}
-	rr := t.rollouts[name]
-	return rr != nil && rr.target == t.running[name] && rr.stable.Load() == st
-}
-
-// rollsFromLocked reports whether the rule's rollout under way rolls from the revision
-// that old ran: the parents the steps have not reached stay as old left them, so they
-// need no reconcile (the tick queues the members). The caller holds t.mu.
-func (t *ruleTable) rollsFromLocked(name string, old *watch.Rule) bool {
-	rr := t.rollouts[name]
-	if rr == nil || rr.target != t.running[name] {
+// rollsFrom reports whether the rule's rollout under way (next's) rolls from the
+// revision that old ran: the parents the steps have not reached stay as old left them,
+// so they need no reconcile (the tick queues the members).
+func rollsFrom(next *runningRule, old *watch.Rule) bool {
+	rr := next.rollout
+	if rr == nil {
 		return false
 	}
 	stable := rr.stable.Load()

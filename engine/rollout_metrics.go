@@ -11,15 +11,8 @@ import (
 // rollout's phase and step and, while a rollout is under way, its parents by revision
 // (read from the parents' cache; only the parents that changed since the last read are
 // decoded).
-func (t *ruleTable) rolloutMetrics() []metrics.Rollout {
-	t.mu.RLock()
-	var rrs []*ruleRollout
-	for name, rr := range t.rollouts {
-		if t.running[name] == rr.target {
-			rrs = append(rrs, rr)
-		}
-	}
-	t.mu.RUnlock()
+func (c *Controller) rolloutMetrics() []metrics.Rollout {
+	rrs := c.view.Load().rollouts()
 	out := make([]metrics.Rollout, 0, len(rrs))
 	for _, rr := range rrs {
 		rev := rr.revision()

@@ -83,35 +83,27 @@ func (rr *ruleRollout) look(ctx context.Context) ([]watch.Key, map[watch.Key]par
 }
 
 // tickRollouts runs one tick of every running rule's rollout.
-func (t *ruleTable) tickRollouts(ctx context.Context) {
-	t.mu.RLock()
-	var rrs []*ruleRollout
-	for name, rr := range t.rollouts {
-		if t.running[name] == rr.target {
-			rrs = append(rrs, rr)
-		}
-	}
-	t.mu.RUnlock()
-	for _, rr := range rrs {
-		t.tickRollout(ctx, rr)
+func (l *lifecycle) tickRollouts(ctx context.Context) {
+	for _, rr := range l.view.Load().rollouts() {
+		l.tickRollout(ctx, rr)
 	}
 }
 
 // tickRollout runs one tick of a rule's rollout.
-func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
+func (l *lifecycle) tickRollout(ctx context.Context, rr *ruleRollout) {
 	r := rr.target.Rule
 	logger := klog.FromContext(ctx).WithValues("rule", r.Name, "revision", r.Revision)
-	rev := t.storedRevision(rr)
+	rev := l.storedRevision(rr)
 	if old := rr.revision(); rev != old {
-		t.follow(ctx, rr, old, rev)
+		l.follow(ctx, rr, old, rev)
 	}
-	if rev.Object == nil && !t.opts.DryRun {
+	if rev.Object == nil && !l.opts.DryRun {
 		// Storing the revision failed when the rule started: its state is written
 		// nowhere yet, so no step is taken until it is stored.
-		got, err := t.revs.store.Create(ctx, r.Name, r.Revision, r.Document, whereOf(rr.target), rev.Number, rev.State)
+		got, err := l.revs.store.Create(ctx, r.Name, r.Revision, r.Document, whereOf(rr.target), rev.Number, rev.State)
 		switch {
 		case err == nil:
-			t.follow(ctx, rr, rev, got)
+			l.follow(ctx, rr, rev, got)
 		case !apierrors.IsAlreadyExists(err):
 			logger.Error(err, "Cannot store the rule's revision; the rollout waits for it")
 		}
@@ -121,19 +113,14 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 	if stable == nil {
 		if rev.Phase == rollout.RolledBack && rev.From != "" {
 			// An undo of a complete rollout: the revision it rolled from runs again.
-			t.restart(ctx, rr)
+			l.restart(ctx, rr.target)
 		}
 		return
 	}
 	switch rev.Phase {
 	case rollout.Complete, rollout.Superseded:
-		// Every parent at the target: the stable version's watches go (under the table's
-		// lock, as every start and stop of watches).
-		t.mu.Lock()
-		if rr.stable.CompareAndSwap(stable, nil) {
-			t.watcher.Stop(stable)
-		}
-		t.mu.Unlock()
+		// Every parent at the target: the stable version's watches go.
+		l.stopStable(rr, stable)
 		rr.lookMu.Lock()
 		rr.seen = nil
 		rr.lookMu.Unlock()
@@ -141,9 +128,9 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 		members := rr.members.Load()
 		for _, key := range rr.target.ParentKeys() {
 			if members == nil {
-				t.enqueue(key)
+				l.enqueue(key)
 			} else if _, ok := (*members)[key]; !ok {
-				t.enqueue(key)
+				l.enqueue(key)
 			}
 		}
 		logger.Info("Rollout complete", "number", rev.Number)
@@ -168,9 +155,9 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 	rr.members.Store(&members)
 	for key := range members {
 		if before == nil {
-			t.enqueue(key)
+			l.enqueue(key)
 		} else if _, was := (*before)[key]; !was {
-			t.enqueue(key)
+			l.enqueue(key)
 		}
 	}
 	if rev.Phase != rollout.Progressing || r.Rollout == nil {
@@ -190,10 +177,10 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 		return
 	}
 	next.Steps = r.Rollout.Steps
-	if t.opts.DryRun {
+	if l.opts.DryRun {
 		return // a dry run takes no step: it shows the one the rollout is at
 	}
-	got, err := t.revs.store.Update(ctx, rev, rev.Number, next)
+	got, err := l.revs.store.Update(ctx, rev, rev.Number, next)
 	switch {
 	case apierrors.IsConflict(err):
 		return // changed elsewhere: the next tick reads it
@@ -201,21 +188,19 @@ func (t *ruleTable) tickRollout(ctx context.Context, rr *ruleRollout) {
 		logger.Error(err, "Cannot write the rollout's state")
 		return
 	}
-	t.follow(ctx, rr, rev, got)
-	t.rolloutChanged(ctx, rev, got)
+	l.follow(ctx, rr, rev, got)
+	l.rolloutChanged(ctx, rev, got)
 	if got.Phase == rollout.Progressing && got.Step != rev.Step {
 		// The next step's parents move now, not a tick later.
-		t.tickRollout(ctx, rr)
+		l.tickRollout(ctx, rr)
 	}
 }
 
 // follow makes after the rule's revision as last seen, and queues the parents a change
 // of phase moves: when the rollout rolled back, those at the new revision (the tick of
 // a Complete rollout queues the others when it stops the stable version).
-func (t *ruleTable) follow(ctx context.Context, rr *ruleRollout, before, after *rollout.Revision) {
-	rr.mu.Lock()
-	rr.rev = after
-	rr.mu.Unlock()
+func (l *lifecycle) follow(ctx context.Context, rr *ruleRollout, before, after *rollout.Revision) {
+	rr.rev.Store(after)
 	if after.Phase == rollout.RolledBack && before.Phase != rollout.RolledBack {
 		klog.FromContext(ctx).Info("Rollout rolled back", "rule", after.Rule, "number", after.Number, "message", after.Message)
 		// The parents at the new revision go back: the members of the steps taken, and
@@ -237,39 +222,39 @@ func (t *ruleTable) follow(ctx context.Context, rr *ruleRollout, before, after *
 			}
 		}
 		for key := range moved {
-			t.enqueue(key)
+			l.enqueue(key)
 		}
 	}
 }
 
 // rolloutChanged logs and records what this replica's write of a rollout's state did.
-func (t *ruleTable) rolloutChanged(ctx context.Context, before, after *rollout.Revision) {
+func (l *lifecycle) rolloutChanged(ctx context.Context, before, after *rollout.Revision) {
 	logger := klog.FromContext(ctx).WithValues("rule", after.Rule, "revision", after.Hash)
 	switch {
 	case after.Phase == rollout.Paused || after.Phase == rollout.RolledBack:
 		logger.Error(nil, "Rollout step failed", "phase", after.Phase, "step", after.Step, "message", after.Message)
-		t.revs.event(after, corev1.EventTypeWarning, "RolloutStepFailed", after.Message)
+		l.revs.event(after, corev1.EventTypeWarning, "RolloutStepFailed", after.Message)
 	case after.Phase == rollout.Complete:
-		t.revs.event(after, corev1.EventTypeNormal, "RolloutComplete", fmt.Sprintf("every parent is at revision %d (%s)", after.Number, after.Hash))
+		l.revs.event(after, corev1.EventTypeNormal, "RolloutComplete", fmt.Sprintf("every parent is at revision %d (%s)", after.Number, after.Hash))
 	case after.Step != before.Step:
 		logger.Info("Rollout step taken", "step", after.Step, "of", len(after.Steps))
-		t.revs.event(after, corev1.EventTypeNormal, "RolloutStep", fmt.Sprintf("step %d of %d (%g%%) begins", after.Step, len(after.Steps), after.Steps[after.Step-1]))
+		l.revs.event(after, corev1.EventTypeNormal, "RolloutStep", fmt.Sprintf("step %d of %d (%g%%) begins", after.Step, len(after.Steps), after.Steps[after.Step-1]))
 	}
 }
 
 // storedRevision is the rule's revision as the cache of revisions holds it now, or the
 // one last seen when the cache does not hold it (a dry run, or not stored yet).
-func (t *ruleTable) storedRevision(rr *ruleRollout) *rollout.Revision {
+func (l *lifecycle) storedRevision(rr *ruleRollout) *rollout.Revision {
 	last := rr.revision()
-	if t.revs.lister == nil || t.opts.DryRun {
+	if l.revs.lister == nil || l.opts.DryRun {
 		return last
 	}
-	cr, err := t.revs.lister.Get(rollout.Name(t.revs.store.Installation, last.Rule, last.Hash))
+	cr, err := l.revs.lister.Get(rollout.Name(l.revs.store.Installation, last.Rule, last.Hash))
 	if err != nil || last.Object != nil && !newer(cr.ResourceVersion, last.Object.ResourceVersion) {
 		// The cache lags behind this replica's own last write, or holds what it read.
 		return last
 	}
-	revs, err := t.revs.store.Decode([]*appsv1.ControllerRevision{cr})
+	revs, err := l.revs.store.Decode([]*appsv1.ControllerRevision{cr})
 	if err != nil || len(revs) != 1 {
 		return last
 	}
@@ -301,25 +286,6 @@ func healthy(ctx context.Context, st *watch.Rule, members []watch.Key) (bool, er
 		}
 	}
 	return st.Rule.Rollout.Healthy(ctx, objects)
-}
-
-// restart starts a running rule again, as a reload of a changed rule does: its
-// revisions are read again, and the revision it rolls from starts beside it.
-func (t *ruleTable) restart(ctx context.Context, rr *ruleRollout) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st := t.running[rr.target.Rule.Name]
-	if st != rr.target {
-		return // replaced or stopped meanwhile
-	}
-	if err := t.startLocked(ctx, st.Rule, st); err != nil {
-		t.stopLocked(st)
-		t.setPending(ctx, st.Rule, err)
-		t.updateGauges()
-		return
-	}
-	enqueueAll(t.enqueue, st)
-	t.stopLocked(st)
 }
 
 // policy is a rule's rollout policy as package rollout reads it.

@@ -76,9 +76,7 @@ func (q shardQueue) AddRateLimited(key queueKey) {
 // their rollouts roll from) hold the children of these buckets, and returns once the new informers have synced. Reconciles pause only
 // while the informers are swapped, after the sync.
 func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
-	c.table.mu.Lock()
-	rb, err := c.watcher.Rebucket(ctx, buckets, c.table.versionsLocked())
-	c.table.mu.Unlock()
+	rb, err := c.watcher.Rebucket(ctx, buckets)
 	if rb == nil || err != nil {
 		return err
 	}
@@ -87,10 +85,8 @@ func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
 	})
 	c.pause.Lock()
 	defer c.pause.Unlock()
-	c.table.mu.Lock()
-	defer c.table.mu.Unlock()
 	// A rule stopped or replaced meanwhile gets no informer.
-	rb.Finish(c.table.liveLocked, err == nil)
+	rb.Finish(err == nil)
 	if err != nil {
 		// The old informers stay; the next call tries the new selector again.
 		return fmt.Errorf("watch the children of buckets %s: %w", rb.Selector(), err)
@@ -103,14 +99,14 @@ func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
 // calls done once each of them has been reconciled once (at once when there is none).
 func (c *Controller) EnqueueMoved(gained func(bucket int) bool, done func()) {
 	var keys []queueKey
-	c.table.each(func(st *watch.Rule) {
+	c.view.Load().each(func(st *watch.Rule) {
 		for _, key := range st.ParentKeys() {
 			if gained(key.Bucket()) {
 				keys = append(keys, key)
 			}
 		}
 	})
-	c.moved.start(keys, done, c.table.gate.serves)
+	c.moved.start(keys, done, c.life.gate.serves)
 	for _, k := range keys {
 		c.queue.Add(k)
 	}
@@ -176,14 +172,14 @@ func (m *movedParents) reconciled(key queueKey) {
 
 // registerOwnedParents adds kubecel_shard_owned_parents: the parents, per rule and in
 // all, that this replica serves.
-func registerOwnedParents(reg *prometheus.Registry, t *ruleTable) error {
+func (c *Controller) registerOwnedParents(reg *prometheus.Registry) error {
 	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "kubecel_shard_owned_parents", Help: "Parents (one per rule that selects it) this replica serves.",
 	}, func() float64 {
 		n := 0
-		t.each(func(st *watch.Rule) {
+		c.view.Load().each(func(st *watch.Rule) {
 			for _, key := range st.ParentKeys() {
-				if t.gate.serves(key) {
+				if c.life.gate.serves(key) {
 					n++
 				}
 			}

@@ -34,10 +34,10 @@ func TestWatchBucketsAfterAFailedSync(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	c.SetRules(ctx, rs)
-	defer c.table.stopAll()
+	defer c.life.stopAll()
 	selectors := func() []string {
 		var out []string
-		c.table.each(func(st *watch.Rule) {
+		c.view.Load().each(func(st *watch.Rule) {
 			for _, ck := range st.Children {
 				out = append(out, ck.Selector())
 			}

@@ -49,7 +49,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	c.reconciles.Add(1)
 	logger := klog.FromContext(ctx).WithValues("rule", key.Rule, "parent", key.Namespace+"/"+key.Name)
 	ctx = klog.NewContext(ctx, logger)
-	st := c.table.forKey(key)
+	st := c.view.Load().forKey(key)
 	start := time.Now()
 	c.metrics.LockWait.Observe(start.Sub(waiting).Seconds())
 	res, err := caught(key, func() (reconcile.Result, error) {

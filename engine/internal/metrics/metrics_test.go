@@ -60,6 +60,7 @@ func TestObserveReconcile(t *testing.T) {
 		"kubecel_reconcile_duration_seconds{rule=web}":     3,
 		"kubecel_active_rules{}":                           1,
 		"kubecel_pending_rules{}":                          0,
+		"kubecel_reconcile_lock_wait_seconds{}":            0,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)

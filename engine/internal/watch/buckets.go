@@ -53,9 +53,12 @@ type Rebucketing struct {
 	refOf  map[*refKind]*Rule
 }
 
-// Rebucket begins to make the child informers of rules hold the children of buckets.
-// It returns nil when they already do. On error nothing changed.
-func (w *Watcher) Rebucket(ctx context.Context, buckets []int, running []*Rule) (*Rebucketing, error) {
+// Rebucket begins to make the child informers of every started rule hold the children
+// of buckets; a rule started from now on gets informers of these buckets at once. It
+// returns nil when they already do. On error nothing changed.
+func (w *Watcher) Rebucket(ctx context.Context, buckets []int) (*Rebucketing, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	served := servedValues(buckets)
 	if served == w.served {
 		return nil, nil
@@ -64,10 +67,10 @@ func (w *Watcher) Rebucket(ctx context.Context, buckets []int, running []*Rule) 
 		refs: map[*refKind][]hooked{}, kindOf: map[*ChildKind]*Rule{}, refOf: map[*refKind]*Rule{}}
 	w.served = served
 	fail := func(err error) (*Rebucketing, error) {
-		rb.Finish(func(*Rule) bool { return false }, false)
+		rb.finishLocked(false)
 		return nil, err
 	}
-	for _, st := range running {
+	for st := range w.started {
 		for _, ck := range st.Children {
 			cw, err := w.set.Acquire(ctx, w.childWatchKey(ck.GVR), w.setupChildInformer)
 			if err != nil {
@@ -109,12 +112,22 @@ func (rb *Rebucketing) Synced() bool {
 	return true
 }
 
-// Finish swaps the new informers in for the rules running says still run, and releases
-// the old ones; with ok false it releases the new ones instead and goes back to the
-// previous buckets (a rule started meanwhile keeps the new informers: its caches hold
-// at least as much as the replica serves, whichever way the buckets changed). The
-// caller keeps every reconcile out while it runs.
-func (rb *Rebucketing) Finish(running func(*Rule) bool, ok bool) {
+// Finish swaps the new informers in for the rules that still run, and releases the old
+// ones; with ok false it releases the new ones instead and goes back to the previous
+// buckets (a rule started meanwhile keeps the new informers: its caches hold at least as
+// much as the replica serves, whichever way the buckets changed). The caller keeps every
+// reconcile out while it runs.
+func (rb *Rebucketing) Finish(ok bool) {
+	rb.w.mu.Lock()
+	defer rb.w.mu.Unlock()
+	rb.finishLocked(ok)
+}
+
+func (rb *Rebucketing) finishLocked(ok bool) {
+	running := func(st *Rule) bool {
+		_, ok := rb.w.started[st]
+		return ok
+	}
 	for ck, cw := range rb.children {
 		if !ok || !running(rb.kindOf[ck]) {
 			rb.w.set.Release(cw)

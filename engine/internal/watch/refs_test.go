@@ -86,11 +86,11 @@ func TestRefsCacheEachObjectOnce(t *testing.T) {
 		Enqueue: func(Key) {}, Running: func(string) bool { return true },
 		ParentDeleted: func(Key, types.UID, bool, bool) {}, ChildLeft: func(*informers.Object, bool) []Key { return nil },
 	}, true)
-	rb, err := w.Rebucket(t.Context(), []int{served}, nil)
+	rb, err := w.Rebucket(t.Context(), []int{served})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb.Finish(func(*Rule) bool { return true }, true)
+	rb.Finish(true)
 	rs, err := rules.Load(fmt.Appendf(nil, refsRules, ns), rules.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -121,12 +121,12 @@ func TestRefsCacheEachObjectOnce(t *testing.T) {
 	check("serving one bucket")
 
 	// The ring changes: the replica serves the other object's bucket too.
-	rb, err = w.Rebucket(t.Context(), []int{served, contract.Bucket(ns, other)}, []*Rule{st})
+	rb, err = w.Rebucket(t.Context(), []int{served, contract.Bucket(ns, other)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 30*time.Second, func() (bool, string) { return rb.Synced(), "the new informers have not synced" })
-	rb.Finish(func(r *Rule) bool { return r == st }, true)
+	rb.Finish(true)
 	check("serving two buckets")
 	if got := st.Children[schema.GroupKind{Kind: "ConfigMap"}].Selector(); !strings.HasSuffix(got, bucketSelector([]int{served, contract.Bucket(ns, other)})) {
 		t.Errorf("child informer selects %q after the ring change", got)

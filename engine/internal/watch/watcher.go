@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,24 +19,29 @@ import (
 
 // Watcher starts and stops the watches of rules: it resolves a rule's kinds through
 // discovery, acquires the shared informers of its parents, children and refs, and
-// routes their events to Hooks. Its methods that change which informers a rule holds
-// (Start, Stop, AddChildKind, Rebucket) are called by one caller at a time: the
-// controller's rule lifecycle, under its lock.
+// routes their events to Hooks. It keeps the rules it started, so that a change of the
+// buckets (Rebucket) reaches every one of them, whoever started them and when. Its
+// lock covers only the informers it acquires and releases, never a request to the API
+// server (Resolve and StillServed ask discovery without it).
 type Watcher struct {
 	set     *informers.Set
 	mapper  meta.ResettableRESTMapper
 	written *informers.Written
 	hooks   Hooks
+
+	mu sync.Mutex
 	// served lists the buckets whose children the child informers hold under
 	// sharding, as label values ("3,17", or noBuckets); "" holds every bucket.
 	served string
+	// started are the rules started and not stopped.
+	started map[*Rule]struct{}
 }
 
 // NewWatcher returns a Watcher over the informers of set, resolving kinds with mapper.
 // written is the controller's memory of its writes, whose echoes the handlers drop.
 // sharded starts it with no bucket: child informers hold nothing until Rebucket.
 func NewWatcher(set *informers.Set, mapper meta.ResettableRESTMapper, written *informers.Written, hooks Hooks, sharded bool) *Watcher {
-	w := &Watcher{set: set, mapper: mapper, written: written, hooks: hooks}
+	w := &Watcher{set: set, mapper: mapper, written: written, hooks: hooks, started: map[*Rule]struct{}{}}
 	if sharded {
 		w.served = servedValues(nil)
 	}
@@ -106,16 +112,19 @@ func (w *Watcher) Resolve(r *rules.Rule, old *Rule, also ...*rules.Rule) (*Rule,
 // parents, whose events it routes to the hooks. On error, whatever it acquired is
 // released.
 func (w *Watcher) Start(ctx context.Context, st *Rule) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.started[st] = struct{}{}
 	for _, ck := range st.Children {
 		cw, err := w.set.Acquire(ctx, w.childWatchKey(ck.GVR), w.setupChildInformer)
 		if err != nil {
-			w.Stop(st)
+			w.stopLocked(st)
 			return err
 		}
 		ck.watch = cw
 	}
 	if err := w.watchRefs(ctx, st); err != nil {
-		w.Stop(st)
+		w.stopLocked(st)
 		return err
 	}
 	r := st.Rule
@@ -126,7 +135,7 @@ func (w *Watcher) Start(ctx context.Context, st *Rule) error {
 	for _, ns := range namespaces {
 		pw, err := w.set.Acquire(ctx, informers.Key{GVR: st.ParentKind.GVR, Namespace: ns, Selector: r.Parent.Selector.String()}, nil)
 		if err != nil {
-			w.Stop(st)
+			w.stopLocked(st)
 			return err
 		}
 		st.parents[ns] = pw
@@ -135,7 +144,7 @@ func (w *Watcher) Start(ctx context.Context, st *Rule) error {
 		}
 		reg, err := pw.Informer.AddEventHandler(w.parentHandler(r.Name, r.Parent.Selector != nil))
 		if err != nil {
-			w.Stop(st)
+			w.stopLocked(st)
 			return err
 		}
 		st.regs[ns] = reg
@@ -147,6 +156,13 @@ func (w *Watcher) Start(ctx context.Context, st *Rule) error {
 // Stop releases the rule's handlers and watches and marks it stopped. Its maps stay as
 // they are: a reconcile that already holds the rule may still read them.
 func (w *Watcher) Stop(st *Rule) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopLocked(st)
+}
+
+func (w *Watcher) stopLocked(st *Rule) {
+	delete(w.started, st)
 	for ns, pw := range st.parents {
 		if reg, ok := st.regs[ns]; ok {
 			_ = pw.Informer.RemoveEventHandler(reg)
@@ -185,6 +201,8 @@ func (w *Watcher) AddChildKind(ctx context.Context, st *Rule, gvk schema.GroupVe
 	if err != nil {
 		return fmt.Errorf("rule %q: kind %s of objects to prune: %w", st.Rule.Name, gvk, err)
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	cw, err := w.set.Acquire(ctx, w.childWatchKey(info.GVR), w.setupChildInformer)
 	if err != nil {
 		return err
