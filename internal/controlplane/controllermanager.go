@@ -9,20 +9,90 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// startControllerManager runs kube-controller-manager with only the controllers the
-// tests need (garbage collection follows owner references; namespace deletion
-// empties and removes namespaces) and waits until it reports healthy. The serving port is
-// probed free before the process binds it, so another process can take it in between:
-// a start that exits early is tried again on a new port, up to three times.
-func startControllerManager(ctx context.Context, binDir, dir, kubeconfig string, timeout time.Duration) (*process, error) {
+// minimalControllers are the controllers of the minimal control plane's
+// kube-controller-manager: garbage collection follows owner references; namespace
+// deletion empties and removes namespaces.
+var minimalControllers = []string{"garbage-collector-controller", "namespace-controller"}
+
+// clusterControllers are the controllers of the full control plane's
+// kube-controller-manager: those a cluster runs for workloads, Services, ServiceAccounts,
+// RBAC aggregation, quotas and volumes, besides the minimal ones. Node lifecycle and IPAM
+// are left out: the simulated nodes stay Ready and carry their Pod CIDRs from the start.
+var clusterControllers = append([]string{
+	"deployment-controller",
+	"replicaset-controller",
+	"statefulset-controller",
+	"daemonset-controller",
+	"job-controller",
+	"cronjob-controller",
+	"ttl-after-finished-controller",
+	"disruption-controller",
+	"endpointslice-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"root-ca-certificate-publisher-controller",
+	"clusterrole-aggregation-controller",
+	"resourcequota-controller",
+	"persistentvolume-binder-controller",
+	"persistentvolume-protection-controller",
+	"persistentvolumeclaim-protection-controller",
+	"pod-garbage-collector-controller",
+}, minimalControllers...)
+
+// controllerManagerFlags are kube-controller-manager's flags besides the serving ones,
+// for a minimal control plane, or for a full one when keys holds the service-account
+// signing key and the cluster's CA.
+func controllerManagerFlags(kubeconfig string, keys *clusterKeys) []string {
+	flags := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+	}
+	if keys == nil {
+		return append(flags, "--controllers="+strings.Join(minimalControllers, ","))
+	}
+	return append(flags,
+		"--controllers="+strings.Join(clusterControllers, ","),
+		// The token controller signs with the key whose public half the API server
+		// verifies with; both it and the root CA publisher hand out the serving CA.
+		"--service-account-private-key-file="+keys.serviceAccountKey,
+		"--root-ca-file="+keys.rootCA,
+		// A burst of Pods (a rollout of many parents) is not held back by the
+		// default client rate limits (20 requests/s).
+		"--kube-api-qps=100",
+		"--kube-api-burst=200",
+	)
+}
+
+// schedulerFlags are kube-scheduler's flags besides the serving ones.
+func schedulerFlags(kubeconfig string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--kube-api-qps=100",
+		"--kube-api-burst=200",
+	}
+}
+
+// startServer runs a control-plane component that serves /healthz over HTTPS
+// (kube-controller-manager, kube-scheduler) with flags and a loopback serving port, and
+// waits until it reports healthy. Its log is dir/NAME.log. The serving port is probed
+// free before the process binds it, so another process can take it in between: a start
+// that exits early is tried again on a new port, up to three times.
+func startServer(ctx context.Context, binDir, dir, name string, flags []string, timeout time.Duration) (*process, error) {
 	var err error
 	for range 3 {
 		var p *process
 		var exitedEarly bool
-		p, exitedEarly, err = startControllerManagerOnce(ctx, binDir, dir, kubeconfig, timeout)
+		p, exitedEarly, err = startServerOnce(ctx, binDir, dir, name, flags, timeout)
 		if err == nil || !exitedEarly {
 			return p, err
 		}
@@ -30,23 +100,17 @@ func startControllerManager(ctx context.Context, binDir, dir, kubeconfig string,
 	return nil, err
 }
 
-func startControllerManagerOnce(ctx context.Context, binDir, dir, kubeconfig string, timeout time.Duration) (*process, bool, error) {
+func startServerOnce(ctx context.Context, binDir, dir, name string, flags []string, timeout time.Duration) (*process, bool, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, false, err
 	}
-	cmd := exec.Command(filepath.Join(binDir, "kube-controller-manager"),
-		"--kubeconfig="+kubeconfig,
-		"--authentication-kubeconfig="+kubeconfig,
-		"--authorization-kubeconfig="+kubeconfig,
-		"--controllers=garbage-collector-controller,namespace-controller",
-		"--leader-elect=false",
-		"--use-service-account-credentials=false",
+	args := append(flags[:len(flags):len(flags)],
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(dir, "kube-controller-manager"),
+		"--cert-dir="+filepath.Join(dir, name),
 	)
-	p, err := startProcess(cmd, filepath.Join(dir, "kube-controller-manager.log"))
+	p, err := startProcess(exec.Command(filepath.Join(binDir, name), args...), filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, false, err
 	}
