@@ -120,7 +120,7 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer ctrl.stop()
-	parents, err := o.applyObjects(ctx, cp.Config)
+	samples, err := o.applyObjects(ctx, cp.Config)
 	if err != nil {
 		return err
 	}
@@ -141,9 +141,15 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	fmt.Fprintf(out, "\nController running on %s with %d sample parents (log: %s; metrics: http://%s/metrics; health: http://%s/readyz).\n",
-		rulesFile, parents, ctrl.logPath, ctrl.opts.metricsAddr, ctrl.opts.healthAddr)
+		rulesFile, len(samples), ctrl.logPath, ctrl.opts.metricsAddr, ctrl.opts.healthAddr)
 	o.reports.start()
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
+	if !o.minimal {
+		// On the full control plane the sample parents turn Ready by themselves: say when.
+		readyCtx, stopReady := context.WithCancel(ctx)
+		defer stopReady()
+		go o.reportReady(readyCtx, cp.Config, readyParents(rulesData, samples), rulesFile, cp.Kubeconfig, start)
+	}
 
 	select {
 	case <-ctx.Done():

@@ -100,6 +100,10 @@ func TestDev(t *testing.T) {
 	webapps := schema.GroupVersionResource{Group: "example.kubecel.dev", Version: "v1", Resource: "webapps"}
 	waitWebAppReady(t, client, "hello", 1)
 	t.Logf("first Ready sample parent %s after the start", time.Since(start).Round(100*time.Millisecond))
+	allReady := regexp.MustCompile(`(?m)^\[\d\d:\d\d:\d\d\] All 6 sample parents are Ready, \S+ after the start\.$`)
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+		return allReady.MatchString(out.String()), "dev has not said that its sample parents are Ready:\n" + out.String()
+	})
 
 	// Edit a sample parent: its Deployment follows, and so does its readiness.
 	if _, err := client.Resource(webapps).Namespace("default").Patch(t.Context(), "hello", types.MergePatchType,
