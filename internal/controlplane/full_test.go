@@ -3,6 +3,7 @@ package controlplane_test
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -95,9 +96,9 @@ func TestFullControlPlane(t *testing.T) {
 // fullNamespace creates a namespace on the full control plane, deleted at the end.
 func fullNamespace(t *testing.T, kube kubernetes.Interface) string {
 	t.Helper()
-	name := strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
-	name = strings.ReplaceAll(name, "_", "-")
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name[len("testfullcontrolplane-"):]}}
+	// The subtest's name: "TestFullControlPlane/broken_image" is broken-image.
+	name := strings.ReplaceAll(path.Base(t.Name()), "_", "-")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func testDeploymentAvailable(t *testing.T, kube kubernetes.Interface) {
 func testBrokenImage(t *testing.T, kube kubernetes.Interface) {
 	ctx := t.Context()
 	ns := fullNamespace(t, kube)
-	if _, err := kube.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", "nginx:1.27-broken", 1), metav1.CreateOptions{}); err != nil {
+	if _, err := kube.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", "nginx:1.27-"+controlplane.BrokenImageTag, 1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The stage has acted once the container waits; it does not act again.
@@ -221,7 +222,7 @@ func testBrokenImage(t *testing.T, kube kubernetes.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good.Spec.Template.Spec.Containers[0].Image = "nginx:broken"
+	good.Spec.Template.Spec.Containers[0].Image = "nginx:" + controlplane.BrokenImageTag
 	if _, err := kube.AppsV1().Deployments(ns).Update(ctx, good, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
