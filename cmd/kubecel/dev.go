@@ -37,6 +37,9 @@ type devOptions struct {
 	metricsAddr string
 	healthAddr  string
 	reports     *devReports
+	// readyWait is how long to wait for the sample parents to turn Ready before saying
+	// which are not (defaultReadyWait when 0).
+	readyWait time.Duration
 }
 
 func newDevCommand() *cobra.Command {

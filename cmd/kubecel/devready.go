@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -15,9 +16,9 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// readyWait is how long dev waits for its sample parents to turn Ready before it says
-// which are not.
-const readyWait = 2 * time.Minute
+// defaultReadyWait is how long dev waits for its sample parents to turn Ready before it
+// says which are not (devOptions.readyWait, for tests).
+const defaultReadyWait = 2 * time.Minute
 
 // readyParent is a sample that rules with a status block serve: it turns Ready when each
 // of their Ready conditions is True.
@@ -53,14 +54,15 @@ func readyParents(rulesData []byte, samples []sample) []readyParent {
 }
 
 // reportReady waits until every parent is Ready and says so, with the time since start;
-// when some are not Ready after readyWait, it names them and how to see why. It returns
+// when some are not Ready after the wait, it names them and how to see why. It returns
 // when it has said either, or when ctx ends.
 func (o *devOptions) reportReady(ctx context.Context, cfg *rest.Config, parents []readyParent, rulesFile, kubeconfig string, start time.Time) {
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil || len(parents) == 0 {
 		return
 	}
-	deadline := time.Now().Add(readyWait)
+	wait := cmp.Or(o.readyWait, defaultReadyWait)
+	deadline := time.Now().Add(wait)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -76,7 +78,7 @@ func (o *devOptions) reportReady(ctx context.Context, cfg *rest.Config, parents 
 			return
 		case time.Now().After(deadline):
 			o.reports.print(fmt.Sprintf("%d of %d sample %s not Ready %s after the start: %s; `kubecel trace RESOURCE/NAME --rules %s --kubeconfig %s` says why.",
-				len(notReady), len(parents), plural(len(parents), "parent is", "parents are"), readyWait, strings.Join(notReady, ", "), rulesFile, kubeconfig))
+				len(notReady), len(parents), plural(len(parents), "parent is", "parents are"), wait, strings.Join(notReady, ", "), rulesFile, kubeconfig))
 			return
 		}
 		select {
