@@ -14,7 +14,6 @@ import (
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
-
 // gadgetRules are two rules on gadgets: one with a status block in namespace ns, for
 // the gadgets labelled tier=web, and one without.
 func gadgetRules(ns string) []byte {
