@@ -6,6 +6,7 @@ BIN := $(CURDIR)/bin
 CP_DIR := cmd/controlplane
 K8S_VERSION := v1.36.3
 ETCD_VERSION := v3.6.6
+KWOK_VERSION := v0.8.0
 STATICCHECK_VERSION := v0.8.2
 GOTEST_FLAGS ?=
 # The version kubecel reports when the Go toolchain records none (a build without VCS
@@ -18,7 +19,7 @@ K8S_LDFLAGS := -s -w $(foreach p,$(K8S_VERSION_PKGS),\
 	-X $(p).gitVersion=$(K8S_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(K8S_MINOR) \
 	-X $(p).gitTreeState=clean -X $(p).buildDate=1970-01-01T00:00:00Z)
 
-CONTROLPLANE := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/etcd
+CONTROLPLANE := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/etcd $(BIN)/kwok
 
 .PHONY: help
 help: ## list the targets
@@ -63,19 +64,26 @@ monitoring-check: ## parse every expression of deploy/monitoring (Prometheus's p
 	cd deploy/monitoring/check && $(GO) test -count=1 ./... -update
 
 .PHONY: controlplane
-controlplane: $(CONTROLPLANE) ## build etcd, kube-apiserver, kube-controller-manager into bin/ (cached)
+controlplane: $(CONTROLPLANE) ## build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into bin/ (cached)
 
 # The control plane is rebuilt only when its pinned module versions change. A cold build
 # takes several minutes on two cores; later builds reuse bin/ and the Go build cache.
-$(BIN)/kube-apiserver $(BIN)/kube-controller-manager: $(CP_DIR)/go.mod $(CP_DIR)/go.sum
-	@echo ">> building $(notdir $@) $(K8S_VERSION) from k8s.io/kubernetes (first build: ~8 min on 2 cores; cached in bin/ afterwards)"
-	@cd $(CP_DIR) && $(GO) build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $@ ./$(notdir $@)
-	@echo ">> built $@"
+$(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler: $(CP_DIR)/go.mod $(CP_DIR)/go.sum
+	@echo ">> building $(notdir $@) $(K8S_VERSION) from k8s.io/kubernetes (first build: ~12 min on 2 cores for the three, most of it for the first; cached in bin/ afterwards)"
+	@start=$$(date +%s); cd $(CP_DIR) && $(GO) build -trimpath -ldflags '$(K8S_LDFLAGS)' -o $@ ./$(notdir $@) && \
+		echo ">> built $@ in $$(( $$(date +%s) - start )) s"
 
 $(BIN)/etcd: $(CP_DIR)/etcd/go.mod $(CP_DIR)/etcd/go.sum
 	@echo ">> building etcd $(ETCD_VERSION) from go.etcd.io/etcd/server/v3 (first build: ~1 min; cached in bin/ afterwards)"
-	@cd $(CP_DIR)/etcd && $(GO) build -trimpath -ldflags '-s -w' -o $@ .
-	@echo ">> built $@"
+	@start=$$(date +%s); cd $(CP_DIR)/etcd && $(GO) build -trimpath -ldflags '-s -w' -o $@ . && \
+		echo ">> built $@ in $$(( $$(date +%s) - start )) s"
+
+# kwok simulates the nodes of the full local control plane (kubecel dev): its own module,
+# whose dependencies (k8s.io v0.36.1, kustomize) stay apart from the others'.
+$(BIN)/kwok: $(CP_DIR)/kwok/go.mod $(CP_DIR)/kwok/go.sum
+	@echo ">> building kwok $(KWOK_VERSION) from sigs.k8s.io/kwok (first build: ~3 min on 2 cores; cached in bin/ afterwards)"
+	@start=$$(date +%s); cd $(CP_DIR)/kwok && $(GO) build -trimpath -ldflags '-s -w' -o $@ sigs.k8s.io/kwok/cmd/kwok && \
+		echo ">> built $@ in $$(( $$(date +%s) - start )) s"
 
 N ?= 1000
 BENCH_FLAGS ?=

@@ -31,6 +31,7 @@ import (
 type devOptions struct {
 	dir         string
 	binDir      string
+	minimal     bool
 	noExamples  bool
 	crds        string
 	rules       string
@@ -38,6 +39,9 @@ type devOptions struct {
 	metricsAddr string
 	healthAddr  string
 	reports     *devReports
+	// readyWait is how long to wait for the sample parents to turn Ready before saying
+	// which are not (defaultReadyWait when 0).
+	readyWait time.Duration
 }
 
 func newDevCommand() *cobra.Command {
@@ -46,22 +50,33 @@ func newDevCommand() *cobra.Command {
 		Use:   "dev",
 		Short: "Run a local control plane with the examples and the controller until Ctrl-C",
 		Long: `dev starts a local Kubernetes control plane from the binaries built by
-'make controlplane' (etcd and kube-apiserver, plus kube-controller-manager for garbage
-collection and namespace deletion), installs the examples' CRDs, writes the rules of every
-example to DIR/rules.yaml, runs the controller on that file (edits reload, as with
-'kubecel run --rules'), applies the examples' sample parents and prints the kubeconfig
-and what to try. Each reload of the rules file prints its result in the terminal: the
-rules loaded (and their warnings), or the errors of a broken edit, while the last good
-rules keep running; so does a rule that cannot run (a kind not served). The
-controller's full log is DIR/kubecel.log. With --no-examples, nothing is installed and
-the rules file is empty: a start for your own CRD and rules. Only the garbage collector and namespace controllers run, so
-Deployments and StatefulSets get no pods. Ctrl-C stops every process.`,
+'make controlplane', installs the examples' CRDs, writes the rules of every example to
+DIR/rules.yaml, runs the controller on that file (edits reload, as with 'kubecel run
+--rules'), applies the examples' sample parents and prints the kubeconfig and what to
+try. Each reload of the rules file prints its result in the terminal: the rules loaded
+(and their warnings), or the errors of a broken edit, while the last good rules keep
+running; so does a rule that cannot run (a kind not served). The controller's full log
+is DIR/kubecel.log. With --no-examples, nothing is installed and the rules file is
+empty: a start for your own CRD and rules. Ctrl-C stops every process.
+
+The control plane runs what a cluster runs: etcd, kube-apiserver, kube-controller-manager
+with a cluster's controllers (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs,
+CronJobs, EndpointSlices, ServiceAccounts, ClusterRole aggregation, quotas, volume
+binding, garbage collection, namespaces) and kube-scheduler. Only the nodes are
+simulated: KWOK plays the kubelets of three nodes, so Pods are scheduled, run and turn
+Ready at once, Deployments become Available, Jobs complete and volume claims are bound;
+no container runs. A container image whose tag contains "broken" (app:1.2-broken)
+never pulls: its Pod stays Pending in ImagePullBackOff, to show a bad rollout. With
+--minimal, only etcd, kube-apiserver and kube-controller-manager's garbage collector
+and namespace controllers run: no Pod is ever created, and nothing becomes ready by
+itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.dir, "dir", "", "state directory (replaced at start and kept at exit); default a temporary directory removed at exit")
-	f.StringVar(&o.binDir, "bin-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: $"+controlplane.BinDirEnv+", next to kubecel, or ./bin)")
+	f.StringVar(&o.binDir, "bin-dir", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (default: $"+controlplane.BinDirEnv+", next to kubecel, or ./bin)")
+	f.BoolVar(&o.minimal, "minimal", false, "run no scheduler, no nodes and only the garbage collector and namespace controllers: Deployments and StatefulSets get no Pods (needs no kube-scheduler or kwok)")
 	f.BoolVar(&o.noExamples, "no-examples", false, "install no examples: no CRDs, no sample parents, and an empty rules file to edit (or the rules of --rules)")
 	f.StringVar(&o.crds, "crds", "", "directory of your own CustomResourceDefinition manifests to install at start, besides the examples' (or instead, with --no-examples)")
 	f.StringVar(&o.rules, "rules", "", "a rules file of your own, written to DIR/rules.yaml after the examples' rules (or alone, with --no-examples)")
@@ -88,8 +103,12 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 	}
 
 	start := time.Now()
-	fmt.Fprintln(out, "Starting the local control plane (etcd, kube-apiserver, kube-controller-manager)...")
-	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: o.binDir, Dir: o.dir, ControllerManager: true, CRDs: crds})
+	if o.minimal {
+		fmt.Fprintln(out, "Starting the local control plane (etcd, kube-apiserver, kube-controller-manager: garbage collector and namespaces only)...")
+	} else {
+		fmt.Fprintf(out, "Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with %d simulated nodes)...\n", controlplane.DefaultNodes)
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: o.binDir, Dir: o.dir, ControllerManager: true, Full: !o.minimal, CRDs: crds})
 	if err != nil {
 		return err
 	}
@@ -106,7 +125,7 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer ctrl.stop()
-	parents, err := o.applyObjects(ctx, cp.Config)
+	samples, err := o.applyObjects(ctx, cp.Config)
 	if err != nil {
 		return err
 	}
@@ -127,9 +146,15 @@ func (o *devOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	fmt.Fprintf(out, "\nController running on %s with %d sample parents (log: %s; metrics: http://%s/metrics; health: http://%s/readyz).\n",
-		rulesFile, parents, ctrl.logPath, ctrl.opts.metricsAddr, ctrl.opts.healthAddr)
+		rulesFile, len(samples), ctrl.logPath, ctrl.opts.metricsAddr, ctrl.opts.healthAddr)
 	o.reports.start()
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
+	if !o.minimal {
+		// On the full control plane the sample parents turn Ready by themselves: say when.
+		readyCtx, stopReady := context.WithCancel(ctx)
+		defer stopReady()
+		go o.reportReady(readyCtx, cp.Config, readyParents(rulesData, samples), rulesFile, cp.Kubeconfig, start)
+	}
 
 	select {
 	case <-ctx.Done():

@@ -22,9 +22,11 @@ import (
 )
 
 // TestDev runs `kubecel dev` in process, as `make run` does, checks that the examples'
-// children exist and follow an edit of a sample parent, then interrupts it and checks
-// that no control-plane process is left.
+// children exist and follow an edit of a sample parent, that a sample parent turns Ready
+// by itself (its Deployment's Pods run on the simulated nodes), then interrupts it and
+// checks that no control-plane process is left.
 func TestDev(t *testing.T) {
+	start := time.Now()
 	dir := filepath.Join(t.TempDir(), "dev")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -63,8 +65,8 @@ func TestDev(t *testing.T) {
 	if !strings.Contains(text, filepath.Join(dir, "rules.yaml")) {
 		t.Errorf("the output does not name the rules file:\n%s", text)
 	}
-	if pids := processesMentioning(dir); len(pids) < 3 {
-		t.Fatalf("expected etcd, kube-apiserver and kube-controller-manager running in %s, found pids %v", dir, pids)
+	if pids := processesMentioning(dir); len(pids) < 5 {
+		t.Fatalf("expected etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok running in %s, found pids %v", dir, pids)
 	}
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -93,8 +95,17 @@ func TestDev(t *testing.T) {
 		})
 	}
 
-	// Edit a sample parent: its Deployment follows.
+	// A sample parent turns Ready by itself: the Deployment controller, the scheduler
+	// and the simulated kubelets do what a test would otherwise write.
 	webapps := schema.GroupVersionResource{Group: "example.kubecel.dev", Version: "v1", Resource: "webapps"}
+	waitWebAppReady(t, client, "hello", 1)
+	t.Logf("first Ready sample parent %s after the start", time.Since(start).Round(100*time.Millisecond))
+	allReady := regexp.MustCompile(`(?m)^\[\d\d:\d\d:\d\d\] All 6 sample parents are Ready, \S+ after the start\.$`)
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+		return allReady.MatchString(out.String()), "dev has not said that its sample parents are Ready:\n" + out.String()
+	})
+
+	// Edit a sample parent: its Deployment follows, and so does its readiness.
 	if _, err := client.Resource(webapps).Namespace("default").Patch(t.Context(), "hello", types.MergePatchType,
 		[]byte(`{"spec":{"replicas":4}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -107,6 +118,7 @@ func TestDev(t *testing.T) {
 		n, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
 		return n == 4, fmt.Sprintf("Deployment hello has %d replicas, want 4", n)
 	})
+	waitWebAppReady(t, client, "hello", 4)
 
 	cancel()
 	select {
@@ -124,6 +136,35 @@ func TestDev(t *testing.T) {
 	if !strings.Contains(out.String(), "Stopping...") {
 		t.Errorf("dev did not say it stops:\n%s", out.String())
 	}
+}
+
+// waitWebAppReady waits until the WebApp default/name is Ready with its Deployment's
+// replicas available, as kube-controller-manager wrote them.
+func waitWebAppReady(t *testing.T, client dynamic.Interface, name string, replicas int64) {
+	t.Helper()
+	webapps := schema.GroupVersionResource{Group: "example.kubecel.dev", Version: "v1", Resource: "webapps"}
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+		app, err := client.Resource(webapps).Namespace("default").Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		d, err := client.Resource(deployments).Namespace("default").Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ready, reason, msg := testenv.Condition(app, "Ready")
+		available, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas")
+		if ready != "True" || available != replicas {
+			return false, fmt.Sprintf("WebApp %s: Ready %q (%s: %s); its Deployment has %d available replicas, want %d", name, ready, reason, msg, available, replicas)
+		}
+		for _, m := range d.GetManagedFields() {
+			if m.Subresource == "status" && m.Manager == "kube-controller-manager" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("Deployment %s: no status written by kube-controller-manager: %+v", name, d.GetManagedFields())
+	})
 }
 
 // processesMentioning lists the pids whose command line contains s.

@@ -66,23 +66,23 @@ func crdsOfDir(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 }
 
 // applyObjects applies the examples' sample parents and the objects of -f, and returns
-// how many it applied.
-func (o *devOptions) applyObjects(ctx context.Context, cfg *rest.Config) (int, error) {
+// them.
+func (o *devOptions) applyObjects(ctx context.Context, cfg *rest.Config) ([]sample, error) {
 	var objs []*unstructured.Unstructured
 	if !o.noExamples {
 		var err error
 		if objs, err = exampleObjects(); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	for _, f := range o.objects {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return 0, fmt.Errorf("-f: %w", err)
+			return nil, fmt.Errorf("-f: %w", err)
 		}
 		docs, err := decodeObjects(data)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", f, err)
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		objs = append(objs, docs...)
 	}

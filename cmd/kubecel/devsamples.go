@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -37,37 +38,45 @@ func exampleObjects() ([]*unstructured.Unstructured, error) {
 	return objs, nil
 }
 
-// applySamples server-side applies objects, Namespaces first, and returns how many it
-// applied.
-func applySamples(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) (int, error) {
+// sample is an object that dev applied: its resource and the object as applied.
+type sample struct {
+	gvr schema.GroupVersionResource
+	obj *unstructured.Unstructured
+}
+
+// applySamples server-side applies objects, Namespaces first, and returns them with
+// their resources.
+func applySamples(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) ([]sample, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = samplesFieldManager
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	// Namespaced samples may live in a sample Namespace.
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
 		return boolRank(a.GetKind() != "Namespace") - boolRank(b.GetKind() != "Namespace")
 	})
+	var applied []sample
 	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return 0, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+			return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
-		_, err = client.Resource(m.Resource).Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), obj,
+		got, err := client.Resource(m.Resource).Namespace(obj.GetNamespace()).Apply(ctx, obj.GetName(), obj,
 			metav1.ApplyOptions{FieldManager: samplesFieldManager, Force: true})
 		if err != nil {
-			return 0, fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+			return nil, fmt.Errorf("apply %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
+		applied = append(applied, sample{gvr: m.Resource, obj: got})
 	}
-	return len(objs), nil
+	return applied, nil
 }
 
 func boolRank(b bool) int {

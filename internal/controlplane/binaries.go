@@ -11,13 +11,15 @@ import (
 // binaries are looked up.
 const BinDirEnv = "KUBECEL_BIN_DIR"
 
-// binaries are the executables a control plane needs.
-var binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
-
-// FindBinDir returns the first directory that holds every control-plane binary: dir when
-// it is set, then $KUBECEL_BIN_DIR, the directory of the running executable, and bin/ at
-// the root of the Go module that contains the working directory.
-func FindBinDir(dir string) (string, error) {
+// FindBinDir returns the first directory that holds every binary of a control plane
+// (etcd, kube-apiserver, kube-controller-manager, and for a full one kube-scheduler and
+// kwok): dir when it is set, then $KUBECEL_BIN_DIR, the directory of the running
+// executable, and bin/ at the root of the Go module that contains the working directory.
+func FindBinDir(dir string, full bool) (string, error) {
+	binaries := minimalBinaries
+	if full {
+		binaries = fullBinaries
+	}
 	var candidates []string
 	if dir != "" {
 		candidates = append(candidates, dir)
@@ -33,7 +35,7 @@ func FindBinDir(dir string) (string, error) {
 		}
 	}
 	for _, c := range candidates {
-		if hasBinaries(c) {
+		if hasBinaries(c, binaries) {
 			return filepath.Abs(c)
 		}
 	}
@@ -41,7 +43,7 @@ func FindBinDir(dir string) (string, error) {
 		binaries, candidates, BinDirEnv)
 }
 
-func hasBinaries(dir string) bool {
+func hasBinaries(dir string, binaries []string) bool {
 	for _, b := range binaries {
 		info, err := os.Stat(filepath.Join(dir, b))
 		if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {

@@ -28,9 +28,10 @@ var quietEnvtest sync.Once
 const ServiceCIDR = "10.96.0.0/16"
 
 // Options configures a control plane. The zero value starts etcd and kube-apiserver in a
-// temporary directory with binaries found by FindBinDir.
+// temporary directory with binaries found by FindBinDir: a minimal control plane, where
+// nothing but the API server acts on what is stored.
 type Options struct {
-	// BinDir holds etcd, kube-apiserver and kube-controller-manager (see FindBinDir).
+	// BinDir holds the binaries (see FindBinDir).
 	BinDir string
 	// Dir keeps the state (etcd data, certificates, logs, kubeconfig). When empty a
 	// temporary directory is used and removed by Stop; when set, its previous content
@@ -39,6 +40,18 @@ type Options struct {
 	// ControllerManager also starts kube-controller-manager with only the garbage
 	// collector and namespace controllers.
 	ControllerManager bool
+	// Full runs what a cluster runs besides its API server, so that workloads run:
+	// kube-controller-manager with a cluster's controllers (workloads, EndpointSlices,
+	// ServiceAccounts and their tokens, ClusterRole aggregation, quotas, volume binding,
+	// garbage collection, namespaces), kube-scheduler, and KWOK with Nodes simulated
+	// nodes, on which Pods run and turn Ready (but for images tagged BrokenImageTag),
+	// Jobs complete and PersistentVolumeClaims get volumes: stages.yaml says how. The API
+	// server admits Pods as a cluster's does (ServiceAccount admission on). It takes
+	// precedence over ControllerManager, and needs kube-scheduler and kwok in BinDir.
+	Full bool
+	// Nodes is the number of simulated nodes of a Full control plane (DefaultNodes
+	// when 0).
+	Nodes int
 	// APIServerFlags are extra kube-apiserver flags (name without dashes -> value).
 	APIServerFlags map[string]string
 	// StartTimeout bounds the start of each process (default 60s).
@@ -67,6 +80,8 @@ type ControlPlane struct {
 	env       *envtest.Environment
 	logs      []*os.File
 	manager   *process
+	scheduler *process
+	kwok      *process
 	watchdog  *process
 	removeDir bool
 }
@@ -77,7 +92,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	// envtest logs through controller-runtime's logger; give it one (discarding) so it
 	// does not print a warning with a stack trace about a logger never being set.
 	quietEnvtest.Do(func() { ctrllog.SetLogger(logr.Discard()) })
-	binDir, err := FindBinDir(opts.BinDir)
+	binDir, err := FindBinDir(opts.BinDir, opts.Full)
 	if err != nil {
 		return nil, err
 	}
@@ -107,10 +122,12 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := createNamespace(ctx, cp.Config, InstallNamespace); err != nil {
 		return cp, err
 	}
-	if opts.ControllerManager {
-		if cp.manager, err = startControllerManager(ctx, binDir, cp.Dir, cp.Kubeconfig, opts.timeout()); err != nil {
-			return cp, fmt.Errorf("start kube-controller-manager (log: %s): %w", filepath.Join(cp.Dir, "kube-controller-manager.log"), err)
-		}
+	switch {
+	case opts.Full:
+		return cp, cp.startCluster(ctx, binDir, opts)
+	case opts.ControllerManager:
+		cp.manager, err = startServer(ctx, binDir, cp.Dir, "kube-controller-manager", controllerManagerFlags(cp.Kubeconfig, nil), opts.timeout())
+		return cp, cp.logged("kube-controller-manager", err)
 	}
 	return cp, nil
 }
@@ -169,6 +186,11 @@ func (cp *ControlPlane) startAPIServer(binDir string, opts Options) error {
 	api.Out, api.Err = apiLog, apiLog
 	args := api.Configure()
 	args.Set("service-cluster-ip-range", ServiceCIDR)
+	if opts.Full {
+		// envtest turns ServiceAccount admission off, as no controller makes the default
+		// ServiceAccounts it requires; a full control plane runs that controller.
+		args.Disable("disable-admission-plugins")
+	}
 	if opts.AuditWrites {
 		if err := cp.enableAudit(args); err != nil {
 			return err
@@ -190,11 +212,7 @@ func (cp *ControlPlane) startAPIServer(binDir string, opts Options) error {
 // Stop ends every process and, for a temporary directory, removes it. It is safe to
 // call more than once and on a partly started control plane.
 func (cp *ControlPlane) Stop() error {
-	var errs []error
-	if cp.manager != nil {
-		errs = append(errs, cp.manager.stop(10*time.Second))
-		cp.manager = nil
-	}
+	errs := cp.stopCluster()
 	if cp.env != nil {
 		errs = append(errs, cp.env.Stop())
 		cp.env = nil

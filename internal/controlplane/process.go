@@ -9,7 +9,8 @@ import (
 )
 
 // process is a child process that this package started itself (envtest starts etcd and
-// kube-apiserver; this covers kube-controller-manager and the watchdog).
+// kube-apiserver; this covers kube-controller-manager, kube-scheduler, kwok and the
+// watchdog).
 type process struct {
 	cmd  *exec.Cmd
 	done chan struct{}

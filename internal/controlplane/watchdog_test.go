@@ -17,12 +17,12 @@ import (
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
-// orphanEnv makes the test binary start a control plane, print its directory and wait
-// to be killed, standing in for a test binary that dies without cleaning up.
+// orphanEnv makes the test binary start a full control plane, print its directory and
+// wait to be killed, standing in for a test binary that dies without cleaning up.
 const orphanEnv = "KUBECEL_TEST_ORPHAN_CONTROL_PLANE"
 
 func runOrphanedControlPlane() {
-	cp, err := controlplane.Start(context.Background(), controlplane.Options{ControllerManager: true})
+	cp, err := controlplane.Start(context.Background(), controlplane.Options{Full: true})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -49,8 +49,8 @@ func TestKilledOwnerLeavesNoProcesses(t *testing.T) {
 	if !ok {
 		t.Fatalf("helper said %q", line)
 	}
-	if pids := processesMentioning(dir); len(pids) < 3 {
-		t.Fatalf("expected etcd, kube-apiserver and kube-controller-manager running in %s, found pids %v", dir, pids)
+	if pids := processesMentioning(dir); len(pids) < 5 {
+		t.Fatalf("expected etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok running in %s, found pids %v", dir, pids)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

@@ -30,12 +30,18 @@ type step struct {
 	// devDir is set for a `kubecel dev --dir DIR` line: it is not run as a command but
 	// started in the background for the commands that name DIR/.
 	devDir string
+	// copyTo is set for a `cp FROM TO` line of a shell block: the file it writes, which
+	// must be in a kubecel dev's DIR (an edit of the rules it runs, or a copy kept).
+	copyTo string
 }
 
 // devLine matches a kubecel dev command line and its --dir.
 var devLine = regexp.MustCompile(`^(bin/)?kubecel dev\s(?:.*\s)?--dir[= ](\S+)`)
 
 var kubecelCommand = regexp.MustCompile(`(^|\|\s*)(bin/)?kubecel\s`)
+
+// copyLine matches a `cp FROM TO` line, with an optional comment.
+var copyLine = regexp.MustCompile(`^(cp\s+\S+\s+(\S+))\s*(#.*)?$`)
 
 // blocks returns the fenced code blocks of a document.
 func blocks(t *testing.T, root, doc string) []block {
@@ -76,6 +82,10 @@ func parseBlock(b block) ([]step, error) {
 		var steps []step
 		for i, l := range b.lines {
 			command := strings.TrimPrefix(strings.TrimSpace(l), "$ ")
+			if m := copyLine.FindStringSubmatch(command); m != nil {
+				steps = append(steps, step{line: b.line + 1 + i, command: m[1], copyTo: m[2]})
+				continue
+			}
 			if !kubecelCommand.MatchString(command) {
 				continue
 			}

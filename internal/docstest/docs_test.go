@@ -30,7 +30,14 @@ package docstest
 //   - A command that names bin/dev/ runs against `kubecel dev --dir bin/dev` started in
 //     the copy (the examples installed and the controller running, as with `make run`);
 //     the test waits until the cluster matches bin/dev/rules.yaml (kubecel plan of them
-//     exits 0) before it runs the first such command.
+//     exits 0) and dev says that its sample parents are Ready before it runs the first
+//     such command.
+//   - A `cp FROM TO` line of a shell block whose TO is in the DIR of a kubecel dev (an
+//     edit of the rules it runs, saved as a user saves one, or a copy of them kept) is
+//     run too. After one that writes DIR/rules.yaml, the test waits until the controller
+//     has loaded it (dev's terminal shows one more `Loaded` line), and then until the
+//     cluster matches it (kubecel plan of it exits 0) or a rollout of it is under way
+//     (plan says a revision is Progressing), before it goes on.
 //   - A `kubecel dev ... --dir DIR` line of a shell block (a document that runs its own
 //     dev, such as with --no-examples and a CRD of its own) is not run where it stands:
 //     it is started in the background, in the same way, before the first command that
@@ -57,9 +64,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -135,6 +145,7 @@ type devInstance struct {
 	command string
 	once    sync.Once
 	err     error
+	out     *testenv.Buffer // what it prints
 }
 
 func newDocEnv(t *testing.T, root string) *docEnv {
@@ -209,13 +220,24 @@ func (e *docEnv) run(t *testing.T, s step) {
 		e.devs[s.devDir] = &devInstance{command: s.command}
 		return
 	}
+	var copyInto *devInstance
 	for dir, d := range e.devs {
 		if strings.Contains(s.command, dir+"/") {
-			d.once.Do(func() { d.err = e.startDev(d.command, dir) })
+			d.once.Do(func() { d.out, d.err = e.startDev(d.command, dir) })
 			if d.err != nil {
 				t.Fatalf("%s: %v", d.command, d.err)
 			}
 		}
+		if s.copyTo == dir+"/rules.yaml" {
+			copyInto = d
+		}
+	}
+	if s.copyTo != "" && !slices.ContainsFunc(slices.Collect(maps.Keys(e.devs)), func(dir string) bool { return strings.HasPrefix(s.copyTo, dir+"/") }) {
+		t.Fatalf("%s: a cp line writes only into the --dir of a kubecel dev of the documents", s.command)
+	}
+	loaded := 0
+	if copyInto != nil {
+		loaded = len(loadedReport.FindAllString(copyInto.out.String(), -1))
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -225,6 +247,20 @@ func (e *docEnv) run(t *testing.T, s step) {
 	}
 	if code != s.wantCode {
 		t.Errorf("%s: exit code %d, want %d; output:\n%s", s.command, code, s.wantCode, got)
+	}
+	if copyInto != nil {
+		testenv.Eventually(t, time.Minute, func() (bool, string) {
+			return len(loadedReport.FindAllString(copyInto.out.String(), -1)) > loaded,
+				"kubecel dev has not loaded the rules again; it printed:\n" + copyInto.out.String()
+		})
+		dir := strings.TrimSuffix(s.copyTo, "/rules.yaml")
+		testenv.Eventually(t, 2*time.Minute, func() (bool, string) {
+			got, code, err := e.sh(ctx, fmt.Sprintf("kubecel plan --rules %[1]s/rules.yaml --kubeconfig %[1]s/kubeconfig", dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return code == 0 || rolloutUnderWay.MatchString(got), fmt.Sprintf("kubecel plan exits %d:\n%s", code, got)
+		})
 	}
 	if s.want == nil {
 		return
@@ -245,22 +281,33 @@ func (e *docEnv) run(t *testing.T, s step) {
 	}
 }
 
+// rolloutUnderWay is what kubecel plan says of a rule whose rollout is under way.
+var rolloutUnderWay = regexp.MustCompile(`(?m)^rule \S+: revision \d+ is the current revision, Progressing at step `)
+
+// loadedReport is the line kubecel dev prints for each load of its rules file.
+var loadedReport = regexp.MustCompile(`(?m)^\[\d\d:\d\d:\d\d\] Loaded `)
+
+// readyReport is the line kubecel dev prints once its sample parents are Ready, or
+// some are not after a while.
+var readyReport = regexp.MustCompile(`(?m)^\[\d\d:\d\d:\d\d\] (?:The sample parent is|All \d+ sample parents are|\d+ of \d+ sample parents? (?:is|are) not) Ready.*$`)
+
 // startDev starts a kubecel dev command line in the copy, with the repository's
 // control-plane binaries, stops it when the test ends, and waits until the controller
-// has converged on the rules of its dir.
-func (e *docEnv) startDev(command, dir string) error {
+// has converged on the rules of its dir and its sample parents are Ready (unless it
+// runs --minimal, where they never are). It returns what dev prints.
+func (e *docEnv) startDev(command, dir string) (*testenv.Buffer, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "sh", "-c", "exec "+command+" --bin-dir "+filepath.Join(e.root, "bin"))
 	cmd.Dir = e.copy
 	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home, testenv.RaceEnv}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 2 * time.Minute
-	var out testenv.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	out := &testenv.Buffer{}
+	cmd.Stdout = out
+	cmd.Stderr = out
 	if err := cmd.Start(); err != nil {
 		cancel()
-		return err
+		return nil, err
 	}
 	// Stopped when TestDocs ends, not with the subtest that needed it first.
 	e.t.Cleanup(func() {
@@ -272,24 +319,34 @@ func (e *docEnv) startDev(command, dir string) error {
 		}
 	})
 	deadline := time.Now().Add(4 * time.Minute)
+	waiting, converged := "kubecel dev to start", false
 	for {
-		if !strings.Contains(out.String(), "Press Ctrl-C to stop.") {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("not ready within 4 minutes:\n%s", out.String())
+		text := out.String()
+		switch {
+		case !strings.Contains(text, "Press Ctrl-C to stop."):
+		case !converged:
+			got, code, err := e.sh(ctx, fmt.Sprintf("kubecel plan --rules %[1]s/rules.yaml --kubeconfig %[1]s/kubeconfig", dir))
+			if err != nil {
+				return out, err
 			}
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
-		got, code, err := e.sh(ctx, fmt.Sprintf("kubecel plan --rules %[1]s/rules.yaml --kubeconfig %[1]s/kubeconfig", dir))
-		if err != nil {
-			return err
-		}
-		if code == 0 {
-			return nil
+			if converged = code == 0; converged {
+				continue
+			}
+			waiting = fmt.Sprintf("the examples to converge: kubecel plan exits %d:\n%s", code, got)
+		case strings.Contains(command, "--minimal"):
+			return out, nil
+		default:
+			waiting = "dev to say that its sample parents are Ready"
+			if m := readyReport.FindString(text); m != "" {
+				if strings.Contains(m, " not Ready") {
+					return out, fmt.Errorf("%s\n%s", m, text)
+				}
+				return out, nil
+			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the examples did not converge within 4 minutes: kubecel plan exits %d:\n%s", code, got)
+			return out, fmt.Errorf("waited 4 minutes for %s\n%s", waiting, text)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -40,16 +40,18 @@ func TestParseBlock(t *testing.T) {
 		want    []step
 		wantErr string
 	}{{
-		name: "sh: kubecel lines run, others do not",
+		name: "sh: kubecel and cp lines run, others do not",
 		b: block{line: 10, lang: "sh", lines: []string{
 			"make build    # bin/kubecel",
 			"bin/kubecel check --rules r.yaml",
 			"kubectl get pods",
 			"cat p.yaml | kubecel render --rules r.yaml -f -",
+			"cp docs/edit.yaml bin/dev/rules.yaml   # save the edit",
 		}},
 		want: []step{
 			{line: 12, command: "bin/kubecel check --rules r.yaml"},
 			{line: 14, command: "cat p.yaml | kubecel render --rules r.yaml -f -"},
+			{line: 15, command: "cp docs/edit.yaml bin/dev/rules.yaml", copyTo: "bin/dev/rules.yaml"},
 		},
 	}, {
 		name: "console: output and exit codes",

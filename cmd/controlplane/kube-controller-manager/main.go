@@ -1,6 +1,6 @@
 // Command kube-controller-manager is the upstream controller manager, built from the
-// pinned k8s.io/kubernetes module. kubecel's tests run only its garbage collector and
-// namespace controllers.
+// pinned k8s.io/kubernetes module. The minimal local control plane runs only its garbage
+// collector and namespace controllers; the full one runs the controllers of a cluster.
 package main
 
 import (

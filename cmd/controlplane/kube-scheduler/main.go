@@ -1,0 +1,15 @@
+// Command kube-scheduler is the upstream scheduler, built from the pinned
+// k8s.io/kubernetes module. The full local control plane runs it to bind Pods to its
+// simulated nodes.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewSchedulerCommand()))
+}
