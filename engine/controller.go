@@ -31,6 +31,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/metrics"
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
+	"github.com/kubecel/kubecel/engine/internal/rollouts"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
@@ -86,8 +87,6 @@ type Options struct {
 	RevisionNamespace string
 	// RevisionsKept is how many revisions of each rule are kept (default 10).
 	RevisionsKept int
-	// RolloutTick is how often rollouts check their step (default 250ms).
-	RolloutTick time.Duration
 	// Notify, when set, is told once when a rule cannot run (reason contract.PendingNotServed,
 	// contract.PendingForbidden or contract.PendingError) with a message naming what is missing.
 	Notify func(ctx context.Context, rule, reason, message string)
@@ -108,9 +107,6 @@ func (o *Options) defaults() {
 	}
 	if o.RevisionsKept <= 0 {
 		o.RevisionsKept = rollout.DefaultKeep
-	}
-	if o.RolloutTick <= 0 {
-		o.RolloutTick = 250 * time.Millisecond
 	}
 	if o.MaxWritesPerReconcile <= 0 {
 		o.MaxWritesPerReconcile = DefaultMaxWritesPerReconcile
@@ -201,13 +197,18 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.DryRun {
 		recorder = nil // nothing of a dry run is recorded
 	}
-	c.life.revs = &revisions{dryRun: opts.DryRun, keep: opts.RevisionsKept, recorder: recorder}
+	c.life.revs = &rollouts.Revisions{DryRun: opts.DryRun, Keep: opts.RevisionsKept, Recorder: recorder}
+	c.life.rollouts = rollouts.New(c.life.revs, rolloutEngine{c})
 	if opts.RevisionNamespace != "" {
 		store := &rollout.Store{Client: kube, Namespace: opts.RevisionNamespace, Installation: opts.Identity.Name(), Signer: opts.Identity}
 		c.revInformers = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(opts.RevisionNamespace),
 			kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = store.Selector("").String() }))
-		c.life.revs.store = store
-		c.life.revs.lister = c.revInformers.Apps().V1().ControllerRevisions().Lister().ControllerRevisions(opts.RevisionNamespace)
+		c.life.revs.Store = store
+		revs := c.revInformers.Apps().V1().ControllerRevisions()
+		c.life.revs.Lister = revs.Lister().ControllerRevisions(opts.RevisionNamespace)
+		if _, err := revs.Informer().AddEventHandler(noticeRevisions(c.life.rollouts)); err != nil {
+			return nil, err
+		}
 	}
 	written := informers.NewWritten(prove)
 	c.reconciler = reconcile.New(reconcile.Options{
@@ -221,6 +222,12 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		Running:       func(rule string) bool { return c.view.Load().get(rule) != nil },
 		ParentDeleted: c.reconciler.ParentDeleted,
 		ChildLeft:     c.reconciler.ChildLeft,
+		ParentChanged: func(rule string) {
+			// Only a rollout under way reads its parents.
+			if rr := c.view.Load().running[rule]; rr != nil && rr.rollout != nil && rr.rollout.Stable() != nil {
+				c.life.rollouts.Notice(rule)
+			}
+		},
 	}, opts.Shard != nil)
 	c.life.watcher, c.life.reconciler, c.life.enqueue = c.watcher, c.reconciler, c.queue.Add
 	if err := m.RegisterFlows(c.fair.snapshot); err != nil {
@@ -268,15 +275,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.revInformers != nil {
 		c.revInformers.Start(ctx.Done())
 	}
-	wg.Go(func() {
-		wait.UntilWithContext(ctx, func(ctx context.Context) {
-			// Under the loop's pause, as a reconcile: a ring change swaps the child
-			// informers the tick reads (watch.Rule.Synced).
-			c.pause.RLock()
-			defer c.pause.RUnlock()
-			c.life.tickRollouts(ctx)
-		}, c.opts.RolloutTick)
-	})
+	wg.Go(func() { c.life.rollouts.Run(ctx) })
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/metrics"
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
+	"github.com/kubecel/kubecel/engine/internal/rollouts"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -37,8 +38,9 @@ type lifecycle struct {
 	gate       gate
 	view       *atomic.Pointer[ruleView]
 
-	// revs keeps the rules' revisions in the cluster (rollout.go).
-	revs *revisions
+	// revs keeps the rules' revisions in the cluster; rollouts takes their steps.
+	revs     *rollouts.Revisions
+	rollouts *rollouts.Controller
 
 	mu      sync.Mutex
 	running map[string]*runningRule
@@ -67,7 +69,7 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 	for _, r := range rs.Rules {
 		wanted[r.Name] = r
 	}
-	var removed, replaced []*runningRule
+	var removed, replaced, started []*runningRule
 	var requeue []*watch.Rule
 	for name, rr := range l.running {
 		if _, ok := wanted[name]; !ok {
@@ -92,6 +94,7 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 			continue
 		}
 		l.running[name] = next
+		started = append(started, next)
 		if old != nil {
 			replaced = append(replaced, old)
 			if !rollsFrom(next, old.st) {
@@ -112,13 +115,14 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 	for _, st := range requeue {
 		enqueueAll(l.enqueue, st)
 	}
+	l.notice(started...)
 }
 
 // start resolves a rule's kinds, checks its permissions, starts its watches and reads
 // or stores its revisions, and returns it running. old, when set, is the version being
 // replaced: its child kinds stay watched. Nothing of old is stopped here.
 func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) (*runningRule, error) {
-	prep, err := l.revs.prepare(ctx, l.rs, r)
+	prep, err := l.revs.Prepare(ctx, l.rs, r)
 	if err != nil {
 		return nil, err
 	}
@@ -126,27 +130,24 @@ func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) 
 	if old != nil {
 		oldSt = old.st
 	}
-	st, err := l.resolve(ctx, r, oldSt, false, prep.stable)
+	st, err := l.resolve(ctx, r, oldSt, false, prep.Stable)
 	if err != nil {
 		return nil, err
 	}
 	var stable *watch.Rule
-	if prep.stable != nil {
+	if prep.Stable != nil {
 		// The version the rollout rolls from runs beside the target, each watching the
 		// child kinds of both, so that either can prune what the other made.
-		if stable, err = l.resolve(ctx, prep.stable, st, true); err != nil {
+		if stable, err = l.resolve(ctx, prep.Stable, st, true); err != nil {
 			l.watcher.Stop(st)
 			return nil, fmt.Errorf("the revision the rollout rolls from: %w", err)
 		}
 	}
-	rr := &ruleRollout{target: st, seen: map[watch.Key]parentSeen{}}
-	rev := l.revs.commit(ctx, r, prep, whereOf(st))
+	rev := l.revs.Commit(ctx, r, prep, st)
 	if rev == nil {
 		return &runningRule{st: st}, nil
 	}
-	rr.rev.Store(rev)
-	rr.stable.Store(stable)
-	return &runningRule{st: st, rollout: rr}, nil
+	return &runningRule{st: st, rollout: rollouts.NewRule(st, stable, rev)}, nil
 }
 
 // resolve resolves and starts one version of a rule, its child kinds joined by those
@@ -173,7 +174,7 @@ func (l *lifecycle) resolve(ctx context.Context, r *rules.Rule, old *watch.Rule,
 func (l *lifecycle) stopVersions(rr *runningRule) {
 	l.watcher.Stop(rr.st)
 	if rr.rollout != nil {
-		if s := rr.rollout.stable.Swap(nil); s != nil {
+		if s := rr.rollout.Stable(); s != nil && rr.rollout.StopStable(s) {
 			l.watcher.Stop(s)
 		}
 	}
@@ -215,14 +216,22 @@ func (l *lifecycle) restart(ctx context.Context, target *watch.Rule) {
 	l.publish()
 	l.stopVersions(cur)
 	enqueueAll(l.enqueue, next.st)
+	l.notice(next)
 }
 
-// stopStable stops the version a completed rollout rolled from, unless someone did
-// already.
-func (l *lifecycle) stopStable(rr *ruleRollout, stable *watch.Rule) {
-	if rr.stable.CompareAndSwap(stable, nil) {
-		l.watcher.Stop(stable)
+// notice tells the rollouts of the rules started, which have revisions.
+func (l *lifecycle) notice(started ...*runningRule) {
+	for _, rr := range started {
+		if rr != nil && rr.rollout != nil {
+			l.rollouts.Notice(rr.st.Rule.Name)
+		}
 	}
+}
+
+// rollsFrom reports whether the rule's rollout under way (next's) rolls from the
+// revision that old ran (rollouts.Rule.RollsFrom).
+func rollsFrom(next *runningRule, old *watch.Rule) bool {
+	return next.rollout != nil && next.rollout.RollsFrom(old)
 }
 
 // enqueueAll queues every parent of a rule, as a resync does.

@@ -126,7 +126,7 @@ func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 		}
 	}
 	now := time.Now()
-	var started []*watch.Rule
+	var started []*runningRule
 	for name, p := range l.pending {
 		if !recheck && now.Before(p.next) {
 			continue
@@ -138,15 +138,16 @@ func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 		}
 		delete(l.pending, name)
 		l.running[name] = next
-		started = append(started, next.st)
+		started = append(started, next)
 	}
 	l.publish()
 	for _, rr := range stopped {
 		l.stopVersions(rr)
 	}
-	for _, st := range started {
-		enqueueAll(l.enqueue, st)
+	for _, rr := range started {
+		enqueueAll(l.enqueue, rr.st)
 	}
+	l.notice(started...)
 }
 
 // releaseParents removes the rule's finalizer from the parents of a rule that was

@@ -13,7 +13,6 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/engine/plan"
-	"github.com/kubecel/kubecel/internal/rollout"
 )
 
 // PlanOptions selects the parents Plan covers. The zero value selects all.
@@ -69,7 +68,7 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 		}
 		for _, parent := range parents {
 			pp := c.reconciler.Plan(ctx, st, parent)
-			pp.Canary = parent.GetLabels()[rollout.LabelCanary] == "true"
+			pp.Canary = st.Rule.Rollout.IsCanary(parent.GetNamespace(), parent.GetLabels())
 			plans = append(plans, pp)
 		}
 	}

@@ -6,13 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/internal/testenv"
-	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 )
@@ -81,7 +79,6 @@ func TestRolloutResumesItsStepAfterARestart(t *testing.T) {
 func TestRolloutEditDuringARollout(t *testing.T) {
 	rf := startRollout(t, rolloutRules("v1", "yes", ""))
 	rf.setRules(rolloutRules("v2", "yes", fmt.Sprintf(fourSteps, "1s", "5m", "Pause")))
-	order := rf.order()
 	// Wait for step 2 (5 parents at v2), then edit again.
 	rf.eventually(func() (bool, string) {
 		n := 0
@@ -95,8 +92,9 @@ func TestRolloutEditDuringARollout(t *testing.T) {
 	v2 := rf.current()
 	rf.setRules(rolloutRules("v3", "yes", longPause))
 	// The new rollout starts again from the first step and from revision 1: its canary
-	// moves to v3, every other parent goes back to v1.
-	rf.waitVersions(map[string]string{order[0]: "v3", "*": "v1"})
+	// (the first parent in revision 3's order) moves to v3, every other parent goes back
+	// to v1.
+	rf.waitVersions(map[string]string{rf.order()[0]: "v3", "*": "v1"})
 	revs, err := rf.store.List(t.Context(), rf.rule)
 	if err != nil {
 		t.Fatal(err)
@@ -160,12 +158,13 @@ func TestRolloutDryRunPlansTheFirstStep(t *testing.T) {
 	revsBefore := testenv.Writes(t, revisionWrites)
 
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-	ctrl, err := engine.New(testenv.Config(t), engine.Options{Workers: 2, DryRun: true, Identity: rf.opts.Identity, RevisionNamespace: rf.ns, RolloutTick: 100 * time.Millisecond})
+	ctrl, err := engine.New(testenv.Config(t), engine.Options{Workers: 2, DryRun: true, Identity: rf.opts.Identity, RevisionNamespace: rf.ns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
-	ctrl.SetRules(ctx, rf.loadRules(rolloutRules("v2", "yes", fmt.Sprintf(fourSteps, "0s", "5m", "Pause"))))
+	edited := rolloutRules("v2", "yes", fmt.Sprintf(fourSteps, "0s", "5m", "Pause"))
+	ctrl.SetRules(ctx, rf.loadRules(edited))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -175,7 +174,7 @@ func TestRolloutDryRunPlansTheFirstStep(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	canary := rf.order()[0]
+	canary := rf.orderFor(edited)[0]
 	planned := func() []string {
 		var objects []string
 		for _, e := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
@@ -196,8 +195,14 @@ func TestRolloutDryRunPlansTheFirstStep(t *testing.T) {
 		got := planned()
 		return slices.Equal(got, want), fmt.Sprintf("planned changes to %v, want %v", got, want)
 	})
+	// Every parent reconciled again once the rollout was looked at: a dry run takes no
+	// step, so only the canary is planned at the new revision still.
+	seen := ctrl.Reconciles()
 	ctrl.EnqueueAll()
-	time.Sleep(2 * time.Second) // let a few ticks pass: a dry run takes no step
+	rf.eventually(func() (bool, string) {
+		n := ctrl.Reconciles() - seen
+		return n >= uint64(len(rf.parents)) && ctrl.Idle(), fmt.Sprintf("%d reconciles since every parent was queued, want %d and then idle", n, len(rf.parents))
+	})
 	if got := planned(); !slices.Equal(got, want) {
 		t.Errorf("after more ticks the dry run planned changes to %v, want only the first step's %v", got, want)
 	}
@@ -221,7 +226,7 @@ func TestRolloutPolicyEditAlone(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			if got := rollout.RevisionOf(obj, contract.ConditionSynced); got != first.Hash {
+			if got := rollout.RevisionOf(obj, rf.rule); got != first.Hash {
 				return false, fmt.Sprintf("parent %s names revision %q, want %q", p, got, first.Hash)
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -53,7 +52,7 @@ func startRollout(t *testing.T, first string) *rolloutFixture {
 	ns := testenv.Namespace(t)
 	// The revisions live in the test's own namespace.
 	f := &fixture{t: t, ns: ns, rule: fmt.Sprintf("r%04x", rand.IntN(1<<16)), rulesTemplate: first,
-		opts: engine.Options{Workers: 4, RolloutTick: 100 * time.Millisecond, RevisionNamespace: ns}}
+		opts: engine.Options{Workers: 4, RevisionNamespace: ns}}
 	f.run()
 	rf := &rolloutFixture{fixture: f, store: &rollout.Store{Client: testenv.Kube(t), Namespace: f.ns, Installation: f.opts.Identity.Name(), Signer: f.opts.Identity}}
 	for i := range 20 {
@@ -126,13 +125,17 @@ func (rf *rolloutFixture) waitPhase(phase rollout.Phase) *rollout.Revision {
 	return cur
 }
 
-// order is the rollout order of the fixture's parents.
-func (rf *rolloutFixture) order() []string {
+// order is the order in which the rollout of the fixture's rules takes its parents.
+func (rf *rolloutFixture) order() []string { return rf.orderFor(rf.rulesTemplate) }
+
+// orderFor is the order in which the rollout of the rules of text takes the parents.
+func (rf *rolloutFixture) orderFor(text string) []string {
+	revision := rf.loadRules(text).Rules[0].Revision
 	ps := make([]rollout.Parent, len(rf.parents))
 	for i, p := range rf.parents {
 		ps[i] = rollout.Parent{Namespace: rf.ns, Name: p}
 	}
-	rollout.Order(ps)
+	rollout.Order(ps, revision)
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.Name
@@ -208,7 +211,6 @@ func TestRolloutGoodEditTakesEveryStep(t *testing.T) {
 	rf.setRules(rolloutRules("v2", "yes", fmt.Sprintf(fourSteps, "1s", "5m", "Pause")))
 	order := rf.order()
 	counts := []int{1, 5, 10, 20}
-	seen := map[int]bool{}
 	// At every poll, the parents at v2 are the first members of the order for the step
 	// the stored state says (or of the step before, while the new step's members move).
 	rf.eventually(func() (bool, string) {
@@ -222,7 +224,6 @@ func TestRolloutGoodEditTakesEveryStep(t *testing.T) {
 			}
 		}
 		if cur.Phase == rollout.Progressing {
-			seen[cur.Step] = true
 			limit := counts[cur.Step-1]
 			if slices.ContainsFunc(at, func(p string) bool { return !slices.Contains(order[:limit], p) }) {
 				t.Fatalf("step %d: parents at v2 %v, want at most the first %d of %v", cur.Step, at, limit, order)
@@ -230,26 +231,39 @@ func TestRolloutGoodEditTakesEveryStep(t *testing.T) {
 		}
 		return cur.Phase == rollout.Complete && len(at) == 20, fmt.Sprintf("revision %d %s step %d, %d parents at v2", cur.Number, cur.Phase, cur.Step, len(at))
 	})
-	for step := 1; step <= 4; step++ {
-		if !seen[step] {
-			t.Errorf("step %d was never seen Progressing (seen %v)", step, seen)
+	// Every step was taken, one after the other: the controller recorded each on the
+	// revision (a poll may miss a step that lasts a second).
+	cur := rf.current()
+	list, err := testenv.Kube(t).CoreV1().Events(rf.ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + cur.Object.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, e := range list.Items {
+		if e.Reason == "RolloutStep" || e.Reason == "RolloutComplete" {
+			steps = append(steps, e.Message)
 		}
+	}
+	slices.Sort(steps)
+	want := []string{fmt.Sprintf("every parent is at revision %d (%s)", cur.Number, cur.Hash), "step 2 of 4 (25%) begins", "step 3 of 4 (50%) begins", "step 4 of 4 (100%) begins"}
+	if !slices.Equal(steps, want) {
+		t.Errorf("the revision's step Events: %q, want %q", steps, want)
 	}
 	rf.waitIdle()
 	w := writesSince(before, rf.childWrites())
-	// The same writes as an edit without a rollout: each child once, each status once.
+	// Each child once, each parent twice: its status, and the revision it is at
+	// (contract.RevisionAnnotation), which an edit without a rollout does not record.
 	for _, p := range rf.parents {
-		if w["configmaps/"+p] != 1 || w["widgets/"+p] != 1 {
-			t.Errorf("parent %s: %d child writes and %d status writes, want 1 and 1", p, w["configmaps/"+p], w["widgets/"+p])
+		if w["configmaps/"+p] != 1 || w["widgets/"+p] != 2 {
+			t.Errorf("parent %s: %d child writes and %d parent writes, want 1 and 2", p, w["configmaps/"+p], w["widgets/"+p])
 		}
 	}
-	cur := rf.current()
 	for _, p := range rf.parents {
 		obj, err := rf.get(widgets, rf.ns, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := rollout.RevisionOf(obj, contract.ConditionSynced); got != cur.Hash {
+		if got := rollout.RevisionOf(obj, rf.rule); got != cur.Hash {
 			t.Errorf("parent %s at revision %q, want %q", p, got, cur.Hash)
 		}
 	}
@@ -303,7 +317,7 @@ func TestRolloutBadEditPausesInFirstStep(t *testing.T) {
 		}
 		// Revision 1 has no rollout policy: its Synced condition names no revision.
 		synced, _, msg := testenv.Condition(obj, contract.ConditionSynced)
-		return synced == "True" && rollout.RevisionOf(obj, contract.ConditionSynced) == "", fmt.Sprintf("the canary's Synced condition is %s %q, want True at revision 1 (%s)", synced, msg, v1.Hash)
+		return synced == "True" && rollout.RevisionOf(obj, rf.rule) == "", fmt.Sprintf("the canary's Synced condition is %s %q, want True at revision 1 (%s)", synced, msg, v1.Hash)
 	})
 	assertSameChild(t, rf, canary, rf.parents[len(rf.parents)-1])
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/kubecel/kubecel/engine/internal/metrics"
+	"github.com/kubecel/kubecel/engine/internal/rollouts"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 )
 
@@ -21,7 +22,7 @@ type ruleView struct {
 // revisions (nil when the controller keeps none).
 type runningRule struct {
 	st      *watch.Rule
-	rollout *ruleRollout
+	rollout *rollouts.Rule
 }
 
 var emptyView = &ruleView{running: map[string]*runningRule{}, pending: map[string]*pendingRule{}}
@@ -34,7 +35,7 @@ func (v *ruleView) forKey(key watch.Key) *watch.Rule {
 	case rr == nil:
 		return nil
 	case rr.rollout != nil:
-		return rr.rollout.pick(key)
+		return rr.rollout.Pick(key)
 	}
 	return rr.st
 }
@@ -60,8 +61,8 @@ func (v *ruleView) each(fn func(*watch.Rule)) {
 }
 
 // rollouts are the rollout states of the running rules.
-func (v *ruleView) rollouts() []*ruleRollout {
-	var out []*ruleRollout
+func (v *ruleView) rollouts() []*rollouts.Rule {
+	var out []*rollouts.Rule
 	for _, rr := range v.running {
 		if rr.rollout != nil {
 			out = append(out, rr.rollout)

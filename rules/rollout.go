@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubecel/kubecel/rules/internal/format"
 )
@@ -57,6 +61,8 @@ type Rollout struct {
 	// OnFailure is what happens to a step not healthy by its deadline (OnFailurePause by
 	// default).
 	OnFailure OnFailure
+	// Canaries, when set, are the parents that take the first steps.
+	Canaries *Canaries
 
 	// rule is the rule the policy belongs to: its name, timeout and what it reads of
 	// Secrets, for evaluating healthy.
@@ -107,6 +113,27 @@ func (ro *Rollout) HealthyExpression() string {
 	return ro.healthy.src
 }
 
+// Canaries are the parents a rollout takes first: in one of Namespaces (when there are
+// any) and matching Selector (when there is one). Chosen by the rule, not by the
+// parents: a parent's own label does not make it a canary.
+type Canaries struct {
+	Namespaces []string
+	Selector   labels.Selector
+}
+
+// IsCanary reports whether the parent in namespace with these labels is a canary of the
+// rollout; false when the rollout names none.
+func (ro *Rollout) IsCanary(namespace string, lbls map[string]string) bool {
+	if ro == nil || ro.Canaries == nil {
+		return false
+	}
+	c := ro.Canaries
+	if len(c.Namespaces) > 0 && !slices.Contains(c.Namespaces, namespace) {
+		return false
+	}
+	return c.Selector == nil || c.Selector.Matches(labels.Set(lbls))
+}
+
 // rolloutSource is a rule's rollout block as written, with its defaults.
 type rolloutSource struct {
 	steps            []float64
@@ -114,6 +141,7 @@ type rolloutSource struct {
 	progressDeadline time.Duration
 	healthy          string
 	onFailure        OnFailure
+	canaries         *Canaries
 }
 
 var stepPattern = regexp.MustCompile(format.StepPattern)
@@ -148,7 +176,51 @@ func (d *decoder) rollout(m map[string]any, w where) *rolloutSource {
 	default:
 		d.fail(w.key("onFailure"), fmt.Sprintf("must be %s or %s, not %q", OnFailurePause, OnFailureRollback, s))
 	}
+	ro.canaries = d.canaries(rm, w)
 	return ro
+}
+
+// canaries reads a rollout's optional canaries block.
+func (d *decoder) canaries(m map[string]any, w where) *Canaries {
+	v, ok := m["canaries"]
+	if !ok || v == nil {
+		return nil
+	}
+	w = w.key("canaries")
+	cm := d.object(v, w, format.Keys[format.Canaries]()...)
+	if cm == nil {
+		return nil
+	}
+	c := &Canaries{}
+	for i, ns := range d.list(cm, "namespaces", w) {
+		s, ok := ns.(string)
+		if !ok || s == "" {
+			d.fail(w.key("namespaces").index(i), "must be a namespace name, not "+describe(ns))
+			continue
+		}
+		c.Namespaces = append(c.Namespaces, s)
+	}
+	if sel, ok := cm["selector"]; ok && sel != nil {
+		if d.object(sel, w.key("selector"), selectorKeys...) != nil {
+			if ls := d.selector(sel, w.key("selector")); ls != nil {
+				s, err := metav1.LabelSelectorAsSelector(ls)
+				if err != nil {
+					d.fail(w.key("selector"), "invalid label selector: "+err.Error())
+				} else {
+					c.Selector = s
+				}
+			}
+		}
+	}
+	_, hasNamespaces := cm["namespaces"]
+	_, hasSelector := cm["selector"]
+	if !hasNamespaces && !hasSelector {
+		d.fail(w, "name the canaries: namespaces, a selector, or both")
+	}
+	if len(c.Namespaces) == 0 && c.Selector == nil {
+		return nil
+	}
+	return c
 }
 
 // steps reads the steps of a rollout: percents, each more than 0%, at most 100% and more
@@ -229,6 +301,7 @@ func (c *compiler) compileRollout(r *Rule, src *rolloutSource, w where) {
 		Pause:            src.pause,
 		ProgressDeadline: src.progressDeadline,
 		OnFailure:        src.onFailure,
+		Canaries:         src.canaries,
 		rule:             r,
 	}
 	if !r.HasStatus {

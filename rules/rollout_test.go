@@ -174,6 +174,19 @@ func TestLoadRolloutErrors(t *testing.T) {
 			want:  []errView{{Line: 11, Rule: "web", Field: "rollout.progressDeadline", Message: `must be more than 0, not "-5m"`}},
 		},
 		{
+			name:  "canaries name nothing",
+			block: "    steps: [10%]\n    canaries: {}\n",
+			want:  []errView{{Line: 11, Rule: "web", Field: "rollout.canaries", Message: "name the canaries: namespaces, a selector, or both"}},
+		},
+		{
+			name:  "canaries: a bad selector, a label of the parent",
+			block: "    steps: [10%]\n    canaries:\n      selector: {matchExpressions: [{key: tier, operator: Near}]}\n      label: canary\n",
+			want: []errView{
+				{Line: 12, Rule: "web", Field: "rollout.canaries.selector", Message: `invalid label selector: "Near" is not a valid label selector operator`},
+				{Line: 13, Rule: "web", Field: "rollout.canaries.label", Message: "unknown field"},
+			},
+		},
+		{
 			name:  "onFailure",
 			block: "    steps: [10%]\n    onFailure: rollback\n",
 			want:  []errView{{Line: 11, Rule: "web", Field: "rollout.onFailure", Message: `must be Pause or Rollback, not "rollback"`}},
@@ -415,5 +428,39 @@ func TestRolloutNeedsStatus(t *testing.T) {
 	want := []errView{{Line: 9, Rule: "web", Field: "rollout", Message: rolloutNeedsStatus}}
 	if diff := cmp.Diff(want, viewErrors(t, err, want)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+// TestCanaries: the policy, not the parent, says which parents go first.
+func TestCanaries(t *testing.T) {
+	load := func(block string) *Rollout {
+		t.Helper()
+		rs, err := Load(ruleFile(rolloutRule("    steps: [10%]\n"+block)), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs.Rules[0].Rollout
+	}
+	tests := []struct {
+		name      string
+		block     string
+		namespace string
+		labels    map[string]string
+		want      bool
+	}{
+		{name: "no canaries: a canary label is nothing", namespace: "a", labels: map[string]string{"rollout.kubecel.dev/canary": "true"}},
+		{name: "in a namespace named", block: "    canaries: {namespaces: [staging]}\n", namespace: "staging", want: true},
+		{name: "in another namespace", block: "    canaries: {namespaces: [staging]}\n", namespace: "prod"},
+		{name: "matching the selector", block: "    canaries: {selector: {matchLabels: {ring: early}}}\n", namespace: "a", labels: map[string]string{"ring": "early"}, want: true},
+		{name: "not matching", block: "    canaries: {selector: {matchLabels: {ring: early}}}\n", namespace: "a", labels: map[string]string{"ring": "late"}},
+		{name: "both: the namespace and the labels", block: "    canaries: {namespaces: [staging], selector: {matchLabels: {ring: early}}}\n", namespace: "staging", labels: map[string]string{"ring": "early"}, want: true},
+		{name: "both: the labels alone are not enough", block: "    canaries: {namespaces: [staging], selector: {matchLabels: {ring: early}}}\n", namespace: "prod", labels: map[string]string{"ring": "early"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := load(tt.block).IsCanary(tt.namespace, tt.labels); got != tt.want {
+				t.Errorf("IsCanary(%s, %v) = %v, want %v", tt.namespace, tt.labels, got, tt.want)
+			}
+		})
 	}
 }

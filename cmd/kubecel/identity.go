@@ -84,7 +84,7 @@ func (o *identityFlags) loadChecked(ctx context.Context, cfg *rest.Config, mode 
 		id, err := identity.Load(ctx, kube, s, mode)
 		replaced := false
 		var lost *identity.KeyError
-		if err == nil && mode != identity.ReadOnly {
+		if err == nil && (mode == identity.Create || mode == identity.CreateNew) {
 			replaced, err = identity.CheckKey(ctx, kube, s, id)
 			if mode == identity.CreateNew && errors.As(err, &lost) {
 				err = nil

@@ -96,7 +96,7 @@ func stepsOf(r *rules.Rule, plans []plan.ParentPlan) []planStep {
 		parents = append(parents, p)
 		refs[p] = pp.Parent
 	}
-	rollout.Order(parents)
+	rollout.Order(parents, r.Revision)
 	steps := make([]planStep, len(r.Rollout.Steps))
 	taken := 0
 	for i, pct := range r.Rollout.Steps {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -52,7 +53,7 @@ func (o *rolloutOptions) addFlags(f *pflag.FlagSet) {
 	o.cluster = newClusterFlags()
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	o.identity.addFlags(f)
-	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret: the revisions are in its namespace; the Secret itself is not read (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
+	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret: the revisions are in its namespace, and their proofs are checked with its key; pause, resume and undo sign the state they write with it (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
 }
 
 // ruleArg checks that a subcommand was given one rule.
@@ -73,8 +74,10 @@ type rolloutClient struct {
 }
 
 // connect checks the flags, reaches the API server and makes the store of the
-// installation's revisions; it never reads the identity Secret.
-func (o *rolloutOptions) connect() (*rolloutClient, error) {
+// installation's revisions; with sign, it reads the installation's key from its identity
+// Secret, which must exist, to sign the states it writes (status and history read no
+// Secret).
+func (o *rolloutOptions) connect(ctx context.Context, sign bool) (*rolloutClient, error) {
 	ref, err := o.identity.secretRef()
 	if err != nil {
 		return nil, err
@@ -94,7 +97,15 @@ func (o *rolloutOptions) connect() (*rolloutClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rolloutClient{cfg: cfg, store: &rollout.Store{Client: kube, Namespace: ref.Namespace, Installation: ref.Installation}}, nil
+	store := &rollout.Store{Client: kube, Namespace: ref.Namespace, Installation: ref.Installation}
+	if sign {
+		id, err := o.identity.load(ctx, cfg, identity.Required, false)
+		if err != nil {
+			return nil, err
+		}
+		store.Signer = id
+	}
+	return &rolloutClient{cfg: cfg, store: store}, nil
 }
 
 // current reads a rule's revisions and its current one; a rule without any is an error

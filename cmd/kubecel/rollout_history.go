@@ -25,7 +25,7 @@ does: its number, hash, phase, the step its rollout reached, when it was created
 last row is the current revision. Exit status 0; 1 when the rule has no revision.`,
 		Args: ruleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect()
+			c, err := o.connect(cmd.Context(), false)
 			if err != nil {
 				return err
 			}

@@ -80,7 +80,7 @@ status 0 when done; 1 when the operation does not apply to the revision's phase,
 rule has no revision, or the cluster refuses.`,
 		Args: ruleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect()
+			c, err := o.connect(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -114,6 +114,10 @@ func (c *rolloutClient) apply(ctx context.Context, op rolloutOp, rule string) (s
 		if err != nil {
 			return "", err
 		}
-		return op.done(rule, updated, revs), nil
+		line := op.done(rule, updated, revs)
+		if !cur.StateProven {
+			line += fmt.Sprintf("\nnote: the state %s held was not written by this installation (its proof did not verify); the one written now is", revisionText(cur))
+		}
+		return line, nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -28,6 +29,8 @@ type rolloutView struct {
 	// names those not healthy, in the rollout's order: "ns/name: reason".
 	members int
 	failing []string
+	// canary says which parents the revision's policy makes canaries.
+	canary func(namespace string, labels map[string]string) bool
 }
 
 // parseParentResource reads a revision's parent resource, group/version/resource
@@ -64,6 +67,9 @@ func (c *rolloutClient) view(ctx context.Context, rule string) (*rolloutView, er
 	if err != nil {
 		return nil, fmt.Errorf("rule %q: %s: %w", rule, revisionText(cur), err)
 	}
+	if v.canary, err = canaries(cur.Document); err != nil {
+		return nil, fmt.Errorf("rule %q: %s: %w", rule, revisionText(cur), err)
+	}
 	var items []unstructured.Unstructured
 	opts := metav1.ListOptions{Limit: 500, LabelSelector: selector}
 	for {
@@ -94,7 +100,7 @@ func (v *rolloutView) count(items []unstructured.Unstructured) {
 	order := make([]rollout.Parent, len(items))
 	for i := range items {
 		p := &items[i]
-		key := rollout.Parent{Namespace: p.GetNamespace(), Name: p.GetName(), Canary: p.GetLabels()[rollout.LabelCanary] == "true"}
+		key := rollout.Parent{Namespace: p.GetNamespace(), Name: p.GetName(), Canary: v.canary != nil && v.canary(p.GetNamespace(), p.GetLabels())}
 		byKey[key], order[i] = p, key
 		switch {
 		case atRevision(p, cur):
@@ -107,10 +113,10 @@ func (v *rolloutView) count(items []unstructured.Unstructured) {
 	if cur.Phase != rollout.Progressing && cur.Phase != rollout.Paused {
 		return
 	}
-	rollout.Order(order)
+	rollout.Order(order, cur.Hash)
 	v.members = rollout.Members(cur.Steps, cur.Step, len(order))
 	for _, key := range order[:v.members] {
-		if why := rollout.ParentHealth(byKey[key], cur.ReadyCondition, cur.SyncedCondition, cur.Hash); why != "" {
+		if why := rollout.ParentHealth(byKey[key], cur.Rule, cur.ReadyCondition, cur.SyncedCondition, cur.Hash); why != "" {
 			v.failing = append(v.failing, rolloutParentName(key)+": "+why)
 		}
 	}
@@ -123,11 +129,42 @@ func rolloutParentName(p rollout.Parent) string {
 	return p.Namespace + "/" + p.Name
 }
 
-// atRevision reports whether a parent is at a revision: its Synced condition names it,
-// or, for a revision without a rollout policy (whose parents do not record it), names
-// none.
+// atRevision reports whether a parent is at a revision: the rule recorded it on the
+// parent, or, for a revision without a rollout policy (whose parents do not record it),
+// recorded none.
 func atRevision(p *unstructured.Unstructured, rev *rollout.Revision) bool {
-	return rollout.At(p, rev.SyncedCondition, rev.Hash) || len(rev.Steps) == 0 && rollout.SyncedUnnamed(p, rev.SyncedCondition)
+	return rollout.At(p, rev.Rule, rev.SyncedCondition, rev.Hash) || len(rev.Steps) == 0 && rollout.Unrecorded(p, rev.Rule, rev.SyncedCondition)
+}
+
+// canaries reads, from a revision's document, which parents its rollout's policy makes
+// canaries (rules.Rollout.IsCanary).
+func canaries(document []byte) (func(namespace string, labels map[string]string) bool, error) {
+	var doc struct {
+		Rollout *struct {
+			Canaries *struct {
+				Namespaces []string              `json:"namespaces"`
+				Selector   *metav1.LabelSelector `json:"selector"`
+			} `json:"canaries"`
+		} `json:"rollout"`
+	}
+	if err := json.Unmarshal(document, &doc); err != nil {
+		return nil, fmt.Errorf("read its rollout's canaries: %w", err)
+	}
+	if doc.Rollout == nil || doc.Rollout.Canaries == nil {
+		return func(string, map[string]string) bool { return false }, nil
+	}
+	c := doc.Rollout.Canaries
+	sel := labels.Everything()
+	if c.Selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(c.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("its rollout's canaries: %w", err)
+		}
+		sel = s
+	}
+	return func(ns string, lbls map[string]string) bool {
+		return (len(c.Namespaces) == 0 || slices.Contains(c.Namespaces, ns)) && sel.Matches(labels.Set(lbls))
+	}, nil
 }
 
 // parentSelection reads, from a revision's document (the rule's source as JSON), the

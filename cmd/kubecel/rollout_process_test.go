@@ -24,6 +24,7 @@ import (
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
@@ -62,7 +63,8 @@ rules:
 %s`, rolloutRule, ns, version, version, policy)
 }
 
-// rolloutPolicy is a four-step policy whose steps must see every member's status at v2.
+// rolloutPolicy is a four-step policy whose steps must see every member's status at v2;
+// the widgets labelled canary: "yes" are its canaries.
 func rolloutPolicy(pause string) string {
 	return fmt.Sprintf(`    rollout:
       steps: ["5%%", "25%%", "50%%", "100%%"]
@@ -70,6 +72,7 @@ func rolloutPolicy(pause string) string {
       progressDeadline: 5m
       healthy: 'parents.all(p, p.status.?version.orValue("") == "v2")'
       onFailure: Pause
+      canaries: {selector: {matchLabels: {canary: "yes"}}}
 `, pause)
 }
 
@@ -82,7 +85,8 @@ type rolloutWorld struct {
 	dyn   dynamic.Interface
 	ns    string
 	rules string
-	// parents are the widgets' names; canaries are labelled rollout.kubecel.dev/canary.
+	// parents are the widgets' names; canaries are labelled canary: "yes", which the
+	// policy of rolloutPolicy selects.
 	parents  []string
 	canaries []string
 	store    *rollout.Store
@@ -118,7 +122,7 @@ func newRolloutWorld(t *testing.T, n int, canaries ...string) *rolloutWorld {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "plan.kubecel.dev/v1", "kind": "Widget",
 			"metadata": map[string]any{"name": name, "namespace": w.ns}, "spec": map[string]any{}}}
 		if slices.Contains(canaries, name) {
-			u.SetLabels(map[string]string{rollout.LabelCanary: "true"})
+			u.SetLabels(map[string]string{"canary": "yes"})
 		}
 		if _, err := w.dyn.Resource(rolloutGVR).Namespace(w.ns).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -148,13 +152,22 @@ func (w *rolloutWorld) run(name string, args ...string) *replica {
 		"--metrics-addr", "127.0.0.1:0", "--health-addr", "", "--workers", "4"}, args...)...)
 }
 
-// order is the rollout order of the parents.
+// order is the order in which the rollout of the rules file's rule takes the parents.
 func (w *rolloutWorld) order() []string {
+	w.t.Helper()
+	data, err := os.ReadFile(w.rules)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	rs, err := rules.Load(data, rules.Options{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
 	ps := make([]rollout.Parent, len(w.parents))
 	for i, p := range w.parents {
 		ps[i] = rollout.Parent{Namespace: w.ns, Name: p, Canary: slices.Contains(w.canaries, p)}
 	}
-	rollout.Order(ps)
+	rollout.Order(ps, rs.Rules[0].Revision)
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.Name
@@ -211,7 +224,7 @@ func (w *rolloutWorld) waitParents(want map[string]string, hash map[string]strin
 			version, _, _ := unstructured.NestedString(u.Object, "status", "version")
 			ready, _, msg := testenv.Condition(u, contract.ConditionReady)
 			synced, _, _ := testenv.Condition(u, contract.ConditionSynced)
-			at := rollout.RevisionOf(u, contract.ConditionSynced)
+			at := rollout.RevisionOf(u, rolloutRule)
 			if version != pick(want, p) || ready != "True" || synced != "True" || at != pick(hash, p) {
 				return false, fmt.Sprintf("parent %s: status version %q, Ready %s (%s), Synced %s at revision %q; want %q, True, True at %q",
 					p, version, ready, msg, synced, at, pick(want, p), pick(hash, p))

@@ -137,9 +137,9 @@ func TestRolloutOnRealReadiness(t *testing.T) {
 				}
 				ready, _, msg := testenv.Condition(u, contract.ConditionReady)
 				synced, _, _ := testenv.Condition(u, contract.ConditionSynced)
-				if ready != "True" || synced != "True" || rollout.RevisionOf(u, contract.ConditionSynced) != hash {
+				if ready != "True" || synced != "True" || rollout.RevisionOf(u, "apps") != hash {
 					return false, fmt.Sprintf("widget %s: Ready %s (%s), Synced %s at revision %q; want True, True at %q",
-						p, ready, msg, synced, rollout.RevisionOf(u, contract.ConditionSynced), hash)
+						p, ready, msg, synced, rollout.RevisionOf(u, "apps"), hash)
 				}
 			}
 			return true, ""

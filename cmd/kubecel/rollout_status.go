@@ -34,7 +34,7 @@ failed). From the live parents (the objects of the rule's parent resource in its
 namespaces that match its selector; its when: expression is not evaluated) it counts how many are at the revision and at the one it rolls from, and,
 while the rollout is Progressing or Paused, names the members of the steps taken that
 are not healthy (not at the revision, or not Ready), at most 10. The members are the
-parents in the rollout's order: those labelled rollout.kubecel.dev/canary=true first.
+parents in the rollout's order: the canaries its policy names first.
 
 After an undo (RolledBack) it says at which revision the rule is held until its text
 changes. Exit status 0.
@@ -50,7 +50,7 @@ change until the rollout is no longer Progressing: exit status 0 when it is Comp
 			if o.timeout < 0 {
 				return &usageError{msg: fmt.Sprintf("--timeout %s: want a duration, 0 for none", o.timeout), command: cmd.CommandPath()}
 			}
-			c, err := o.connect()
+			c, err := o.connect(cmd.Context(), false)
 			if err != nil {
 				return err
 			}

@@ -14,8 +14,27 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubecel/kubecel/internal/rollout"
+	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
+
+// unsigned is what an operation says of the state it replaced when that state did not
+// carry the installation's proof (revisionObject's do not).
+const unsigned = "note: the state revision 2 (h2) held was not written by this installation (its proof did not verify); the one written now is"
+
+// testIdentity is an installation with a key of its own.
+func testIdentity(t *testing.T) *rules.Identity {
+	t.Helper()
+	key, err := rules.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := rules.NewIdentity("kubecel", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
 
 // TestRolloutOpConflict: an operation whose write meets a Conflict reads the revision
 // again and retries, a few times, then gives the Conflict up.
@@ -26,8 +45,8 @@ func TestRolloutOpConflict(t *testing.T) {
 		wantErr   string
 		wantLine  string
 	}{
-		{name: "one conflict", conflicts: 1, wantLine: "rule web: paused at step 1 of 2 (10%)"},
-		{name: "four conflicts", conflicts: conflictRetries - 1, wantLine: "rule web: paused at step 1 of 2 (10%)"},
+		{name: "one conflict", conflicts: 1, wantLine: "rule web: paused at step 1 of 2 (10%)\n" + unsigned},
+		{name: "four conflicts", conflicts: conflictRetries - 1, wantLine: "rule web: paused at step 1 of 2 (10%)\n" + unsigned},
 		{name: "always a conflict", conflicts: 100,
 			wantErr: `rule "web": update revision 2 (h2): Operation cannot be fulfilled on controllerrevisions.apps "kubecel.web.h2": changed meanwhile`},
 	} {
@@ -45,7 +64,7 @@ func TestRolloutOpConflict(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			c := &rolloutClient{store: &rollout.Store{Client: client, Namespace: "kubecel-system", Installation: "kubecel"}}
+			c := &rolloutClient{store: &rollout.Store{Client: client, Namespace: "kubecel-system", Installation: "kubecel", Signer: testIdentity(t)}}
 			line, err := c.apply(t.Context(), pauseOp, "web")
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {

@@ -57,6 +57,9 @@ const (
 	// CreateNew makes the Secret with a new key whatever the installation made before
 	// (kubecel run --new-identity).
 	CreateNew
+	// Required reads the key and fails when the Secret does not exist: what a command
+	// that signs for the installation takes (kubecel rollout pause, resume, undo).
+	Required
 )
 
 // Load reads the installation's key from its Secret, and makes the Secret when it does
@@ -73,6 +76,8 @@ func Load(ctx context.Context, kube kubernetes.Interface, s Secret, mode Mode) (
 		}
 	}
 	switch {
+	case apierrors.IsNotFound(err) && mode == Required:
+		return nil, fmt.Errorf("read %s: it does not exist: the installation never ran, or runs under another one (--installation, --identity-secret)", where)
 	case apierrors.IsNotFound(err) && mode == ReadOnly:
 		klog.FromContext(ctx).V(1).Info("No identity Secret: this installation has made no children yet", "secret", s.String())
 		key, err := rules.NewKey()

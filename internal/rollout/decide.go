@@ -185,6 +185,21 @@ func Next(s State, p Policy, h Health, now time.Time) (State, bool) {
 	return s, true
 }
 
+// Due is how long after now a rollout in state s must be looked at again even when none
+// of its parents changes: when the pause of its healthy step ends, or else its step's
+// deadline. It is 0 when the rollout is not Progressing: nothing is due.
+func Due(s State, p Policy, now time.Time) time.Duration {
+	if s.Phase != Progressing {
+		return 0
+	}
+	at := s.StepStarted.Add(p.ProgressDeadline)
+	if !s.HealthySince.IsZero() {
+		at = s.HealthySince.Add(p.Pause)
+	}
+	// States keep whole seconds: a look a second later cannot come too early.
+	return max(at.Sub(now)+time.Second, time.Second)
+}
+
 // percent names step n (1-based) of steps.
 func percent(steps []float64, n int) string {
 	if n < 1 || n > len(steps) {

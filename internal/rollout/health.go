@@ -8,41 +8,38 @@ import (
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
-// RevisionOf is the revision a parent is at, as its Synced condition (of type
-// syncedType) says at the parent's generation; "" when it says none.
-func RevisionOf(parent *unstructured.Unstructured, syncedType string) string {
-	c := condition(parent, syncedType)
-	if c == nil || c["status"] != "True" || !observed(parent, c) {
-		return ""
-	}
-	return contract.RevisionOfSynced(str(c["message"]))
+// RevisionOf is the revision of rule a parent is at, as the rule recorded it on the
+// parent (contract.RevisionAnnotation); "" when it recorded none.
+func RevisionOf(parent *unstructured.Unstructured, rule string) string {
+	return parent.GetAnnotations()[contract.RevisionAnnotation(rule)]
 }
 
-// SyncedUnnamed reports whether a parent's Synced condition is True at its generation
-// but names no revision: what a rule without a rollout policy writes.
-func SyncedUnnamed(parent *unstructured.Unstructured, syncedType string) bool {
+// At reports whether a parent is at revision hash of rule: the rule recorded that
+// revision on it, and its Synced condition (of type syncedType) is True at the parent's
+// generation.
+func At(parent *unstructured.Unstructured, rule, syncedType, hash string) bool {
 	c := condition(parent, syncedType)
-	return c != nil && c["status"] == "True" && observed(parent, c) && contract.RevisionOfSynced(str(c["message"])) == ""
+	return c != nil && c["status"] == "True" && observed(parent, c) && RevisionOf(parent, rule) == hash
 }
 
-// At reports whether a parent is at revision hash: its Synced condition (of type
-// syncedType) is True at the parent's generation and names the revision.
-func At(parent *unstructured.Unstructured, syncedType, hash string) bool {
+// Unrecorded reports whether a parent's Synced condition (of type syncedType) is True at
+// its generation while the rule recorded no revision on it: what a rule without a
+// rollout policy leaves.
+func Unrecorded(parent *unstructured.Unstructured, rule, syncedType string) bool {
 	c := condition(parent, syncedType)
-	return c != nil && c["status"] == "True" && observed(parent, c) &&
-		contract.RevisionOfSynced(str(c["message"])) == hash
+	return c != nil && c["status"] == "True" && observed(parent, c) && RevisionOf(parent, rule) == ""
 }
 
-// ParentHealth says why a parent of a step is not healthy for revision hash, or ""
-// when it is: at the revision (At) and its Ready condition True at its generation.
-func ParentHealth(parent *unstructured.Unstructured, readyType, syncedType, hash string) string {
+// ParentHealth says why a parent of a step is not healthy for revision hash of rule, or
+// "" when it is: at the revision (At) and its Ready condition True at its generation.
+func ParentHealth(parent *unstructured.Unstructured, rule, readyType, syncedType, hash string) string {
 	synced := condition(parent, syncedType)
 	switch {
 	case synced == nil || !observed(parent, synced):
 		return "not reconciled at revision " + hash + " yet"
 	case synced["status"] != "True":
 		return fmt.Sprintf("%s is %v: %s", syncedType, synced["status"], str(synced["message"]))
-	case contract.RevisionOfSynced(str(synced["message"])) != hash:
+	case RevisionOf(parent, rule) != hash:
 		return "not reconciled at revision " + hash + " yet"
 	}
 	ready := condition(parent, readyType)

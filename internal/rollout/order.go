@@ -7,20 +7,20 @@ import (
 	"slices"
 )
 
-// LabelCanary on a parent puts it in a rollout's first steps, before every other parent.
-const LabelCanary = "rollout.kubecel.dev/canary"
-
-// Parent is what Order reads of a parent.
+// Parent is what Order reads of a parent. Canary is what the rule's policy says of it
+// (rules.Rollout.IsCanary): nothing a parent carries makes it one.
 type Parent struct {
 	Namespace, Name string
 	Canary          bool
 }
 
-// Order ranks a rule's parents for its rollouts: canaries first, then by a hash of
-// namespace and name (so that the first steps take parents across namespaces), then by
-// namespace and name. It depends on nothing but the parents, so every replica that sees
-// the same parents ranks them the same. parents is sorted in place.
-func Order(parents []Parent) {
+// Order ranks a rule's parents for the rollout of revision: canaries first, then by a
+// hash of the revision, namespace and name (so that the first steps take parents across
+// namespaces, and nobody can name a parent so that it comes first in every rollout: the
+// revision is not known before the rules change), then by namespace and name. It
+// depends on nothing but the parents and the revision, so every replica that sees the
+// same parents ranks them the same. parents is sorted in place.
+func Order(parents []Parent, revision string) {
 	type ranked struct {
 		p Parent
 		h uint64
@@ -28,7 +28,7 @@ func Order(parents []Parent) {
 	rs := make([]ranked, len(parents))
 	for i, p := range parents {
 		f := fnv.New64a()
-		f.Write([]byte(p.Namespace + "/" + p.Name))
+		f.Write([]byte(revision + "/" + p.Namespace + "/" + p.Name))
 		rs[i] = ranked{p, mix(f.Sum64())}
 	}
 	slices.SortFunc(rs, func(a, b ranked) int {

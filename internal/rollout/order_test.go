@@ -15,7 +15,7 @@ func TestOrder(t *testing.T) {
 		parents = append(parents, Parent{Namespace: fmt.Sprintf("ns%d", i%4), Name: fmt.Sprintf("p%02d", i), Canary: i%13 == 5})
 	}
 	want := slices.Clone(parents)
-	Order(want)
+	Order(want, "rev1")
 
 	t.Run("canaries first", func(t *testing.T) {
 		var canaries []Parent
@@ -35,7 +35,7 @@ func TestOrder(t *testing.T) {
 		for range 20 {
 			got := slices.Clone(parents)
 			r.Shuffle(len(got), func(i, j int) { got[i], got[j] = got[j], got[i] })
-			Order(got)
+			Order(got, "rev1")
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("Order of shuffled parents (-want +got):\n%s", diff)
 			}
@@ -54,13 +54,31 @@ func TestOrder(t *testing.T) {
 	})
 	t.Run("names that hash alike still order by namespace and name", func(t *testing.T) {
 		got := []Parent{{Namespace: "b", Name: "x"}, {Namespace: "a", Name: "x"}, {Namespace: "a", Name: "x", Canary: true}}
-		Order(got)
+		Order(got, "rev1")
 		if !got[0].Canary {
 			t.Errorf("Order = %v, want the canary first", got)
 		}
 	})
 	t.Run("empty", func(t *testing.T) {
-		Order(nil)
+		Order(nil, "rev1")
+	})
+	t.Run("another revision, another order", func(t *testing.T) {
+		// Nobody can name a parent so that it comes first in every rollout: the order
+		// depends on the revision, which is not known before the rules change.
+		other := slices.Clone(parents)
+		Order(other, "rev2")
+		if slices.Equal(other, want) {
+			t.Errorf("the order of revision rev2 is that of rev1:\n%v", want)
+		}
+		firsts := map[string]bool{}
+		for i := range 10 {
+			got := slices.Clone(parents)
+			Order(got, fmt.Sprintf("r%d", i))
+			firsts[got[3].Name] = true // the first after the three canaries
+		}
+		if len(firsts) < 5 {
+			t.Errorf("the first parent after the canaries over 10 revisions: %v, want at least 5 different", firsts)
+		}
 	})
 }
 

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ const (
 	AnnotationHealthySince = "rollout.kubecel.dev/healthy-since"
 	AnnotationMessage      = "rollout.kubecel.dev/message"
 	AnnotationSteps        = "rollout.kubecel.dev/steps"
+	// AnnotationStateProof proves the state annotations above and the revision's
+	// number (rules.Identity.RolloutStateProof).
+	AnnotationStateProof = "rollout.kubecel.dev/state-proof"
 	// AnnotationParentResource, AnnotationReadyCondition and AnnotationSyncedCondition
 	// say, for the commands, where a revision's parents are and which conditions tell
 	// their revision and readiness; they are part of the revision and never change.
@@ -85,9 +89,11 @@ type Revision struct {
 	Number int64
 	State
 	// Document is the rule's source (rules.Rule.Document); Proven reports whether its
-	// proof is the installation's (always false when read without the key).
-	Document []byte
-	Proven   bool
+	// proof is the installation's, StateProven whether the proof of its State and
+	// Number is (both always false when read without the key).
+	Document    []byte
+	Proven      bool
+	StateProven bool
 	Where
 	// Object is the stored ControllerRevision.
 	Object *appsv1.ControllerRevision
@@ -123,6 +129,21 @@ func stateAnnotations(s State) map[string]string {
 		a[AnnotationSteps] = strings.Join(parts, ",")
 	}
 	return a
+}
+
+// stateText is the text of a state's annotations that its proof covers: each key and
+// value, sorted by key.
+func stateText(ann map[string]string) []byte {
+	keys := make([]string, 0, len(ann))
+	for k := range ann {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b []byte
+	for _, k := range keys {
+		b = fmt.Appendf(b, "%d:%s=%d:%s;", len(k), k, len(ann[k]), ann[k])
+	}
+	return b
 }
 
 // readState decodes the state annotations of a revision.

@@ -1,15 +1,16 @@
 package rollout
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
@@ -97,54 +98,78 @@ func TestReadStateErrors(t *testing.T) {
 	}
 }
 
-// TestStoreUpdateWithoutSigner: the commands' store (no key) changes the state
-// annotations and the number, and nothing else: not the document, not the proof.
-func TestStoreUpdateWithoutSigner(t *testing.T) {
-	cr := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: Name("kubecel", "web", "h2"), Namespace: "kubecel-system",
-			Labels: map[string]string{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelInstallation: "kubecel", contract.LabelRule: "web", LabelRevision: "h2"},
-			Annotations: map[string]string{
-				contract.AnnotationProof: "proof", AnnotationParentResource: "example.com/v1/webapps",
-				AnnotationPhase: "Progressing", AnnotationStep: "1", AnnotationFrom: "h1", AnnotationHealthySince: "2026-11-25T10:00:00Z",
-				AnnotationSteps: "10,100", "example.com/other": "kept",
-			},
-		},
-		Data:     runtime.RawExtension{Raw: []byte(`{"name":"web"}`)},
-		Revision: 2,
-	}
-	other := cr.DeepCopy()
-	other.Name, other.Labels = Name("kubecel", "api", "h9"), map[string]string{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelInstallation: "kubecel", contract.LabelRule: "api", LabelRevision: "h9"}
-	client := fake.NewClientset(cr, other)
-	s := &Store{Client: client, Namespace: "kubecel-system", Installation: "kubecel"}
-	revs, err := s.List(t.Context(), "web")
+// TestStoreStateProof: a state the installation writes carries a proof of itself and of
+// the revision's number; a state or number someone else changed, or wrote, does not
+// verify; without the key the store writes no state at all. Update changes the state
+// annotations, the proof and the number, and nothing else.
+func TestStoreStateProof(t *testing.T) {
+	key, err := rules.NewKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(revs) != 1 || revs[0].Hash != "h2" || revs[0].Proven || revs[0].ParentResource != "example.com/v1/webapps" {
-		t.Fatalf("List = %+v, want the one unproven revision h2 of rule web", revs)
-	}
-	st, err := Pause(revs[0])
+	id, err := rules.NewIdentity("kubecel", key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Update(t.Context(), revs[0], revs[0].Number, st)
+	client := fake.NewClientset()
+	s := &Store{Client: client, Namespace: "kubecel-system", Installation: "kubecel", Signer: id}
+	created, err := s.Create(t.Context(), "web", "h2", []byte(`{"name":"web"}`), Where{ParentResource: "example.com/v1/webapps"}, 2,
+		State{Phase: Progressing, Step: 1, From: "h1", Steps: []float64{10, 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := cr.DeepCopy()
-	want.Annotations = map[string]string{
-		contract.AnnotationProof: "proof", AnnotationParentResource: "example.com/v1/webapps",
-		AnnotationPhase: "Paused", AnnotationStep: "1", AnnotationFrom: "h1", AnnotationMessage: "paused by kubecel rollout pause",
-		AnnotationSteps: "10,100", "example.com/other": "kept",
+	if !created.Proven || !created.StateProven {
+		t.Fatalf("created revision: proven %v, state proven %v; want both", created.Proven, created.StateProven)
 	}
-	if diff := cmp.Diff(want.Annotations, got.Object.Annotations); diff != "" {
-		t.Errorf("annotations after Update (-want +got):\n%s", diff)
+	st, err := Pause(created)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want.Data.Raw, got.Object.Data.Raw); diff != "" || got.Object.Revision != 2 {
-		t.Errorf("Update changed the document or number (revision %d):\n%s", got.Object.Revision, diff)
+	got, err := s.Update(t.Context(), created, created.Number, st)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := s.Create(t.Context(), "web", "h3", nil, Where{}, 3, State{Phase: Progressing}); err == nil ||
+	if !got.StateProven || got.Phase != Paused {
+		t.Fatalf("updated revision: %s, state proven %v; want Paused, proven", got.Phase, got.StateProven)
+	}
+	if diff := cmp.Diff(created.Object.Data.Raw, got.Object.Data.Raw); diff != "" || got.Object.Revision != 2 || got.Object.Annotations[contract.AnnotationProof] != created.Object.Annotations[contract.AnnotationProof] {
+		t.Errorf("Update changed the document, its proof or the number (revision %d):\n%s", got.Object.Revision, diff)
+	}
+
+	tests := []struct {
+		name   string
+		change func(*appsv1.ControllerRevision)
+	}{
+		{name: "the phase", change: func(cr *appsv1.ControllerRevision) { cr.Annotations[AnnotationPhase] = string(Complete) }},
+		{name: "the step", change: func(cr *appsv1.ControllerRevision) { cr.Annotations[AnnotationStep] = "2" }},
+		{name: "the revision it rolls from", change: func(cr *appsv1.ControllerRevision) { cr.Annotations[AnnotationFrom] = "h0" }},
+		{name: "the number", change: func(cr *appsv1.ControllerRevision) { cr.Revision = 9 }},
+		{name: "a proof copied from another state", change: func(cr *appsv1.ControllerRevision) {
+			cr.Annotations[AnnotationPhase], cr.Annotations[AnnotationStateProof] = string(Progressing), created.Object.Annotations[AnnotationStateProof]
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cr := got.Object.DeepCopy()
+			tt.change(cr)
+			revs, err := s.Decode([]*appsv1.ControllerRevision{cr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if revs[0].StateProven {
+				t.Errorf("a state with %s changed by someone else decodes as proven", tt.name)
+			}
+			if !revs[0].Proven {
+				t.Error("the document's proof no longer verifies: only the state's should fail")
+			}
+		})
+	}
+
+	keyless := &Store{Client: client, Namespace: "kubecel-system", Installation: "kubecel"}
+	if _, err := keyless.Update(t.Context(), got, got.Number, st); err == nil || !strings.Contains(err.Error(), "without the installation's key") {
+		t.Errorf("Update without a signer: error %v, want a refusal", err)
+	}
+	if _, err := keyless.Create(t.Context(), "web", "h3", nil, Where{}, 3, State{Phase: Progressing}); err == nil ||
 		err.Error() != `rule "web": cannot store a revision without the installation's key` {
 		t.Errorf("Create without a signer: error %v", err)
 	}

@@ -19,11 +19,12 @@ import (
 // DefaultKeep is how many revisions of a rule are kept by default.
 const DefaultKeep = 10
 
-// Signer proves that a revision's document was stored by the installation: whoever can
-// write a ControllerRevision in kubecel's namespace must not be able to hand the engine
-// a rule to run. rules.Identity is one.
+// Signer proves that a revision's document, and its rollout state, were stored by the
+// installation: whoever can write a ControllerRevision in kubecel's namespace must not
+// be able to hand the engine a rule to run, or move a rollout. rules.Identity is one.
 type Signer interface {
 	RevisionProof(rule, hash string, document []byte) string
+	RolloutStateProof(rule, hash string, number int64, state []byte) string
 }
 
 // Store reads and writes the revisions of one installation's rules.
@@ -81,6 +82,7 @@ func (s *Store) Decode(crs []*appsv1.ControllerRevision) ([]*Revision, error) {
 		if s.Signer != nil && r.Hash != "" {
 			want := s.Signer.RevisionProof(r.Rule, r.Hash, r.Document)
 			r.Proven = cr.Annotations[contract.AnnotationProof] == want
+			r.StateProven = cr.Annotations[AnnotationStateProof] == s.Signer.RolloutStateProof(r.Rule, r.Hash, cr.Revision, stateText(stateAnnotations(st)))
 		}
 		revs = append(revs, r)
 	}
@@ -96,17 +98,7 @@ func (s *Store) Create(ctx context.Context, rule, hash string, document []byte, 
 	if s.Signer == nil {
 		return nil, fmt.Errorf("rule %q: cannot store a revision without the installation's key", rule)
 	}
-	l := revisionLabels(s.Installation, rule)
-	l[LabelRevision] = hash
-	ann := stateAnnotations(st)
-	ann[contract.AnnotationProof] = s.Signer.RevisionProof(rule, hash, document)
-	ann[AnnotationParentResource] = where.ParentResource
-	ann[AnnotationReadyCondition], ann[AnnotationSyncedCondition] = where.ReadyCondition, where.SyncedCondition
-	cr := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: Name(s.Installation, rule, hash), Namespace: s.Namespace, Labels: l, Annotations: ann},
-		Data:       runtime.RawExtension{Raw: document},
-		Revision:   number,
-	}
+	cr := s.revisionObject(rule, hash, document, where, number, st)
 	got, err := s.Client.AppsV1().ControllerRevisions(s.Namespace).Create(ctx, cr, metav1.CreateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("rule %q: store revision %s in namespace %s: %w", rule, hash, s.Namespace, err)
@@ -118,9 +110,58 @@ func (s *Store) Create(ctx context.Context, rule, hash string, document []byte, 
 	return revs[0], nil
 }
 
-// Update writes a revision's number and state, on the version it was read at: a
-// Conflict error means someone changed it since (read it again).
+// CreateOrReplace stores a new revision as Create does. When an object of its name exists
+// that is this installation's (its proof verifies: another replica stored it first), the
+// AlreadyExists error is returned, to be read again; one that is not (written under
+// another key, or by someone else) is replaced, on the version read.
+func (s *Store) CreateOrReplace(ctx context.Context, rule, hash string, document []byte, where Where, number int64, st State) (*Revision, error) {
+	got, err := s.Create(ctx, rule, hash, document, where, number, st)
+	if !apierrors.IsAlreadyExists(err) {
+		return got, err
+	}
+	cr, gerr := s.Client.AppsV1().ControllerRevisions(s.Namespace).Get(ctx, Name(s.Installation, rule, hash), metav1.GetOptions{})
+	if gerr != nil {
+		return nil, err
+	}
+	if revs, derr := s.Decode([]*appsv1.ControllerRevision{cr}); derr == nil && revs[0].Proven {
+		return nil, err
+	}
+	fresh := s.revisionObject(rule, hash, document, where, number, st)
+	fresh.ResourceVersion, fresh.UID = cr.ResourceVersion, cr.UID
+	updated, err := s.Client.AppsV1().ControllerRevisions(s.Namespace).Update(ctx, fresh, metav1.UpdateOptions{FieldManager: contract.FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: replace revision %s in namespace %s, which this installation did not store: %w", rule, hash, s.Namespace, err)
+	}
+	revs, err := s.Decode([]*appsv1.ControllerRevision{updated})
+	if err != nil {
+		return nil, err
+	}
+	return revs[0], nil
+}
+
+// revisionObject is the ControllerRevision of a new revision, with its proofs.
+func (s *Store) revisionObject(rule, hash string, document []byte, where Where, number int64, st State) *appsv1.ControllerRevision {
+	l := revisionLabels(s.Installation, rule)
+	l[LabelRevision] = hash
+	ann := stateAnnotations(st)
+	ann[AnnotationStateProof] = s.Signer.RolloutStateProof(rule, hash, number, stateText(stateAnnotations(st)))
+	ann[contract.AnnotationProof] = s.Signer.RevisionProof(rule, hash, document)
+	ann[AnnotationParentResource] = where.ParentResource
+	ann[AnnotationReadyCondition], ann[AnnotationSyncedCondition] = where.ReadyCondition, where.SyncedCondition
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: Name(s.Installation, rule, hash), Namespace: s.Namespace, Labels: l, Annotations: ann},
+		Data:       runtime.RawExtension{Raw: document},
+		Revision:   number,
+	}
+	return cr
+}
+
+// Update writes a revision's number and state, with the state's proof, on the version
+// it was read at: a Conflict error means someone changed it since (read it again).
 func (s *Store) Update(ctx context.Context, r *Revision, number int64, st State) (*Revision, error) {
+	if s.Signer == nil {
+		return nil, fmt.Errorf("rule %q: cannot write a rollout's state without the installation's key", r.Rule)
+	}
 	cr := r.Object.DeepCopy()
 	cr.Revision = number
 	for _, k := range []string{AnnotationPhase, AnnotationStep, AnnotationFrom, AnnotationStepStarted, AnnotationHealthySince, AnnotationMessage, AnnotationSteps} {
@@ -129,9 +170,11 @@ func (s *Store) Update(ctx context.Context, r *Revision, number int64, st State)
 	if cr.Annotations == nil {
 		cr.Annotations = map[string]string{}
 	}
-	for k, v := range stateAnnotations(st) {
+	ann := stateAnnotations(st)
+	for k, v := range ann {
 		cr.Annotations[k] = v
 	}
+	cr.Annotations[AnnotationStateProof] = s.Signer.RolloutStateProof(r.Rule, r.Hash, number, stateText(ann))
 	got, err := s.Client.AppsV1().ControllerRevisions(s.Namespace).Update(ctx, cr, metav1.UpdateOptions{FieldManager: contract.FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("rule %q: update revision %d (%s): %w", r.Rule, r.Number, r.Hash, err)

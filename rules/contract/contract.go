@@ -73,10 +73,14 @@ const FieldManager = "kubecel"
 // what another rule wrote on the same parent.
 func ParentFieldManager(rule string) string { return FieldManager + "/" + rule }
 
+// RevisionFieldManager is the field manager of one rule's RevisionAnnotation on its
+// parents, apart from ParentFieldManager so that writing one never removes the other.
+func RevisionFieldManager(rule string) string { return FieldManager + "-revision/" + rule }
+
 // IsOurManager reports whether a managedFields entry's manager is one of kubecel's:
-// FieldManager or a rule's ParentFieldManager.
+// FieldManager, a rule's ParentFieldManager or its RevisionFieldManager.
 func IsOurManager(manager string) bool {
-	return manager == FieldManager || strings.HasPrefix(manager, FieldManager+"/")
+	return manager == FieldManager || strings.HasPrefix(manager, FieldManager+"/") || strings.HasPrefix(manager, FieldManager+"-revision/")
 }
 
 // FinalizerPrefix begins every rule's finalizer: FinalizerFor(rule).

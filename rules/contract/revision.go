@@ -1,26 +1,14 @@
 package contract
 
-import "strings"
+// A rule with a rollout policy records on each parent which revision of the rule its
+// children were last applied at, once applying them succeeded: its rollouts read it to
+// know which parents have moved. It is an annotation of its own, written by the rule's
+// RevisionFieldManager after the parent's status, so that a reader that sees it also
+// sees the conditions that revision's reconcile wrote. A rule without a rollout policy
+// records nothing (and removes what it recorded under a policy).
 
-// The Synced condition a rule writes on a parent names the revision of the rule whose
-// children are applied: the parent's revision, which a rollout reads to know which
-// parents have moved.
+// RevisionAnnotationPrefix begins every rule's RevisionAnnotation.
+const RevisionAnnotationPrefix = "revision.kubecel.dev/"
 
-const syncedPrefix, syncedSuffix = "children of revision ", " are applied"
-
-// SyncedMessage is the message of a True Synced condition written at a rule revision.
-func SyncedMessage(revision string) string { return syncedPrefix + revision + syncedSuffix }
-
-// RevisionOfSynced reads the revision back from a True Synced condition's message; ""
-// when the message names none (written by a kubecel before revisions).
-func RevisionOfSynced(message string) string {
-	rev, ok := strings.CutPrefix(message, syncedPrefix)
-	if !ok {
-		return ""
-	}
-	rev, ok = strings.CutSuffix(rev, syncedSuffix)
-	if !ok || strings.ContainsAny(rev, " ") {
-		return ""
-	}
-	return rev
-}
+// RevisionAnnotation is the annotation that holds the revision of rule a parent is at.
+func RevisionAnnotation(rule string) string { return RevisionAnnotationPrefix + rule }

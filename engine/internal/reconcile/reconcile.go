@@ -190,6 +190,9 @@ func (c *Reconciler) sync(ctx context.Context, st *watch.Rule, parent *unstructu
 		}
 	}
 	out.statusErr = c.writeStatus(ctx, st, parent, out)
+	if out.statusErr == nil {
+		out.statusErr = c.markRevision(ctx, st, parent, out)
+	}
 	return out
 }
 

@@ -36,12 +36,6 @@ func desiredStatus(r *rules.Rule, parent *unstructured.Unstructured, out *outcom
 	status["observedGeneration"] = gen
 	ready, synced := readyCondition(out), syncedCondition(out)
 	ready.Type, synced.Type = r.ReadyCondition, r.SyncedCondition
-	if synced.Status == metav1.ConditionTrue && r.Rollout != nil {
-		// The revision whose children are applied, which a rollout reads. A rule without
-		// a rollout policy does not say it: every parent is at its one revision, and an
-		// edit that changes no child of a parent then writes nothing to it.
-		synced.Message = contract.SyncedMessage(r.Revision)
-	}
 	live, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
 	var conds []any
 	for _, c := range []metav1.Condition{ready, synced} {

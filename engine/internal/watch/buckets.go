@@ -133,8 +133,7 @@ func (rb *Rebucketing) finishLocked(ok bool) {
 			rb.w.set.Release(cw)
 			continue
 		}
-		old := ck.watch
-		ck.watch = cw
+		old := ck.watch.Swap(cw)
 		rb.w.set.Release(old)
 	}
 	for rk, hs := range rb.refs {

@@ -26,6 +26,9 @@ type Hooks struct {
 	// ChildLeft is told of a child deleted (deleted) or whose parent changed, and
 	// returns the keys of the parents that waited for its name.
 	ChildLeft func(o *informers.Object, deleted bool) []Key
+	// ParentChanged is told of every event of a rule's parents, the echoes of the
+	// controller's own writes included (a rollout reads the parents' conditions).
+	ParentChanged func(rule string)
 }
 
 // asObject unwraps a delete tombstone and returns the cached object, if it is one.
@@ -46,14 +49,19 @@ func (w *Watcher) parentHandler(rule string, selected bool) cache.ResourceEventH
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
+		AddFunc: func(obj any) {
+			w.hooks.ParentChanged(rule)
+			enqueue(obj)
+		},
 		UpdateFunc: func(_, newObj any) {
+			w.hooks.ParentChanged(rule)
 			if u, ok := asObject(newObj); ok && w.written.Echo(StatusMemo(rule, u.GetUID()), u, func() { enqueue(newObj) }) {
 				return // our own status write: the reconcile that made it saw this state
 			}
 			enqueue(newObj)
 		},
 		DeleteFunc: func(obj any) {
+			w.hooks.ParentChanged(rule)
 			_, unknown := obj.(cache.DeletedFinalStateUnknown)
 			if o, ok := asObject(obj); ok {
 				w.hooks.ParentDeleted(KeyFor(rule, o), o.GetUID(), !unknown && !selected, o.DeletedWithOrphan())

@@ -85,6 +85,7 @@ func TestRefsCacheEachObjectOnce(t *testing.T) {
 	w := NewWatcher(set, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)), informers.NewWritten(trust), Hooks{
 		Enqueue: func(Key) {}, Running: func(string) bool { return true },
 		ParentDeleted: func(Key, types.UID, bool, bool) {}, ChildLeft: func(*informers.Object, bool) []Key { return nil },
+		ParentChanged: func(string) {},
 	}, true)
 	rb, err := w.Rebucket(t.Context(), []int{served})
 	if err != nil {

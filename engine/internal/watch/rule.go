@@ -23,15 +23,16 @@ type Kind struct {
 }
 
 // ChildKind is one kind a rule's children have, and the informer of kubecel's objects
-// of that kind. Watcher.WatchBuckets replaces the informer: read it through Rule's
-// methods, under the loop's pause.
+// of that kind. A change of the buckets (Rebucketing.Finish) replaces the informer: a
+// reconcile reads it through Rule's methods under the loop's pause, so that it reads one
+// set of informers throughout; any other reader sees the one before or the one after.
 type ChildKind struct {
 	Kind
-	watch *informers.Watch
+	watch atomic.Pointer[informers.Watch]
 }
 
 // Selector is the label selector of the kind's informer.
-func (ck *ChildKind) Selector() string { return ck.watch.Key().Selector }
+func (ck *ChildKind) Selector() string { return ck.watch.Load().Key().Selector }
 
 // Rule is one running rule's view of the cluster: its parents, the children it made
 // and the objects its refs read, all from the caches. Its child kinds include kinds an
@@ -96,7 +97,7 @@ func (st *Rule) Synced() bool {
 		}
 	}
 	for _, ck := range st.Children {
-		if ck.watch == nil || !ck.watch.Synced() {
+		if w := ck.watch.Load(); w == nil || !w.Synced() {
 			return false
 		}
 	}
@@ -193,8 +194,9 @@ func (st *Rule) ParentKeys() []Key {
 func (st *Rule) OwnedChildren(parentUID string) []*informers.Object {
 	var out []*informers.Object
 	for _, ck := range st.Children {
-		store := ck.watch.Informer.GetStore()
-		for _, key := range ck.watch.Children.Keys(parentUID) {
+		cw := ck.watch.Load()
+		store := cw.Informer.GetStore()
+		for _, key := range cw.Children.Keys(parentUID) {
 			o, ok, err := store.GetByKey(key)
 			if err != nil || !ok {
 				continue // deleted since: its delete event updates the index next
@@ -219,10 +221,14 @@ func (st *Rule) Owns(o *informers.Object, parentUID string) bool {
 // kubecel's object of that name, proven or not.
 func (st *Rule) Cached(k ObjectKey) (*informers.Object, bool) {
 	ck := st.Children[k.GK]
-	if ck == nil || ck.watch == nil {
+	if ck == nil {
 		return nil, false
 	}
-	o, ok, err := ck.watch.Informer.GetStore().GetByKey(storeKey(k.Namespace, k.Name))
+	cw := ck.watch.Load()
+	if cw == nil {
+		return nil, false
+	}
+	o, ok, err := cw.Informer.GetStore().GetByKey(storeKey(k.Namespace, k.Name))
 	if err != nil || !ok {
 		return nil, false
 	}

@@ -121,7 +121,7 @@ func (w *Watcher) Start(ctx context.Context, st *Rule) error {
 			w.stopLocked(st)
 			return err
 		}
-		ck.watch = cw
+		ck.watch.Store(cw)
 	}
 	if err := w.watchRefs(ctx, st); err != nil {
 		w.stopLocked(st)
@@ -170,8 +170,8 @@ func (w *Watcher) stopLocked(st *Rule) {
 		w.set.Release(pw)
 	}
 	for _, ck := range st.Children {
-		if ck.watch != nil {
-			w.set.Release(ck.watch)
+		if cw := ck.watch.Load(); cw != nil {
+			w.set.Release(cw)
 		}
 	}
 	w.releaseRefs(st)
@@ -207,7 +207,9 @@ func (w *Watcher) AddChildKind(ctx context.Context, st *Rule, gvk schema.GroupVe
 	if err != nil {
 		return err
 	}
-	st.Children[gvk.GroupKind()] = &ChildKind{Kind: info, watch: cw}
+	ck := &ChildKind{Kind: info}
+	ck.watch.Store(cw)
+	st.Children[gvk.GroupKind()] = ck
 	return nil
 }
 

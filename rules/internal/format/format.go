@@ -83,6 +83,20 @@ type Rollout struct {
 	Healthy string `json:"healthy,omitempty"`
 	// Pause (default) or Rollback when a step is not healthy by its progressDeadline.
 	OnFailure string `json:"onFailure,omitempty"`
+	// The parents that take the first steps, before every other parent. Default none:
+	// the steps take parents in an order the rule's revision decides.
+	Canaries *Canaries `json:"canaries,omitempty"`
+}
+
+// Canaries chooses a rollout's canaries: the parents in the namespaces listed (when any
+// are) whose labels match the selector (when one is given). Whoever may label a parent
+// can make it match a selector; namespaces are chosen by whoever may create parents
+// there.
+type Canaries struct {
+	// Parents in these namespaces.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Parents whose labels match (matchLabels, matchExpressions).
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
 
 // Parent names the resource a rule watches, by group/version and plural resource.
