@@ -140,17 +140,18 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		sizes:     &sizeEstimator{parent: parentType},
 	}
 	r := &Rule{
-		Name:        src.name,
-		Parent:      Parent{GVR: gvr, Namespaces: src.parent.namespaces, Selector: selector},
-		HasStatus:   src.status != nil,
-		MaxChildren: cmp.Or(src.maxChildren, opts.maxChildren()),
-		Fingerprint: src.fingerprint,
-		Revision:    src.revision,
-		Document:    src.document,
-		timeout:     opts.evalTimeout(),
-		parentType:  parentType,
-		coerce:      hasDouble(parentType),
-		refsType:    refsType,
+		Name:         src.name,
+		Parent:       Parent{GVR: gvr, Namespaces: src.parent.namespaces, Selector: selector},
+		HasStatus:    src.status != nil,
+		MaxChildren:  cmp.Or(src.maxChildren, opts.maxChildren()),
+		Fingerprint:  src.fingerprint,
+		Revision:     src.revision,
+		Document:     src.document,
+		timeout:      opts.evalTimeout(),
+		maxEvalBytes: opts.maxEvalBytes(),
+		parentType:   parentType,
+		coerce:       hasDouble(parentType),
+		refsType:     refsType,
 	}
 	rw := where{rule: src.name, path: src.at}
 	if src.parent.when != "" {

@@ -140,9 +140,9 @@ func (s *sensitivity) isSecretChild(r *Rule, id string) bool {
 }
 
 // quotesNothing reports whether an evaluation error is one whose text kubecel wrote
-// without any value: the cost limit, the deadline.
+// without any value: the cost limit, the memory limit, the deadline.
 func quotesNothing(err error) bool {
-	return errors.Is(err, ErrCostLimit) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	return errors.Is(err, ErrCostLimit) || errors.Is(err, ErrMemoryLimit) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // withheldErr keeps what callers test an evaluation error for (a deadline, a cost
