@@ -134,6 +134,10 @@ type Child struct {
 	// Sensitive is true when the child holds Secret data: it is a Secret, or its
 	// expressions read one (sensitive.go). Messages about it never quote its values.
 	Sensitive bool
+	// SecretName is true when the child computes its objects' names or namespaces from
+	// Secret data (secretnames.go): whatever names them shows them as Rule.ShowObject
+	// and Rule.ShowManifest do.
+	SecretName bool
 
 	// Compiled parts; nil when not set: a template child has a template, an expr child
 	// an expr.
