@@ -81,7 +81,7 @@ func CompileAssertion(expr string) (*Assertion, error) {
 }
 
 func assertProgram(env *cel.Env, checked *cel.Ast) (cel.Program, error) {
-	return env.Program(checked, append(growthOptions(), cel.CostLimit(DefaultCostLimit), cel.InterruptCheckFrequency(100))...)
+	return env.Program(checked, append(growthOptions(DefaultCostLimit), cel.CostLimit(DefaultCostLimit), cel.InterruptCheckFrequency(100))...)
 }
 
 // comparisonOperands compiles both sides of a comparison at the top of an expression.

@@ -87,3 +87,20 @@ func BenchmarkGrowthBomb(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQuadraticWorkRefused evaluates each case of TestQuadraticWorkIsRefused: how
+// long the refusal takes.
+func BenchmarkQuadraticWorkRefused(b *testing.B) {
+	for _, tt := range workCases() {
+		b.Run(tt.name, func(b *testing.B) {
+			r := loadRule(b, growthRule(tt.expr, "x"), Options{EvalTimeout: time.Minute})
+			parent := webApp(tt.spec)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Evaluate(b.Context(), parent, nil); !errors.Is(err, ErrCostLimit) {
+					b.Fatalf("Evaluate() error = %.200v, want ErrCostLimit", err)
+				}
+			}
+		})
+	}
+}

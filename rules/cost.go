@@ -68,7 +68,7 @@ func (c *compiler) programOptions(env *cel.Env, checked *cel.Ast) []cel.ProgramO
 	opts := append([]cel.ProgramOption{
 		cel.InterruptCheckFrequency(interruptCheckFrequency),
 		cel.EvalOptions(cel.OptOptimize),
-	}, growthOptions()...)
+	}, growthOptions(c.costLimit)...)
 	if !c.bounded(env, checked) {
 		opts = append(opts, cel.CostLimit(c.costLimit), cel.CostTracking(&runtimeCost{}))
 	}
@@ -174,7 +174,7 @@ func newEstimator(sizes *sizeEstimator) *estimator {
 // Concatenation is not among them: CEL's estimate of it counts both operands.
 var superlinear = map[string]bool{
 	"replace": true, "join": true, "split": true, "format": true, "findAll": true,
-	"flatten": true, "strings.quote": true,
+	"flatten": true, "strings.quote": true, "distinct": true,
 }
 
 // EstimateCallCost implements checker.CostEstimator.
@@ -214,6 +214,8 @@ func (r *runtimeCost) CallCost(function, overloadID string, args []ref.Val, resu
 	case function == "join":
 		// The library counts the string built.
 		return base
+	case g.work != nil:
+		cost = g.work(argvOf(args)) + builtCost(result)
 	case base != nil:
 		cost = *base + builtCost(result)
 	default:

@@ -21,6 +21,12 @@ import (
 // unchanged, except that a call whose result does not fit is an error. Non-constant list
 // and map literals charge their elements the same way (constant ones are built once,
 // when the program is planned).
+//
+// The same goes for time: a function whose work grows as the product of its inputs'
+// sizes (distinct, the sets functions, a string's indexOf) would run for minutes on a
+// large parent in one call that neither the deadline nor the cost limit can interrupt.
+// Its work is computed from its arguments first, and a call whose work alone exceeds the
+// expression's cost limit stops the expression as the cost limit does.
 
 // A sizer returns the bytes a call of its function will build with these arguments:
 // exactly, or an upper bound. room is what the budget has left; a sizer may stop
@@ -40,6 +46,9 @@ type growth struct {
 	// run, when set, replaces the function's implementation by one that charges as it
 	// goes (findAll cannot know its result's size before it runs).
 	run func(args argv, vars interpreter.Activation) ref.Val
+	// work, when set, is the cost of the call's work in CEL's units, computed from its
+	// arguments: the call is refused before it starts when that exceeds the cost limit.
+	work func(args argv) uint64
 }
 
 // growthFunctions are the functions, among the libraries of libraryEnv, that build a
@@ -61,7 +70,7 @@ var growthFunctions = map[string]growth{
 	"bytes":                 {what: "bytes()", size: sizeTarget, overloads: []string{"string_to_bytes"}},
 	"sort":                  {what: "sort()", size: sizeTarget},
 	"@sortByAssociatedKeys": {what: "sortBy()", size: sizeTarget},
-	"distinct":              {what: "distinct()", size: sizeTarget},
+	"distinct":              {what: "distinct()", size: sizeTarget, work: workDistinct},
 	"optional.unwrap":       {what: "optional.unwrap()", size: sizeTarget},
 	"unwrapOpt":             {what: "unwrapOpt()", size: sizeTarget},
 	"slice":                 {what: "slice()", size: sizeSlice},
@@ -69,6 +78,12 @@ var growthFunctions = map[string]growth{
 	"lists.range":           {what: "lists.range()", size: sizeRange},
 	"cel.@mapInsert":        {what: "a map", size: sizeMapInsert},
 	"findAll":               {what: "findAll()", run: findAllWith(nil)},
+	// No growth, but work that is the product of the inputs' sizes.
+	"sets.contains":   {what: "sets.contains()", work: workProduct(1)},
+	"sets.intersects": {what: "sets.intersects()", work: workProduct(1)},
+	"sets.equivalent": {what: "sets.equivalent()", work: workProduct(2)},
+	"indexOf":         {what: "indexOf()", work: workSearch, overloads: []string{"string_index_of_string", "string_index_of_string_int"}},
+	"lastIndexOf":     {what: "lastIndexOf()", work: workSearch, overloads: []string{"string_last_index_of_string", "string_last_index_of_string_int"}},
 }
 
 // growthBindings holds the implementations of the growth functions in libraryEnv, by
@@ -95,10 +110,13 @@ var growthBindings = sync.OnceValues(func() (map[string]*functions.Overload, err
 	return out, nil
 })
 
-// growthOptions are the program options that make a program charge the budget.
-func growthOptions() []cel.ProgramOption {
+// growthOptions are the program options that make a program charge the budget, and
+// refuse a call whose work exceeds costLimit.
+func growthOptions(costLimit uint64) []cel.ProgramOption {
 	return []cel.ProgramOption{
-		cel.CustomDecorator(decorateGrowth),
+		cel.CustomDecorator(func(i interpreter.Interpretable) (interpreter.Interpretable, error) {
+			return decorateGrowth(i, costLimit)
+		}),
 		// Replaces the Kubernetes library's plan of findAll with a constant pattern
 		// (the last optimization given for a function wins), which would drop the
 		// growthCall.
@@ -108,17 +126,17 @@ func growthOptions() []cel.ProgramOption {
 
 // decorateGrowth plans growth calls and non-constant literals so that they charge the
 // budget.
-func decorateGrowth(i interpreter.Interpretable) (interpreter.Interpretable, error) {
+func decorateGrowth(i interpreter.Interpretable, costLimit uint64) (interpreter.Interpretable, error) {
 	switch node := i.(type) {
 	case interpreter.InterpretableCall:
-		return planGrowth(i, node)
+		return planGrowth(i, node, costLimit)
 	case interpreter.InterpretableConstructor:
 		return chargeLiteral(i, node), nil
 	}
 	return i, nil
 }
 
-func planGrowth(i interpreter.Interpretable, call interpreter.InterpretableCall) (interpreter.Interpretable, error) {
+func planGrowth(i interpreter.Interpretable, call interpreter.InterpretableCall, costLimit uint64) (interpreter.Interpretable, error) {
 	g, ok := growthFunctions[call.Function()]
 	if !ok || !g.builds(call.OverloadID()) {
 		return i, nil
@@ -137,6 +155,7 @@ func planGrowth(i interpreter.Interpretable, call interpreter.InterpretableCall)
 	gc := &growthCall{
 		id: i.ID(), function: call.Function(), overload: call.OverloadID(), args: call.Args(),
 		trait: impl.OperandTrait, nonStrict: impl.NonStrict, what: g.what, run: g.run,
+		work: g.work, costLimit: costLimit,
 	}
 	if gc.run == nil {
 		gc.run = chargeThen(g, implementation(impl, len(gc.args)))
@@ -178,8 +197,10 @@ func chargeThen(g growth, impl func(argv) ref.Val) func(argv, interpreter.Activa
 		if impl == nil {
 			return types.NewErr("no such overload: %s", g.what)
 		}
-		if err := chargeIn(vars, g.size(args, room(vars)), g.what); err != nil {
-			return types.WrapErr(err)
+		if g.size != nil {
+			if err := chargeIn(vars, g.size(args, room(vars)), g.what); err != nil {
+				return types.WrapErr(err)
+			}
 		}
 		return impl(args)
 	}
@@ -203,6 +224,9 @@ type growthCall struct {
 	nonStrict          bool
 	what               string
 	run                func(argv, interpreter.Activation) ref.Val
+	// work and costLimit: see growth.work.
+	work      func(argv) uint64
+	costLimit uint64
 }
 
 var _ interpreter.InterpretableCall = (*growthCall)(nil)
@@ -235,7 +259,20 @@ func (c *growthCall) Eval(vars interpreter.Activation) ref.Val {
 		}
 		return types.NewErrWithNodeID(c.id, "no such overload: %s", c.function)
 	}
+	if c.work != nil && c.work(args) > c.costLimit {
+		return tooMuchWork(vars)
+	}
 	return types.LabelErrNode(c.id, c.run(args, vars))
+}
+
+// tooMuchWork stops the evaluation as CEL does at its cost limit (evaluation.cause then
+// reports ErrCostLimit); outside an evaluation it is an error value.
+func tooMuchWork(vars interpreter.Activation) ref.Val {
+	const msg = "operation cancelled: actual cost limit exceeded"
+	if budgetOf(vars) == nil {
+		return types.NewErr(msg)
+	}
+	panic(interpreter.EvalCancelledError{Cause: interpreter.CostLimitExceeded, Message: msg})
 }
 
 // ID implements interpreter.Interpretable.
@@ -259,7 +296,7 @@ func planFindAll(call interpreter.InterpretableCall, pattern string) (interprete
 	}
 	gc := &growthCall{id: call.ID(), function: call.Function(), overload: call.OverloadID(), args: call.Args(), what: "findAll()", run: findAllWith(re)}
 	if existing, ok := call.(*growthCall); ok {
-		gc.trait, gc.nonStrict = existing.trait, existing.nonStrict
+		gc.trait, gc.nonStrict, gc.costLimit = existing.trait, existing.nonStrict, existing.costLimit
 	}
 	return gc, nil
 }
