@@ -89,6 +89,10 @@ func growthCases() []growthCase {
 	}
 }
 
+// relaxed is the evaluation deadline of the tests that are not about it: out of the way
+// on a busy machine.
+const relaxed = time.Minute
+
 // testBudget is the byte budget of the growth tests: small, so that the cases stay
 // small too.
 const testBudget = 1 << 20
@@ -101,7 +105,7 @@ func TestGrowthIsRefused(t *testing.T) {
 	for _, tt := range growthCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			// A deadline out of the way, on a busy machine: the budget is what stops it.
-			r := loadRule(t, growthRule(tt.expr, tt.text), Options{MaxEvalBytes: testBudget, EvalTimeout: time.Minute})
+			r := loadRule(t, growthRule(tt.expr, tt.text), Options{MaxEvalBytes: testBudget, EvalTimeout: relaxed})
 			field, expr := "template.spec.v", "${"+tt.expr+"}"
 			if tt.text != "" {
 				field, expr = "template.spec.text", tt.text
@@ -169,7 +173,7 @@ func TestGrowthWithinTheBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
-			r := loadRule(t, growthRule(tt.expr, "x"), Options{MaxEvalBytes: testBudget})
+			r := loadRule(t, growthRule(tt.expr, "x"), Options{MaxEvalBytes: testBudget, EvalTimeout: relaxed})
 			res, err := r.Evaluate(t.Context(), webApp(tt.spec), nil)
 			if err != nil {
 				t.Fatalf("Evaluate(): %v", err)
@@ -199,7 +203,7 @@ const greetingRule = `- name: greeting
 // (`check` says OK) and a 100 KB parent that makes it build a 312 MB string. With the
 // default limits the parent's child fails; another parent of the same rule is rendered.
 func TestGrowthBombWithDefaultLimits(t *testing.T) {
-	r := loadRule(t, greetingRule, Options{})
+	r := loadRule(t, greetingRule, Options{EvalTimeout: relaxed})
 	bomb := webApp(map[string]any{"template": strings.Repeat("{{name}}", 6250), "name": strings.Repeat("n", 50_000)})
 	var err error
 	allocated := allocatedBy(func() { _, err = r.Evaluate(t.Context(), bomb, nil) })
@@ -241,7 +245,7 @@ func TestGrowthCountsAgainstTheCostLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
 			// A budget and a deadline out of the way: the cost limit is what stops it.
-			r := loadRule(t, growthRule(tt.expr, "x"), Options{MaxEvalBytes: 1 << 40, EvalTimeout: time.Minute})
+			r := loadRule(t, growthRule(tt.expr, "x"), Options{MaxEvalBytes: 1 << 40, EvalTimeout: relaxed})
 			_, err := r.Evaluate(t.Context(), webApp(tt.spec), nil)
 			if !errors.Is(err, ErrCostLimit) {
 				t.Fatalf("Evaluate() error = %.300v, want ErrCostLimit", err)
@@ -264,7 +268,7 @@ func TestMemoryLimitOfSecretData(t *testing.T) {
       stringData:
         v: ${string(base64.decode(parent.data.token)).replace("", string(base64.decode(parent.data.token)))}
 `
-	r := loadRule(t, rule, Options{MaxEvalBytes: testBudget})
+	r := loadRule(t, rule, Options{MaxEvalBytes: testBudget, EvalTimeout: relaxed})
 	token := strings.Repeat("s3cr3t", 1000)
 	parent := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "db", "namespace": "a"},
 		"data": map[string]any{"token": base64.StdEncoding.EncodeToString([]byte(token))}}
@@ -298,7 +302,7 @@ func TestBudgetIsPerEvaluation(t *testing.T) {
 `
 	// Each concatenation builds 400 KB, then each child's value is copied: 1.6 MB in
 	// all, over a budget of 1 MiB; either child alone fits.
-	r := loadRule(t, rule, Options{MaxEvalBytes: testBudget})
+	r := loadRule(t, rule, Options{MaxEvalBytes: testBudget, EvalTimeout: relaxed})
 	parent := webApp(map[string]any{"name": strings.Repeat("n", 200_000)})
 	for range 3 {
 		res, err := r.Evaluate(t.Context(), parent, nil)
