@@ -3,7 +3,6 @@ package rules
 import (
 	"encoding/base64"
 	"regexp"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -310,42 +309,6 @@ func argvOf(args []ref.Val) argv {
 	return a
 }
 
-// workDistinct: distinct compares each element with those kept before it: n²/2
-// comparisons (CEL's lists library counts 2n² from its version 3).
-func workDistinct(args argv) uint64 {
-	if l, ok := args.v[0].(traits.Lister); ok {
-		n := uint64(listSize(l))
-		return n * n / 2
-	}
-	return 0
-}
-
-// workProduct: the sets functions look each element of one list up in the other,
-// factor times.
-func workProduct(factor uint64) func(argv) uint64 {
-	return func(args argv) uint64 {
-		a, ok1 := args.v[0].(traits.Lister)
-		b, ok2 := args.v[1].(traits.Lister)
-		if !ok1 || !ok2 {
-			return 0
-		}
-		return factor * uint64(listSize(a)) * uint64(listSize(b))
-	}
-}
-
-// workSearch: indexOf and lastIndexOf on strings compare the substring at each position,
-// character by character: size(s) x size(sub) comparisons at worst, counted a hundredth
-// of a unit each (most stop at the first character), so that a call within the default
-// cost limit compares at most 10^8 characters, about a tenth of a second.
-func workSearch(args argv) uint64 {
-	s, ok1 := args.v[0].(types.String)
-	sub, ok2 := args.v[1].(types.String)
-	if !ok1 || !ok2 {
-		return 0
-	}
-	return uint64(utf8.RuneCountInString(string(s))) * uint64(utf8.RuneCountInString(string(sub))) / 100
-}
-
 // listSize is a list's length.
 func listSize(l traits.Lister) int64 {
 	n, _ := l.Size().(types.Int)
@@ -356,109 +319,4 @@ func listSize(l traits.Lister) int64 {
 func mapSize(m traits.Mapper) int64 {
 	n, _ := m.Size().(types.Int)
 	return int64(n)
-}
-
-// sizeFormat: format(args) builds the format string with each clause replaced by its
-// argument. The size of a clause's text is bounded from the argument: a string's
-// length, a number's longest form, a list or map formatted element by element (each
-// element counting at least elemBytes).
-func sizeFormat(args argv, room int64) int64 {
-	f, ok1 := args.v[0].(types.String)
-	list, ok2 := args.v[1].(traits.Lister)
-	if !ok1 || !ok2 {
-		return 0
-	}
-	s := string(f)
-	var total int64
-	next := int64(0)
-	for i := 0; i < len(s) && total <= room; i++ {
-		if s[i] != '%' {
-			total++
-			continue
-		}
-		if i+1 < len(s) && s[i+1] == '%' {
-			total++
-			i++
-			continue
-		}
-		// A clause: %[.precision]verb.
-		j := i + 1
-		precision := int64(0)
-		if j < len(s) && s[j] == '.' {
-			k := j + 1
-			for k < len(s) && s[k] >= '0' && s[k] <= '9' {
-				k++
-			}
-			p, err := strconv.ParseInt(s[j+1:k], 10, 64)
-			if err != nil {
-				return total // format fails on it by itself
-			}
-			precision, j = p, k
-		}
-		if j >= len(s) || next >= listSize(list) {
-			return total
-		}
-		total += clauseSize(s[j], precision, list.Get(types.Int(next)), room-total)
-		next++
-		i = j
-	}
-	return total
-}
-
-// maxNumberText is the longest text of a number: a double in fixed notation has up to
-// 309 digits before the point.
-const maxNumberText = 330
-
-// clauseSize bounds the text of one format clause.
-func clauseSize(verb byte, precision int64, arg ref.Val, room int64) int64 {
-	switch verb {
-	case 's':
-		return textSize(arg, room)
-	case 'f', 'e':
-		return precision + maxNumberText
-	case 'x', 'X':
-		switch v := arg.(type) {
-		case types.String:
-			return 2 * int64(len(v))
-		case types.Bytes:
-			return 2 * int64(len(v))
-		}
-		return maxNumberText
-	case 'd', 'b', 'o':
-		return maxNumberText
-	}
-	return 0
-}
-
-// textSize bounds the text format's %s gives a value, stopping past room.
-func textSize(v ref.Val, room int64) int64 {
-	switch x := v.(type) {
-	case types.String:
-		return int64(len(x))
-	case types.Bytes:
-		return int64(len(x))
-	case traits.Lister:
-		// An element counts at least elemBytes (its ", " and what visiting it costs),
-		// so that a list of many small elements is not walked far past room.
-		total := int64(2)
-		it := x.Iterator()
-		for it.HasNext() == types.True && total <= room {
-			total += elemBytes + textSize(it.Next(), room-total)
-		}
-		return total
-	case traits.Mapper:
-		total := int64(2)
-		it := x.Iterator()
-		for it.HasNext() == types.True && total <= room {
-			k := it.Next()
-			total += entryBytes + textSize(k, room-total)
-			if val, found := x.Find(k); found {
-				total += textSize(val, room-total)
-			}
-		}
-		return total
-	case types.Null:
-		return 4
-	}
-	return maxNumberText
 }
