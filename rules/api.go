@@ -83,8 +83,9 @@ type Rule struct {
 	// fastStatus evaluates every status field at once, when all can be evaluated
 	// (fastPath); nil when not worth it.
 	fastStatus *batch
-	// timeout bounds one Evaluate call.
-	timeout time.Duration
+	// timeout bounds one Evaluate call, and maxEvalBytes what it may build.
+	timeout      time.Duration
+	maxEvalBytes int64
 	// parentType is the declared type of `parent` (nil without a schema); coerce is true
 	// when it declares doubles, whose stored integers must be converted.
 	parentType *apiservercel.DeclType
@@ -133,6 +134,10 @@ type Child struct {
 	// Sensitive is true when the child holds Secret data: it is a Secret, or its
 	// expressions read one (sensitive.go). Messages about it never quote its values.
 	Sensitive bool
+	// SecretName is true when the child computes its objects' names or namespaces from
+	// Secret data (secretnames.go): whatever names them shows them as Rule.ShowObject
+	// and Rule.ShowManifest do.
+	SecretName bool
 
 	// Compiled parts; nil when not set: a template child has a template, an expr child
 	// an expr.
@@ -172,6 +177,11 @@ type Options struct {
 	CostLimit uint64
 	// EvalTimeout overrides the deadline of one Evaluate call (0 = DefaultEvalTimeout).
 	EvalTimeout time.Duration
+	// MaxEvalBytes overrides the byte budget of one Evaluate call: what the expressions
+	// of one parent may build in all (strings, lists, maps, and the values copied into
+	// its children and status), each call refused before it builds past it
+	// (0 = DefaultMaxEvalBytes; see budget.go).
+	MaxEvalBytes int64
 	// MaxChildren is the children limit of rules that set no maxChildren
 	// (0 = DefaultMaxChildren).
 	MaxChildren int
@@ -200,6 +210,13 @@ func (o Options) maxChildren() int {
 		return DefaultMaxChildren
 	}
 	return o.MaxChildren
+}
+
+func (o Options) maxEvalBytes() int64 {
+	if o.MaxEvalBytes <= 0 {
+		return DefaultMaxEvalBytes
+	}
+	return o.MaxEvalBytes
 }
 
 func (o Options) evalTimeout() time.Duration {

@@ -81,7 +81,7 @@ func CompileAssertion(expr string) (*Assertion, error) {
 }
 
 func assertProgram(env *cel.Env, checked *cel.Ast) (cel.Program, error) {
-	return env.Program(checked, cel.CostLimit(DefaultCostLimit), cel.InterruptCheckFrequency(100))
+	return env.Program(checked, append(growthOptions(DefaultCostLimit), cel.CostLimit(DefaultCostLimit), cel.InterruptCheckFrequency(100))...)
 }
 
 // comparisonOperands compiles both sides of a comparison at the top of an expression.
@@ -153,7 +153,7 @@ func (a *Assertion) Check(ctx context.Context, vars AssertionVars) error {
 	}
 	b, ok := out.(types.Bool)
 	if !ok {
-		v, _ := toJSON(out)
+		v, _ := toJSON(out, newBudget(DefaultMaxEvalBytes))
 		return fmt.Errorf("%s: is %s, not a bool", a.Expr, display(v))
 	}
 	if b {
@@ -166,7 +166,7 @@ func (a *Assertion) Check(ctx context.Context, vars AssertionVars) error {
 			sides = append(sides, fmt.Sprintf("%s: %s", op.text, oneLine(err.Error())))
 			continue
 		}
-		v, err := toJSON(val)
+		v, err := toJSON(val, newBudget(DefaultMaxEvalBytes))
 		if err != nil {
 			continue
 		}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/traits"
 )
 
@@ -93,13 +92,19 @@ func (b *batch) run(ctx context.Context, vars *activation) traits.Lister {
 	if b == nil {
 		return nil
 	}
+	var used int64
+	if vars.budget != nil {
+		used = vars.budget.used
+	}
 	out, _, err := b.prg.ContextEval(ctx, vars)
-	if err != nil {
+	list, isList := out.(traits.Lister)
+	if err != nil || !isList {
+		// The expressions are evaluated again one by one, and charge again what they
+		// build: what the batch built is garbage.
+		if vars.budget != nil {
+			vars.budget.used, vars.budget.refused = used, nil
+		}
 		return nil
 	}
-	if _, isErr := out.(*types.Err); isErr {
-		return nil
-	}
-	list, _ := out.(traits.Lister)
 	return list
 }

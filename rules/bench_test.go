@@ -1,9 +1,11 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkEvaluate evaluates the three-child rule of the rules reference (a Deployment, a Service
@@ -52,5 +54,53 @@ func BenchmarkEvaluateForEach1000(b *testing.B) {
 		if err != nil || len(res.Children) != 1000 || !res.Ready {
 			b.Fatalf("Evaluate() = %d children, ready %v, %v", len(res.Children), res.Ready, err)
 		}
+	}
+}
+
+// BenchmarkGrowthRefused evaluates each growth case of TestGrowthIsRefused, under the
+// tests' budget of 1 MiB: how long the refusal takes and what the evaluation allocates
+// (B/op) when the expression asks for hundreds of megabytes.
+func BenchmarkGrowthRefused(b *testing.B) {
+	for _, tt := range growthCases() {
+		b.Run(tt.name, func(b *testing.B) {
+			r := loadRule(b, growthRule(tt.expr, tt.text), Options{MaxEvalBytes: testBudget, EvalTimeout: time.Minute})
+			parent := webApp(tt.spec)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Evaluate(b.Context(), parent, nil); !errors.Is(err, ErrMemoryLimit) {
+					b.Fatalf("Evaluate() error = %.200v, want ErrMemoryLimit", err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkGrowthBomb evaluates the reported bomb with the default limits: a 100 KB
+// parent whose rule's replace would build a 312 MB string.
+func BenchmarkGrowthBomb(b *testing.B) {
+	r := loadRule(b, greetingRule, Options{})
+	bomb := webApp(map[string]any{"template": strings.Repeat("{{name}}", 6250), "name": strings.Repeat("n", 50_000)})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Evaluate(b.Context(), bomb, nil); !errors.Is(err, ErrMemoryLimit) {
+			b.Fatalf("Evaluate() error = %.200v, want ErrMemoryLimit", err)
+		}
+	}
+}
+
+// BenchmarkQuadraticWorkRefused evaluates each case of TestQuadraticWorkIsRefused: how
+// long the refusal takes.
+func BenchmarkQuadraticWorkRefused(b *testing.B) {
+	for _, tt := range workCases() {
+		b.Run(tt.name, func(b *testing.B) {
+			r := loadRule(b, growthRule(tt.expr, "x"), Options{EvalTimeout: time.Minute})
+			parent := webApp(tt.spec)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Evaluate(b.Context(), parent, nil); !errors.Is(err, ErrCostLimit) {
+					b.Fatalf("Evaluate() error = %.200v, want ErrCostLimit", err)
+				}
+			}
+		})
 	}
 }

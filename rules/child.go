@@ -132,7 +132,7 @@ func (r *Rule) shape(id *Identity, p ParentRef, d Desired, scope func(apiVersion
 	name, _ := md["name"].(string)
 	namespace, _ := md["namespace"].(string)
 	fail := func(format string, args ...any) error {
-		return &ChildError{Rule: r.Name, Child: d.ID, Object: ObjectName(gk, namespace, name), Message: fmt.Sprintf(format, args...)}
+		return &ChildError{Rule: r.Name, Child: d.ID, Object: r.ShowObject(d.ID, gk, namespace, name), Message: fmt.Sprintf(format, args...)}
 	}
 	if r.child(d.ID) == nil {
 		return nil, fail("the rule has no child of that id")

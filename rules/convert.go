@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -18,17 +19,25 @@ import (
 // maxValueDepth bounds the nesting of converted values.
 const maxValueDepth = 100
 
-// toJSON converts a CEL value.
-func toJSON(v ref.Val) (any, error) {
-	return toJSONDepth(v, 0)
+// toJSON converts a CEL value, charging b (budget.go) with the size of the result: a
+// value built by sharing (one list or string referred to many times) is as large as its
+// copies.
+func toJSON(v ref.Val, b *budget) (any, error) {
+	return toJSONDepth(v, b, 0)
 }
 
-func toJSONDepth(v ref.Val, depth int) (any, error) {
+// convertWhat names a value converted into a manifest in messages.
+const convertWhat = "the value of this field"
+
+func toJSONDepth(v ref.Val, b *budget, depth int) (any, error) {
 	if depth > maxValueDepth {
 		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
 	}
 	switch x := v.(type) {
 	case types.String:
+		if err := b.charge(int64(len(x)), convertWhat); err != nil {
+			return nil, err
+		}
 		return string(x), nil
 	case types.Int:
 		return int64(x), nil
@@ -48,6 +57,9 @@ func toJSONDepth(v ref.Val, depth int) (any, error) {
 	case types.Null:
 		return nil, nil
 	case types.Bytes:
+		if err := b.charge(int64(base64.StdEncoding.EncodedLen(len(x))), convertWhat); err != nil {
+			return nil, err
+		}
 		return base64.StdEncoding.EncodeToString(x), nil
 	case types.Timestamp:
 		return x.UTC().Format(time.RFC3339Nano), nil
@@ -63,20 +75,29 @@ func toJSONDepth(v ref.Val, depth int) (any, error) {
 	// concatenated list, say) fails the copy and takes the general path below.
 	switch native := v.Value().(type) {
 	case map[string]any, []any:
-		if out, err := copyJSON(native, depth); err == nil {
-			return out, nil
+		used := b.used
+		out, err := copyJSON(native, b, depth)
+		if err == nil || errors.Is(err, ErrMemoryLimit) {
+			return out, err
 		}
+		b.used = used
 	}
 	switch native := v.Value().(type) {
 	case map[ref.Val]ref.Val:
 		// A map literal built by the expression.
+		if err := b.charge(int64(len(native))*entryBytes, convertWhat); err != nil {
+			return nil, err
+		}
 		out := make(map[string]any, len(native))
 		for k, val := range native {
 			key, ok := k.(types.String)
 			if !ok {
 				return nil, fmt.Errorf("map key %v is a %s; JSON object keys are strings", k, k.Type().TypeName())
 			}
-			c, err := toJSONDepth(val, depth+1)
+			if err := b.charge(int64(len(key)), convertWhat); err != nil {
+				return nil, err
+			}
+			c, err := toJSONDepth(val, b, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -85,9 +106,12 @@ func toJSONDepth(v ref.Val, depth int) (any, error) {
 		return out, nil
 	case []ref.Val:
 		// A list literal built by the expression.
+		if err := b.charge(int64(len(native))*elemBytes, convertWhat); err != nil {
+			return nil, err
+		}
 		out := make([]any, len(native))
 		for i, val := range native {
-			c, err := toJSONDepth(val, depth+1)
+			c, err := toJSONDepth(val, b, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -105,7 +129,10 @@ func toJSONDepth(v ref.Val, depth int) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("map key %v is a %s; JSON object keys are strings", k, k.Type().TypeName())
 			}
-			val, err := toJSONDepth(x.Get(k), depth+1)
+			if err := b.charge(entryBytes+int64(len(key)), convertWhat); err != nil {
+				return nil, err
+			}
+			val, err := toJSONDepth(x.Get(k), b, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -114,10 +141,13 @@ func toJSONDepth(v ref.Val, depth int) (any, error) {
 		return out, nil
 	case traits.Lister:
 		n, _ := x.Size().(types.Int)
+		if err := b.charge(int64(n)*elemBytes, convertWhat); err != nil {
+			return nil, err
+		}
 		out := make([]any, 0, int(n))
 		it := x.Iterator()
 		for it.HasNext() == types.True {
-			val, err := toJSONDepth(it.Next(), depth+1)
+			val, err := toJSONDepth(it.Next(), b, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -132,16 +162,22 @@ func toJSONDepth(v ref.Val, depth int) (any, error) {
 }
 
 // copyJSON deep-copies a Go JSON value, so that results never share maps or slices with
-// the caller's inputs.
-func copyJSON(v any, depth int) (any, error) {
+// the caller's inputs, charging b with its size.
+func copyJSON(v any, b *budget, depth int) (any, error) {
 	if depth > maxValueDepth {
 		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
 	}
 	switch x := v.(type) {
 	case map[string]any:
+		if err := b.charge(int64(len(x))*entryBytes, convertWhat); err != nil {
+			return nil, err
+		}
 		out := make(map[string]any, len(x))
 		for k, val := range x {
-			c, err := copyJSON(val, depth+1)
+			if err := b.charge(int64(len(k)), convertWhat); err != nil {
+				return nil, err
+			}
+			c, err := copyJSON(val, b, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -149,9 +185,12 @@ func copyJSON(v any, depth int) (any, error) {
 		}
 		return out, nil
 	case []any:
+		if err := b.charge(int64(len(x))*elemBytes, convertWhat); err != nil {
+			return nil, err
+		}
 		out := make([]any, len(x))
 		for i, val := range x {
-			c, err := copyJSON(val, depth+1)
+			c, err := copyJSON(val, b, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -163,7 +202,12 @@ func copyJSON(v any, depth int) (any, error) {
 			return nil, fmt.Errorf("%v is not a JSON number", x)
 		}
 		return x, nil
-	case string, int64, bool, nil:
+	case string:
+		if err := b.charge(int64(len(x)), convertWhat); err != nil {
+			return nil, err
+		}
+		return x, nil
+	case int64, bool, nil:
 		return x, nil
 	case int:
 		return int64(x), nil

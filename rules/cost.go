@@ -2,11 +2,17 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/overloads"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/library"
 )
@@ -44,7 +50,7 @@ func unknownSize() *checker.SizeEstimate { return &checker.SizeEstimate{Min: 0, 
 // checkCost estimates the worst-case cost of an expression and reports it when it
 // exceeds the limit.
 func (c *compiler) checkCost(env *cel.Env, w where, source string, checked *cel.Ast) bool {
-	est, err := env.EstimateCost(checked, &library.CostEstimator{SizeEstimator: c.sizes})
+	est, err := env.EstimateCost(checked, newEstimator(c.sizes))
 	if err != nil {
 		c.fail(w, source, 0, "cannot estimate the cost: "+err.Error())
 		return false
@@ -59,12 +65,12 @@ func (c *compiler) checkCost(env *cel.Env, w where, source string, checked *cel.
 // programOptions returns the options of the program of a checked expression: a cost
 // limit unless the expression is bounded below it whatever the sizes of its inputs.
 func (c *compiler) programOptions(env *cel.Env, checked *cel.Ast) []cel.ProgramOption {
-	opts := []cel.ProgramOption{
+	opts := append([]cel.ProgramOption{
 		cel.InterruptCheckFrequency(interruptCheckFrequency),
 		cel.EvalOptions(cel.OptOptimize),
-	}
+	}, growthOptions(c.costLimit)...)
 	if !c.bounded(env, checked) {
-		opts = append(opts, cel.CostLimit(c.costLimit), cel.CostTracking(&library.CostEstimator{}))
+		opts = append(opts, cel.CostLimit(c.costLimit), cel.CostTracking(&runtimeCost{}))
 	}
 	return opts
 }
@@ -75,7 +81,7 @@ func (c *compiler) programOptions(env *cel.Env, checked *cel.Ast) []cel.ProgramO
 // field read costs one more), so the estimate must fit twice, with room to spare.
 func (c *compiler) bounded(env *cel.Env, checked *cel.Ast) bool {
 	honest := &sizeEstimator{parent: c.sizes.parent, worstCase: true}
-	est, err := env.EstimateCost(checked, &library.CostEstimator{SizeEstimator: honest})
+	est, err := env.EstimateCost(checked, newEstimator(honest))
 	return err == nil && est.Max <= (c.costLimit-boundMargin)/2 && c.costLimit > boundMargin
 }
 
@@ -144,9 +150,111 @@ func (s *sizeEstimator) unknown() *checker.SizeEstimate {
 	return unknownSize()
 }
 
-// EstimateCallCost leaves function costs to CEL and the Kubernetes libraries.
+// EstimateCallCost leaves function costs to CEL and the Kubernetes libraries (see
+// estimator).
 func (s *sizeEstimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
 	return nil
+}
+
+// estimator is the static cost model: the Kubernetes libraries' over the sizes that
+// sizes states. With every size taken as the largest a stored object allows (bounded),
+// a call of a function whose result can be far larger than its arguments (replace,
+// join, format: see superlinear) has no bound: such an expression is always tracked,
+// so that what it builds counts at runtime (runtimeCost).
+type estimator struct {
+	library.CostEstimator
+	worstCase bool
+}
+
+func newEstimator(sizes *sizeEstimator) *estimator {
+	return &estimator{CostEstimator: library.CostEstimator{SizeEstimator: sizes}, worstCase: sizes.worstCase}
+}
+
+// superlinear are the functions whose result can be much larger than their arguments.
+// Concatenation is not among them: CEL's estimate of it counts both operands.
+var superlinear = map[string]bool{
+	"replace": true, "join": true, "split": true, "format": true, "findAll": true,
+	"flatten": true, "strings.quote": true, "distinct": true,
+}
+
+// EstimateCallCost implements checker.CostEstimator.
+func (e *estimator) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if e.worstCase && superlinear[function] {
+		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 0, Max: math.MaxUint64}}
+	}
+	return e.CostEstimator.EstimateCallCost(function, overloadID, target, args)
+}
+
+// runtimeCost is the runtime cost model: the Kubernetes libraries', plus, for a
+// function that builds a value (growth.go), what it built: a tenth of a unit per byte
+// of a string or bytes (what CEL counts for a concatenation), one per element of a
+// list or map. A concatenation counts its operands whatever the types the checker
+// knew (CEL counts one unit for a concatenation of dyn values).
+type runtimeCost struct {
+	lib library.CostEstimator
+}
+
+// CallCost implements interpreter.ActualCostEstimator.
+func (r *runtimeCost) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
+	base := r.lib.CallCost(function, overloadID, args, result)
+	g, ok := growthFunctions[function]
+	if !ok || !g.builds(overloadID) || types.IsError(result) {
+		return base
+	}
+	var cost uint64
+	switch {
+	case function == "_+_":
+		cost = uint64(sizeAdd(argvOf(args), 0))
+		if _, isList := result.(traits.Lister); isList {
+			cost /= elemBytes
+		} else {
+			cost = tenth(cost)
+		}
+		cost = max(cost, 1)
+	case function == "join":
+		// The library counts the string built.
+		return base
+	case g.work != nil:
+		cost = g.work(argvOf(args)) + builtCost(result)
+	case base != nil:
+		cost = *base + builtCost(result)
+	default:
+		cost = celCallCost(overloadID, args) + builtCost(result)
+	}
+	return &cost
+}
+
+// builtCost is what a value built by a call costs.
+func builtCost(v ref.Val) uint64 {
+	switch x := v.(type) {
+	case types.String:
+		return tenth(uint64(len(x)))
+	case types.Bytes:
+		return tenth(uint64(len(x)))
+	case traits.Sizer:
+		n, _ := x.Size().(types.Int)
+		return uint64(max(n, 0))
+	}
+	return 0
+}
+
+// celCallCost is CEL's own runtime cost of a call its libraries do not count.
+func celCallCost(overloadID string, args []ref.Val) uint64 {
+	switch overloadID {
+	case overloads.StringToBytes, overloads.BytesToString, overloads.ExtQuoteString, overloads.ExtFormatString:
+		if len(args) > 0 {
+			if s, ok := args[0].(traits.Sizer); ok {
+				n, _ := s.Size().(types.Int)
+				return tenth(uint64(max(n, 0)))
+			}
+		}
+	}
+	return 1
+}
+
+// tenth is n times CEL's cost factor of a string traversal, rounded up.
+func tenth(n uint64) uint64 {
+	return uint64(math.Ceil(float64(n) * common.StringTraversalCostFactor))
 }
 
 func isGlobalVar(name string) bool {

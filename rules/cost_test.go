@@ -150,6 +150,13 @@ func TestBoundedExpressionsSkipTracking(t *testing.T) {
 		{"parent.metadata.name + parent.metadata.name + parent.metadata.name + parent.metadata.name", false},
 		{"parent.spec.hosts.map(h, h)", false},
 		{"parent.metadata.labels.all(k, k != '')", false},
+		// Functions whose result can be far larger than their arguments are always
+		// tracked, so that what they build counts.
+		{"parent.metadata.name.replace('a', parent.metadata.name)", false},
+		{"parent.spec.hosts.join(parent.metadata.name)", false},
+		{"parent.metadata.name.split('').size()", false},
+		{"'%s'.format([parent.metadata.name])", false},
+		{"parent.metadata.name.lowerAscii()", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {

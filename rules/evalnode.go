@@ -62,33 +62,52 @@ func (f *fill) value(n *node) (v any, present, ok bool) {
 			}
 			out = opt.GetValue()
 		}
-		v, err := toJSON(out)
+		v, err := toJSON(out, f.ev.budget)
 		if err != nil {
 			f.ev.fail(n.prog, f.at, err)
 			return nil, false, false
 		}
 		return v, true, true
 	case textNode:
-		var b strings.Builder
-		for _, part := range n.parts {
-			if part.prog == nil {
-				b.WriteString(part.text)
-				continue
-			}
+		return f.text(n)
+	}
+	return nil, false, false
+}
+
+// text evaluates a string with text around its ${...} parts: each part's text first,
+// then the whole string, once the budget holds it.
+func (f *fill) text(n *node) (v any, present, ok bool) {
+	var buf [8]string
+	texts := buf[:0]
+	size := 0
+	for _, part := range n.parts {
+		s := part.text
+		if part.prog != nil {
 			out, ok := f.eval(part.prog)
 			if !ok {
 				return nil, false, false
 			}
-			s, err := toText(out)
-			if err != nil {
+			var err error
+			if s, err = toText(out); err != nil {
 				f.ev.fail(part.prog, f.at, err)
 				return nil, false, false
 			}
-			b.WriteString(s)
 		}
-		return b.String(), true, true
+		texts = append(texts, s)
+		size += len(s)
 	}
-	return nil, false, false
+	if err := f.ev.budget.charge(int64(size), "the interpolated string"); err != nil {
+		// Every part is in the same field: any names it.
+		var p *program
+		for _, part := range n.parts {
+			if part.prog != nil {
+				p = part.prog
+			}
+		}
+		f.ev.fail(p, f.at, err)
+		return nil, false, false
+	}
+	return strings.Join(texts, ""), true, true
 }
 
 // eval takes an expression's value from the batched values, or evaluates it.
@@ -105,7 +124,12 @@ type activation struct {
 	index                              ref.Val
 	// parents is rollout.healthy's.
 	parents ref.Val
+	// budget is the evaluation's byte budget (budget.go).
+	budget *budget
 }
+
+// evalBudget implements budgetHolder.
+func (a *activation) evalBudget() *budget { return a.budget }
 
 // ResolveName implements interpreter.Activation.
 func (a *activation) ResolveName(name string) (any, bool) {

@@ -56,6 +56,8 @@ func (r *Rule) evaluate(ctx context.Context, parent map[string]any, observed Obs
 	// Room for a few forEach elements spares most slice growth.
 	size := len(r.Children) + 4
 	ev := &evaluation{rule: r, plain: plain, observed: observed, res: &Result{Children: make([]Desired, 0, size)}}
+	ev.budgetStore = budget{limit: r.maxEvalBytes}
+	ev.budget = &ev.budgetStore
 	ev.matched = make([]map[string]any, 0, size)
 	ev.claims.list = make([]claimEntry, 0, size)
 	defer func() {
@@ -109,6 +111,10 @@ type evaluation struct {
 	limit *LimitError
 	// refOut holds each ref's outcome, by id; nil for a rule without refs.
 	refOut map[string]refOutcome
+	// budget is what the evaluation may still build (budget.go): budgetStore, or the
+	// budget of the rollout's check.
+	budget      *budget
+	budgetStore budget
 	// observedIndex holds, for a child with many observed objects (a large forEach),
 	// its objects by group, kind and name, built on first use (observedOf).
 	observedIndex map[string]map[observedName][]map[string]any
@@ -133,6 +139,7 @@ func (ev *evaluation) run(parent map[string]any, refs RefSource) {
 	ev.vars = activation{
 		parent:   jsonValue(p),
 		children: jsonValue(ev.children),
+		budget:   ev.budget,
 	}
 	if r.when != nil {
 		include, ok := ev.condition(r.when, &ev.vars, -1)
@@ -334,6 +341,12 @@ func (ev *evaluation) eval(p *program, vars *activation, at int) (ref.Val, bool)
 
 // cause says why an expression stopped: the cost limit, the deadline, or its own error.
 func (ev *evaluation) cause(err error) error {
+	if refused := ev.budget.takeRefused(); refused != nil {
+		return refused
+	}
+	if errors.Is(err, ErrMemoryLimit) {
+		return err
+	}
 	if strings.Contains(err.Error(), "cost limit exceeded") {
 		return fmt.Errorf("%w: the expression did more work than its limit allows; iterate over fewer elements", ErrCostLimit)
 	}

@@ -42,7 +42,7 @@ func (plainPath) object(ev *evaluation, ch *Child, vars *activation, at int) (ma
 	if !ok {
 		return nil, false
 	}
-	v, err := toJSON(out)
+	v, err := toJSON(out, ev.budget)
 	obj, _ := v.(map[string]any)
 	if err != nil || obj == nil {
 		if err == nil {

@@ -141,17 +141,18 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		sizes:     &sizeEstimator{parent: parentType},
 	}
 	r := &Rule{
-		Name:        src.name,
-		Parent:      Parent{GVR: gvr, Namespaces: src.parent.namespaces, Selector: selector},
-		HasStatus:   src.status != nil,
-		MaxChildren: cmp.Or(src.maxChildren, opts.maxChildren()),
-		Fingerprint: src.fingerprint,
-		Revision:    src.revision,
-		Document:    src.document,
-		timeout:     opts.evalTimeout(),
-		parentType:  parentType,
-		coerce:      hasDouble(parentType),
-		refsType:    refsType,
+		Name:         src.name,
+		Parent:       Parent{GVR: gvr, Namespaces: src.parent.namespaces, Selector: selector},
+		HasStatus:    src.status != nil,
+		MaxChildren:  cmp.Or(src.maxChildren, opts.maxChildren()),
+		Fingerprint:  src.fingerprint,
+		Revision:     src.revision,
+		Document:     src.document,
+		timeout:      opts.evalTimeout(),
+		maxEvalBytes: opts.maxEvalBytes(),
+		parentType:   parentType,
+		coerce:       hasDouble(parentType),
+		refsType:     refsType,
 	}
 	rw := where{rule: src.name, path: src.at}
 	if src.parent.when != "" {
@@ -205,7 +206,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		return nil
 	}
 	r.sens = markSensitive(r, c.progs)
-	r.warnings = r.sens.flowWarnings(r, c.progs)
+	r.warnings = append(r.sens.nameWarnings(r, c.progs), r.sens.flowWarnings(r, c.progs)...)
 	// Only a CRD's schema says which fields its objects may leave out: the embedded
 	// schemas of the built-in kinds do not list what the API server always sets.
 	if opts.Schemas != nil && !gvr.Empty() {

@@ -59,7 +59,7 @@ func cloneJSON(t *testing.T, m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
-	c, err := copyJSON(m, 0)
+	c, err := copyJSON(m, newBudget(DefaultMaxEvalBytes), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

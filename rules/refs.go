@@ -76,19 +76,22 @@ func stringAt(obj map[string]any, keys ...string) string {
 
 // DescribeRefs says, for render and plan, what each ref of the evaluation read and
 // whether it was found, never what it holds: "refs.settings: ConfigMap default/app
-// (found)".
+// (found)"; a name computed from Secret data is Withheld.
 func (res *Result) DescribeRefs() []string {
 	out := make([]string, 0, len(res.Refs))
 	for _, l := range res.Refs {
-		what := ObjectName(l.GVK.GroupKind(), l.Namespace, l.Name)
+		what := l.Object()
 		var line string
 		switch {
 		case l.Selector != nil:
 			where := "every namespace"
-			if l.Namespace != "" {
+			switch {
+			case l.Namespace != "" && l.Withheld:
+				where = "namespace " + Withheld
+			case l.Namespace != "":
 				where = "namespace " + l.Namespace
 			}
-			line = fmt.Sprintf("refs.%s: %s in %s matching %q (%d found)", l.Ref, l.GVK.Kind, where, l.Selector.String(), l.Found)
+			line = fmt.Sprintf("refs.%s: %s in %s matching %q (%d found)", l.Ref, l.GVK.Kind, where, l.ShownSelector(), l.Found)
 		case l.Found > 0:
 			line = fmt.Sprintf("refs.%s: %s (found)", l.Ref, what)
 		case slices.Contains(res.MissingRefs, l.Ref):

@@ -34,6 +34,9 @@ type Ref struct {
 	// Sensitive is true for a Secret, or a ref marked `sensitive: true`: no message ever
 	// quotes a value read from it (sensitive.go).
 	Sensitive bool
+	// SecretName is true when the ref computes its name, namespace or selector from
+	// Secret data (secretnames.go): its Lookups are Withheld.
+	SecretName bool
 
 	// compiled holds the parts the evaluation needs; see refs.go.
 	compiled *refProgram
@@ -66,4 +69,8 @@ type Lookup struct {
 	Selector labels.Selector
 	// Found is the number of objects found: 0 or 1 in the name form.
 	Found int
+	// Withheld is true when the ref computes its name, namespace or selector from
+	// Secret data: whatever shows the lookup shows Object and ShownSelector, never
+	// Namespace, Name or Selector.
+	Withheld bool
 }

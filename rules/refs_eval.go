@@ -54,7 +54,7 @@ func (ev *evaluation) lookupRefs(parent map[string]any, src RefSource) {
 // looks the object (or objects) up, storing what it finds in values.
 func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values map[string]any) refOutcome {
 	// A name, namespace or selector computed from Secret data is never quoted.
-	sensitive := ev.rule.sens != nil && (ev.rule.sens.parent || ev.rule.sens.readsAny(ref.DependsOn, nil))
+	sensitive := ref.SecretName || ev.rule.sens != nil && (ev.rule.sens.parent || ev.rule.sens.readsAny(ref.DependsOn, nil))
 	failed := func(field string, err error) refOutcome {
 		e := &Error{Rule: ev.rule.Name, Ref: ref.ID, Field: field, Message: err.Error(), Err: err}
 		if sensitive {
@@ -101,7 +101,7 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 	if src == nil {
 		return failed("", errors.New("no source of referenced objects was given to the evaluation"))
 	}
-	lookup := Lookup{Ref: ref.ID, GVK: ref.GVK, Namespace: namespace}
+	lookup := Lookup{Ref: ref.ID, GVK: ref.GVK, Namespace: namespace, Withheld: ref.SecretName}
 	if rp.name != nil {
 		name, ok := ev.refString(rp.name)
 		if !ok {

@@ -81,7 +81,7 @@ func (ro *Rollout) Healthy(ctx context.Context, parents []map[string]any) (healt
 		return true, nil
 	}
 	r := ro.rule
-	ev := &evaluation{rule: r, res: &Result{}}
+	ev := &evaluation{rule: r, res: &Result{}, budget: newBudget(r.maxEvalBytes)}
 	defer func() {
 		if p := recover(); p != nil {
 			healthy, err = false, ErrorList{{Rule: r.Name, Field: fieldHealthy, Expr: ro.healthy.source, Message: fmt.Sprintf("internal error: %v", p)}}
@@ -98,7 +98,7 @@ func (ro *Rollout) Healthy(ctx context.Context, parents []map[string]any) (healt
 		}
 		list[i] = v
 	}
-	healthy, ok := ev.condition(ro.healthy, &activation{parents: jsonValue(list)}, -1)
+	healthy, ok := ev.condition(ro.healthy, &activation{parents: jsonValue(list), budget: ev.budget}, -1)
 	if !ok {
 		return false, ev.errs
 	}

@@ -35,26 +35,44 @@ func withheld(reads string) string {
 
 // sensitivity records what a rule reads of Secrets.
 type sensitivity struct {
-	parent   bool            // the parent is a Secret
-	refs     map[string]bool // sensitive ref ids
-	children map[string]bool // sensitive child ids (of kind Secret or filled from one)
-	derived  map[string]bool // children whose expressions read sensitive data
+	parent bool // the parent is a Secret
+	// refs and children are the sensitive ref and child ids: those that hold Secret data
+	// (a Secret, a ref marked sensitive, a child filled from Secret data) or whose names
+	// are computed from it.
+	refs, children map[string]bool
+	derived        map[string]bool // children whose expressions read sensitive data
+	// dataRefs and dataChildren are those that hold Secret data; namedRefs and
+	// namedChildren those whose names are computed from it (secretnames.go).
+	dataRefs, dataChildren   map[string]bool
+	namedRefs, namedChildren map[string]bool
+	// eachData are the forEach children whose each holds Secret data.
+	eachData map[string]bool
 }
 
-// markSensitive sets Ref.Sensitive, Child.Sensitive and the programs' sensitive flags
-// of a compiled rule (children in dependency order).
+// markSensitive sets Ref.Sensitive, Ref.SecretName, Child.Sensitive, Child.SecretName
+// and the programs' sensitive flags of a compiled rule (refs and children in dependency
+// order).
 func markSensitive(r *Rule, progs []*program) *sensitivity {
 	s := &sensitivity{
 		parent: r.Parent.GVR.GroupResource() == schema.GroupResource{Resource: "secrets"},
 		refs:   map[string]bool{}, children: map[string]bool{}, derived: map[string]bool{},
+		dataRefs: map[string]bool{}, dataChildren: map[string]bool{},
+		namedRefs: map[string]bool{}, namedChildren: map[string]bool{}, eachData: map[string]bool{},
 	}
 	for _, ref := range r.Refs {
 		ref.Sensitive = ref.Sensitive || ref.GVK.GroupKind() == secretKind
-		s.refs[ref.ID] = ref.Sensitive
+		s.dataRefs[ref.ID] = ref.Sensitive
+		ref.SecretName = s.namesRef(ref, progs)
+		s.namedRefs[ref.ID] = ref.SecretName
+		s.refs[ref.ID] = ref.Sensitive || ref.SecretName
 	}
 	for _, ch := range r.Children {
 		s.derived[ch.ID] = s.parent || s.readsAny(ch.refReads, ch.reads)
-		ch.Sensitive = ch.GVK.GroupKind() == secretKind || s.derived[ch.ID]
+		s.dataChildren[ch.ID] = ch.GVK.GroupKind() == secretKind || s.derived[ch.ID]
+		ch.SecretName = s.namesChild(ch, progs)
+		s.namedChildren[ch.ID] = ch.SecretName
+		s.derived[ch.ID] = s.derived[ch.ID] || ch.SecretName
+		ch.Sensitive = s.dataChildren[ch.ID] || ch.SecretName
 		s.children[ch.ID] = ch.Sensitive
 	}
 	for _, p := range progs {
@@ -103,8 +121,10 @@ func (s *sensitivity) flowWarnings(r *Rule, progs []*program) []*Error {
 	seen := map[string]bool{}
 	for _, p := range progs {
 		// Only what reads Secret data itself: the other fields of a child that reads
-		// some are sensitive for their errors, but carry no Secret data.
-		if !p.sensitive || s.parent || !s.readsAny(p.refReads, p.reads) {
+		// some are sensitive for their errors, but carry no Secret data. A name
+		// computed from Secret data has its own warning (nameWarnings).
+		if !p.sensitive || s.parent || !s.readsSecret(p, s.eachData[p.w.child]) ||
+			p.w.child != "" && s.namedChildren[p.w.child] && namesObject(string(p.w.field)) && string(p.w.field) != "expr" {
 			continue
 		}
 		var target string
@@ -140,9 +160,9 @@ func (s *sensitivity) isSecretChild(r *Rule, id string) bool {
 }
 
 // quotesNothing reports whether an evaluation error is one whose text kubecel wrote
-// without any value: the cost limit, the deadline.
+// without any value: the cost limit, the memory limit, the deadline.
 func quotesNothing(err error) bool {
-	return errors.Is(err, ErrCostLimit) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	return errors.Is(err, ErrCostLimit) || errors.Is(err, ErrMemoryLimit) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // withheldErr keeps what callers test an evaluation error for (a deadline, a cost

@@ -97,7 +97,7 @@ func (o *renderOutput) add(r *rules.Rule, ref rules.ParentRef, parent map[string
 				comment += "; " + c.Policy()
 			}
 		}
-		o.docs = append(o.docs, renderDoc{comment: comment, object: rules.RedactSecrets(d.Object), rule: r.Name, child: d.ID, index: d.Index})
+		o.docs = append(o.docs, renderDoc{comment: comment, object: r.ShowManifest(d.ID, d.Object), rule: r.Name, child: d.ID, index: d.Index})
 	}
 	for _, w := range res.Waiting {
 		o.note(fmt.Sprintf("rule %q child %q: waiting for %s to exist and be ready", r.Name, w.ID, strings.Join(w.On, ", ")))

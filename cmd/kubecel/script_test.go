@@ -55,6 +55,7 @@ import (
 // $KUBECONFIG and the namespace $NS, and each one that waits polls for up to two minutes:
 //
 //	subst IN OUT              write IN to OUT with $VARIABLES expanded
+//	repeat NAME N TEXT        set $NAME to TEXT repeated N times (for large inputs)
 //	apply FILE                server-side apply every object of FILE (in $NS unless it names a namespace)
 //	applystatus FILE          the same to the status subresource (each object's status)
 //	get [-json] RESOURCE NAME print the object (RESOURCE as in kubectl: configmaps, gadgets.plan.kubecel.dev) as YAML (or JSON); ! get: it does not exist
@@ -142,6 +143,7 @@ func freePorts(n int) ([]int, error) {
 
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"subst":         cmdSubst,
+	"repeat":        cmdRepeat,
 	"apply":         cmdApply,
 	"applystatus":   cmdApplyStatus,
 	"get":           cmdGet,
@@ -237,6 +239,17 @@ func cmdSubst(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	out := os.Expand(ts.ReadFile(args[0]), ts.Getenv)
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(out), 0o644))
+}
+
+func cmdRepeat(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: repeat NAME N TEXT")
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil || n < 0 {
+		ts.Fatalf("repeat: %q is not a count", args[1])
+	}
+	ts.Setenv(args[0], strings.Repeat(args[2], n))
 }
 
 // scriptClient is a dynamic client for the script's control plane and a mapper of

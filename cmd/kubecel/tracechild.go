@@ -62,6 +62,8 @@ func (t *ruleTracer) desiredChild(ctx context.Context, d rules.Desired, matched 
 	live, err := t.c.resource(m, c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+	case err != nil && t.rule.Withholds(d.ID):
+		c.Message += " (cannot tell whether its name is free: the request failed; its message is withheld because the child is named from Secret data or holds some)"
 	case err != nil:
 		c.Message += fmt.Sprintf(" (cannot tell whether its name is free: %v)", err)
 	default:
@@ -73,7 +75,7 @@ func (t *ruleTracer) desiredChild(ctx context.Context, d rules.Desired, matched 
 // taken describes a child whose name an object holds that is not this parent's child.
 func (t *ruleTracer) taken(c *traceChild, live *unstructured.Unstructured) {
 	lbls, ann := live.GetLabels(), live.GetAnnotations()
-	what := rules.ObjectName(live.GroupVersionKind().GroupKind(), live.GetNamespace(), live.GetName())
+	what := t.rule.ShowObject(c.ID, live.GroupVersionKind().GroupKind(), live.GetNamespace(), live.GetName())
 	var holder string
 	fix := "remove or rename it, or change the child's name"
 	switch {
@@ -121,9 +123,13 @@ func (t *ruleTracer) refs(res *rules.Result, errs rules.ErrorList) {
 		switch {
 		case i >= 0:
 			l := res.Refs[i]
-			tr.Namespace, tr.Name, tr.Found = l.Namespace, l.Name, l.Found
-			if l.Selector != nil {
-				tr.Selector = l.Selector.String()
+			tr.Namespace, tr.Name, tr.Found, tr.Selector = l.Namespace, l.Name, l.Found, l.ShownSelector()
+			if l.Withheld {
+				for _, s := range []*string{&tr.Name, &tr.Namespace} {
+					if *s != "" {
+						*s = rules.Withheld
+					}
+				}
 			}
 			switch {
 			case l.Selector != nil || l.Found > 0:

@@ -123,7 +123,22 @@ func (t *ruleTracer) trace(ctx context.Context, parent *unstructured.Unstructure
 			t.out.Errors = append(t.out.Errors, e.Error())
 		}
 	}
+	for i := range t.out.Children {
+		t.withholdName(&t.out.Children[i])
+	}
 	return t.out
+}
+
+// withholdName replaces the name and namespace of a row with rules.Withheld where the
+// rule computes them from Secret data (its messages name it withheld already).
+func (t *ruleTracer) withholdName(c *traceChild) {
+	if c.Name == "" || !t.rule.WithholdsName(c.ID) {
+		return
+	}
+	c.Name = rules.Withheld
+	if c.Namespace != "" {
+		c.Namespace = rules.Withheld
+	}
 }
 
 // listChildren lists the objects that carry this rule's and this parent's labels, in
@@ -171,7 +186,7 @@ func (t *ruleTracer) listChildren(ctx context.Context) ([]traceChild, error) {
 			if u.GetAnnotations()[contract.AnnotationReleasedFrom] != t.pref.Annotation() {
 				continue
 			}
-			c := childRow(u, "", stateReleased)
+			c := childRow(u, u.GetLabels()[contract.LabelChild], stateReleased)
 			c.Message = "let go by the rule (lifecycle Keep): no longer kubecel's"
 			released = append(released, c)
 		}

@@ -65,10 +65,7 @@ func (c *Reconciler) apply(ctx context.Context, st *watch.Rule, child string, ob
 		return c.send.apply(ctx, ck.GVR, obj, contract.FieldManager)
 	})
 	if err != nil {
-		if st.Child(child).Sensitive {
-			err = withholdMessage(err)
-		}
-		return nil, childError(st.Rule.Name, child, watch.KeyOf(obj), fmt.Errorf("apply: %w", err))
+		return nil, childError(st, child, watch.KeyOf(obj), fmt.Errorf("apply: %w", withheldFor(st, child, err)))
 	}
 	c.metrics.Applies.WithLabelValues(st.Rule.Name).Inc()
 	return got, nil
@@ -90,6 +87,15 @@ func (c *Reconciler) remembered(key string, write func() (*unstructured.Unstruct
 		c.written.Settle(key, got)
 	}()
 	return write()
+}
+
+// withheldFor is err, or its message withheld (withholdMessage) when the child holds
+// Secret data or is named from it: the API server's messages quote values and names.
+func withheldFor(st *watch.Rule, child string, err error) error {
+	if st.Rule.Withholds(child) {
+		return withholdMessage(err)
+	}
+	return err
 }
 
 // withholdMessage replaces the API server's message about a child that holds Secret

@@ -9,6 +9,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/compare"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/engine/plan"
+	"github.com/kubecel/kubecel/rules"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 )
@@ -53,15 +54,42 @@ func (o *outcome) record(action plan.Action, child string, live, got *unstructur
 	o.writes = append(o.writes, write{action: action, child: child, live: live, got: got})
 }
 
-// changes returns the reconcile's writes that change something a reader can see.
-func (o *outcome) changes() []plan.Change {
+// changes returns the reconcile's writes that change something a reader can see, the
+// names of children that rule computes from Secret data withheld.
+func (o *outcome) changes(r *rules.Rule) []plan.Change {
 	var out []plan.Change
 	for _, w := range o.writes {
-		if ch, ok := newChange(w.action, w.child, w.live, w.got); ok {
-			out = append(out, ch)
+		ch, ok := newChange(w.action, w.child, w.live, w.got)
+		if !ok {
+			continue
 		}
+		if w.child != "" && r.WithholdsName(w.child) {
+			withholdName(&ch)
+		}
+		out = append(out, ch)
 	}
 	return out
+}
+
+// withholdName replaces the change's object's name and namespace, and their values
+// among its fields, with rules.Withheld.
+func withholdName(ch *plan.Change) {
+	ch.Object.Name = rules.Withheld
+	if ch.Object.Namespace != "" {
+		ch.Object.Namespace = rules.Withheld
+	}
+	for i, f := range ch.Fields {
+		if f.Path == "metadata.name" || f.Path == "metadata.namespace" || f.Path == "metadata" {
+			ch.Fields[i].Old, ch.Fields[i].New = withheld(f.Old), withheld(f.New)
+		}
+	}
+}
+
+func withheld(v any) any {
+	if v == nil {
+		return nil
+	}
+	return rules.Withheld
 }
 
 // logPlan logs each change of a dry-run reconcile, one line per change with the diff.
@@ -82,7 +110,7 @@ func (c *Reconciler) Plan(ctx context.Context, st *watch.Rule, parent *unstructu
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("rule", st.Rule.Name, "parent", parent.GetNamespace()+"/"+parent.GetName()))
 	out := c.sync(ctx, st, parent)
-	p.Changes = out.changes()
+	p.Changes = out.changes(st.Rule)
 	if out.result != nil {
 		for _, w := range out.result.Waiting {
 			p.Waiting = append(p.Waiting, fmt.Sprintf("%s waits for %s", w.ID, strings.Join(w.On, ", ")))

@@ -69,5 +69,5 @@ func (d *deletion) releaseChild(ctx context.Context, st *watch.Rule, child *info
 	case apierrors.IsConflict(err):
 		return err
 	}
-	return fmt.Errorf("rule %q child %q: release %s: %w", st.Rule.Name, child.Child(), watch.KeyOf(child), err)
+	return fmt.Errorf("rule %q child %q: release %s: %w", st.Rule.Name, child.Child(), shown(st, child.Child(), watch.KeyOf(child)), withheldFor(st, child.Child(), err))
 }

@@ -43,8 +43,9 @@ const createOnly = "18446744073709551615"
 // parent's child.
 type conflictError struct {
 	rule, child string
-	obj         watch.ObjectKey
-	holder      string
+	// obj names the object for the message (see shown).
+	obj    string
+	holder string
 	// twin is set when the object claims, without this installation's proof, to be
 	// this very child: another installation serves the same rule on the same parent
 	// (or someone copied its labels). The parent's status is then left to the other.
@@ -184,7 +185,7 @@ func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstruc
 	ref := st.ParentRef(parent)
 	k := watch.KeyOf(obj)
 	if holder := c.cachedHolder(st, ref, obj); holder != "" {
-		return nil, &conflictError{rule: st.Rule.Name, child: child, obj: k, holder: holder}
+		return nil, &conflictError{rule: st.Rule.Name, child: child, obj: shown(st, child, k), holder: holder}
 	}
 	first := obj.DeepCopy()
 	first.SetResourceVersion(createOnly)
@@ -197,9 +198,9 @@ func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstruc
 	switch {
 	case apierrors.IsNotFound(gerr):
 		// Deleted in between: the next reconcile creates it.
-		return nil, childError(st.Rule.Name, child, k, fmt.Errorf("the name was taken and is free again: %w", err))
+		return nil, childError(st, child, k, fmt.Errorf("the name was taken and is free again: %w", err))
 	case gerr != nil:
-		return nil, childError(st.Rule.Name, child, k, fmt.Errorf("read the existing object: %w", gerr))
+		return nil, childError(st, child, k, fmt.Errorf("read the existing object: %w", withheldFor(st, child, gerr)))
 	}
 	claim := rules.ClaimOf(k.GK, existing.GetNamespace(), existing.GetName(), existing.GetLabels(), existing.GetAnnotations())
 	proven := c.opts.Identity.Proves(claim, existing.GetAnnotations()[contract.AnnotationProof])
@@ -217,19 +218,19 @@ func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstruc
 	case held == leftover:
 		got, err := c.apply(ctx, st, child, obj)
 		if err == nil {
-			klog.FromContext(ctx).Info("Took over child left by an earlier parent of the same name", "child", child, "object", k.String(), "earlierParentUID", claim.ParentUID)
-			c.events.event(parent, "Normal", contract.ReasonAdopted, "took over %s as child %q: this rule made it for an earlier parent of the same name", k, child)
+			klog.FromContext(ctx).Info("Took over child left by an earlier parent of the same name", "child", child, "object", shown(st, child, k), "earlierParentUID", claim.ParentUID)
+			c.events.event(parent, "Normal", contract.ReasonAdopted, "took over %s as child %q: this rule made it for an earlier parent of the same name", shown(st, child, k), child)
 		}
 		return got, err
 	case !proven && st.Child(child).Adopt && adoptable(existing):
 		got, err := c.apply(ctx, st, child, obj)
 		if err == nil {
-			klog.FromContext(ctx).Info("Adopted existing object", "child", child, "object", k.String())
-			c.events.event(parent, "Normal", contract.ReasonAdopted, "adopted existing %s as child %q (adopt: true)", k, child)
+			klog.FromContext(ctx).Info("Adopted existing object", "child", child, "object", shown(st, child, k))
+			c.events.event(parent, "Normal", contract.ReasonAdopted, "adopted existing %s as child %q (adopt: true)", shown(st, child, k), child)
 		}
 		return got, err
 	}
-	return nil, &conflictError{rule: st.Rule.Name, child: child, obj: k, holder: holder, twin: twin, mismatch: mismatch}
+	return nil, &conflictError{rule: st.Rule.Name, child: child, obj: shown(st, child, k), holder: holder, twin: twin, mismatch: mismatch}
 }
 
 // waiters remembers parents whose child's name is held by another object, by that

@@ -69,13 +69,13 @@ func (d *deletion) prune(ctx context.Context, st *watch.Rule, parent *unstructur
 // lifecycle keeps it (parentGone: because its parent is being deleted), and says so in
 // the log and an Event on the parent.
 func (d *deletion) letGo(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, child *informers.Object, parentGone bool, why string) error {
-	k := watch.KeyOf(child)
+	k := shown(st, child.Child(), watch.KeyOf(child))
 	if keeps(st, child.Child(), parentGone) {
 		if err := d.releaseChild(ctx, st, child); err != nil {
 			return err
 		}
 		d.metrics.Releases.WithLabelValues(st.Rule.Name).Inc()
-		klog.FromContext(ctx).Info("Released child", "child", child.Child(), "object", k.String(), "why", why, "dryRun", d.dryRun)
+		klog.FromContext(ctx).Info("Released child", "child", child.Child(), "object", k, "why", why, "dryRun", d.dryRun)
 		d.events.event(parent, "Normal", "Released", "released %s (%s; lifecycle Keep)", k, why)
 		return nil
 	}
@@ -85,7 +85,7 @@ func (d *deletion) letGo(ctx context.Context, st *watch.Rule, parent *unstructur
 	if !parentGone {
 		d.metrics.Prunes.WithLabelValues(st.Rule.Name).Inc()
 	}
-	klog.FromContext(ctx).Info("Deleted child", "child", child.Child(), "object", k.String(), "why", why, "dryRun", d.dryRun)
+	klog.FromContext(ctx).Info("Deleted child", "child", child.Child(), "object", k, "why", why, "dryRun", d.dryRun)
 	reason := "Pruned"
 	if parentGone {
 		reason = "Deleted"
@@ -125,5 +125,5 @@ func (d *deletion) sendDelete(ctx context.Context, st *watch.Rule, child *inform
 	case apierrors.IsConflict(err):
 		return err
 	}
-	return fmt.Errorf("rule %q child %q: delete %s: %w", st.Rule.Name, child.Child(), watch.KeyOf(child), err)
+	return fmt.Errorf("rule %q child %q: delete %s: %w", st.Rule.Name, child.Child(), shown(st, child.Child(), watch.KeyOf(child)), withheldFor(st, child.Child(), err))
 }

@@ -113,7 +113,7 @@ func (c *Reconciler) Reconcile(ctx context.Context, st *watch.Rule, key watch.Ke
 		return Result{Yield: true}, nil
 	}
 	if c.opts.DryRun {
-		logPlan(ctx, out.changes())
+		logPlan(ctx, out.changes(st.Rule))
 	}
 	c.recordOutcome(st, parent, out)
 	c.notReady.observe(key, readyCondition(out).Status == metav1.ConditionTrue, time.Now())
@@ -257,7 +257,7 @@ func (c *Reconciler) converge(ctx context.Context, st *watch.Rule, parent *unstr
 				continue
 			}
 			out.left--
-			logger.V(2).Info("Applied child", "child", d.ID, "object", k.String())
+			logger.V(2).Info("Applied child", "child", d.ID, "object", shown(st, d.ID, k))
 			action := plan.ActionUpdate
 			if live[k] == nil {
 				action = plan.ActionCreate
@@ -350,6 +350,13 @@ func observed(owned []*unstructured.Unstructured, applied map[watch.ObjectKey]*u
 }
 
 // childError names the rule, child and object in an error.
-func childError(rule, child string, k watch.ObjectKey, err error) error {
-	return fmt.Errorf("rule %q child %q: %s: %w", rule, child, k, err)
+func childError(st *watch.Rule, child string, k watch.ObjectKey, err error) error {
+	return fmt.Errorf("rule %q child %q: %s: %w", st.Rule.Name, child, shown(st, child, k), err)
+}
+
+// shown names an object of the rule's child for Events, logs, conditions and errors:
+// with its name withheld where the child computes it from Secret data
+// (rules.Rule.ShowObject).
+func shown(st *watch.Rule, child string, k watch.ObjectKey) string {
+	return st.Rule.ShowObject(child, k.GK, k.Namespace, k.Name)
 }

@@ -121,7 +121,7 @@ func (c *Reconciler) continueWith(ctx context.Context, st *watch.Rule, parent *u
 		}
 		left--
 		wrote++
-		logger.V(2).Info("Applied child", "child", d.ID, "object", k.String(), "resumed", true)
+		logger.V(2).Info("Applied child", "child", d.ID, "object", shown(st, d.ID, k), "resumed", true)
 	}
 	return nil, wrote
 }

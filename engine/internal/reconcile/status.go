@@ -300,7 +300,7 @@ func missingRefsMessage(res *rules.Result) string {
 	var parts []string
 	for _, l := range res.Refs {
 		if slices.Contains(res.MissingRefs, l.Ref) {
-			parts = append(parts, fmt.Sprintf("refs.%s: %s does not exist", l.Ref, rules.ObjectName(l.GVK.GroupKind(), l.Namespace, l.Name)))
+			parts = append(parts, fmt.Sprintf("refs.%s: %s does not exist", l.Ref, l.Object()))
 		}
 	}
 	for _, w := range res.Waiting {
