@@ -9,20 +9,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // startControllerManager runs kube-controller-manager with only the controllers the
-// tests need (garbage collection follows owner references; namespace deletion
-// empties and removes namespaces) and waits until it reports healthy. The serving port is
+// tests need (by default garbage collection, which follows owner references, and
+// namespace deletion, which empties and removes namespaces) and waits until it reports
+// healthy. The serving port is
 // probed free before the process binds it, so another process can take it in between:
 // a start that exits early is tried again on a new port, up to three times.
-func startControllerManager(ctx context.Context, binDir, dir, kubeconfig string, timeout time.Duration) (*process, error) {
+func startControllerManager(ctx context.Context, binDir, dir, kubeconfig string, controllers []string, timeout time.Duration) (*process, error) {
 	var err error
 	for range 3 {
 		var p *process
 		var exitedEarly bool
-		p, exitedEarly, err = startControllerManagerOnce(ctx, binDir, dir, kubeconfig, timeout)
+		p, exitedEarly, err = startControllerManagerOnce(ctx, binDir, dir, kubeconfig, controllers, timeout)
 		if err == nil || !exitedEarly {
 			return p, err
 		}
@@ -30,7 +32,7 @@ func startControllerManager(ctx context.Context, binDir, dir, kubeconfig string,
 	return nil, err
 }
 
-func startControllerManagerOnce(ctx context.Context, binDir, dir, kubeconfig string, timeout time.Duration) (*process, bool, error) {
+func startControllerManagerOnce(ctx context.Context, binDir, dir, kubeconfig string, controllers []string, timeout time.Duration) (*process, bool, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, false, err
@@ -39,7 +41,7 @@ func startControllerManagerOnce(ctx context.Context, binDir, dir, kubeconfig str
 		"--kubeconfig="+kubeconfig,
 		"--authentication-kubeconfig="+kubeconfig,
 		"--authorization-kubeconfig="+kubeconfig,
-		"--controllers=garbage-collector-controller,namespace-controller",
+		"--controllers="+strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 		"--bind-address=127.0.0.1",

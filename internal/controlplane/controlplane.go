@@ -37,8 +37,11 @@ type Options struct {
 	// is replaced and left in place after Stop so the logs can be read.
 	Dir string
 	// ControllerManager also starts kube-controller-manager with only the garbage
-	// collector and namespace controllers.
+	// collector and namespace controllers, or with Controllers when they are set.
 	ControllerManager bool
+	// Controllers are kube-controller-manager's controllers (its --controllers names,
+	// such as clusterrole-aggregation-controller), when ControllerManager is set.
+	Controllers []string
 	// APIServerFlags are extra kube-apiserver flags (name without dashes -> value).
 	APIServerFlags map[string]string
 	// StartTimeout bounds the start of each process (default 60s).
@@ -108,7 +111,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return cp, err
 	}
 	if opts.ControllerManager {
-		if cp.manager, err = startControllerManager(ctx, binDir, cp.Dir, cp.Kubeconfig, opts.timeout()); err != nil {
+		if cp.manager, err = startControllerManager(ctx, binDir, cp.Dir, cp.Kubeconfig, opts.controllers(), opts.timeout()); err != nil {
 			return cp, fmt.Errorf("start kube-controller-manager (log: %s): %w", filepath.Join(cp.Dir, "kube-controller-manager.log"), err)
 		}
 	}
@@ -131,6 +134,15 @@ func createNamespace(ctx context.Context, cfg *rest.Config, ns string) error {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
 	}
 	return nil
+}
+
+// controllers are kube-controller-manager's: Controllers, or by default the garbage
+// collector (owner references) and the namespace controller (namespace deletion).
+func (o Options) controllers() []string {
+	if len(o.Controllers) > 0 {
+		return o.Controllers
+	}
+	return []string{"garbage-collector-controller", "namespace-controller"}
 }
 
 func (o Options) timeout() time.Duration {
