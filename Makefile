@@ -48,7 +48,7 @@ run: build controlplane ## start kubecel dev: a local control plane with the exa
 	$(BIN)/kubecel dev --dir $(BIN)/dev $(DEV_FLAGS)
 
 .PHONY: test
-test: controlplane ## run every test (unit, integration on the local control plane, short fuzz), race detector on
+test: controlplane tools ## run every test (unit, integration on the local control plane, short fuzz), race detector on
 	$(GO) test -race -count=1 -timeout 25m $(GOTEST_FLAGS) ./...
 	cd deploy/monitoring/check && $(GO) test -count=1 ./...
 
@@ -89,6 +89,20 @@ $(BIN)/etcd: $(CP_DIR)/etcd/go.mod $(CP_DIR)/etcd/go.sum
 	@echo ">> building etcd $(ETCD_VERSION) from go.etcd.io/etcd/server/v3 (first build: ~1 min; cached in bin/ afterwards)"
 	@cd $(CP_DIR)/etcd && $(GO) build -trimpath -ldflags '-s -w' -o $@ .
 	@echo ">> built $@"
+
+# make release: VERSION must be a semantic version tag (vX.Y.Z or vX.Y.Z-PRE); the commit,
+# its time (every archive is dated at it) and whether the tree has local changes come
+# from git. See docs/install.md.
+DIST ?= dist
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+MODIFIED ?= $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true)
+
+.PHONY: release
+release: $(BIN)/helm ## build dist/ for VERSION=vX.Y.Z with no Docker: binaries for PLATFORMS (default all four), linux images, the Helm chart, install.yaml, SHA256SUMS; then check them
+	$(GO) run ./cmd/release -version '$(VERSION)' -revision '$(REVISION)' -modified=$(MODIFIED) \
+		-source-date-epoch '$(SOURCE_DATE_EPOCH)' -platforms '$(PLATFORMS)' -dist '$(DIST)' -helm $(BIN)/helm
 
 .PHONY: tools
 tools: $(TOOLS) ## build helm, kubectl and crane into bin/ from the versions pinned in cmd/tools/go.mod (cached)

@@ -137,10 +137,10 @@ func renderInstall(ctx context.Context, c Config, chart []byte) ([]byte, error) 
 		return nil, fmt.Errorf("helm template's output: %w", err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# kubecel %s: kubectl apply --server-side -f install.yaml (see docs/install.md).\n", c.Version)
-	fmt.Fprintf(&b, "# The Helm chart %s rendered with its default values, for the release %s in\n", chartArchive(c), InstallRelease)
-	fmt.Fprintf(&b, "# the namespace %s: the controller (%s) with two replicas and leader\n", InstallNamespace, ImageRef(c.Version))
-	b.WriteString("# election, its RBAC, and the example rules in the ConfigMap kubecel-rules.\n")
+	fmt.Fprintf(&b, "# kubecel %s: kubectl apply --server-side -f install.yaml (docs/install.md).\n", c.Version)
+	fmt.Fprintf(&b, "# The Helm chart %s with its default values, for the release %s\n", chartArchive(c), InstallRelease)
+	fmt.Fprintf(&b, "# in %s: the controller, image %s, two replicas with\n", InstallNamespace, ImageRef(c.Version))
+	b.WriteString("# leader election, its RBAC, and the example rules (the ConfigMap kubecel-rules).\n")
 	fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", InstallNamespace)
 	for _, obj := range objs {
 		WithoutHelmLabels(obj)

@@ -155,10 +155,28 @@ func imageTar(c Config, arch string, bin []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The image's blobs, then its descriptor in index.json, written out rather than by
+	// AppendImage, which adds an artifactType that image descriptors do not carry
+	// (docker save and BuildKit write none).
+	if err := p.WriteImage(img); err != nil {
+		return nil, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	manifestSize, err := img.Size()
+	if err != nil {
+		return nil, err
+	}
 	ref := ImageRef(c.Version)
-	err = p.AppendImage(img,
-		layout.WithPlatform(v1.Platform{OS: "linux", Architecture: arch}),
-		layout.WithAnnotations(map[string]string{annotationImageName: ref, annotationRefName: c.Version}))
+	err = p.AppendDescriptor(v1.Descriptor{
+		MediaType:   types.OCIManifestSchema1,
+		Size:        manifestSize,
+		Digest:      digest,
+		Platform:    &v1.Platform{OS: "linux", Architecture: arch},
+		Annotations: map[string]string{annotationImageName: ref, annotationRefName: c.Version},
+	})
 	if err != nil {
 		return nil, err
 	}

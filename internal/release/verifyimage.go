@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -34,8 +35,11 @@ func checkImage(_ context.Context, c Config, arch string, data, bin []byte) erro
 	if err != nil {
 		return err
 	}
-	if got := string(files["oci-layout"]); got != `{"imageLayoutVersion": "1.0.0"}` && got != `{"imageLayoutVersion":"1.0.0"}` {
-		return fmt.Errorf("oci-layout is %q, want imageLayoutVersion 1.0.0", got)
+	var ociLayout struct {
+		Version string `json:"imageLayoutVersion"`
+	}
+	if err := json.Unmarshal(files["oci-layout"], &ociLayout); err != nil || ociLayout.Version != "1.0.0" {
+		return fmt.Errorf("oci-layout is %q (%v), want imageLayoutVersion 1.0.0", files["oci-layout"], err)
 	}
 	dir, err := os.MkdirTemp("", "kubecel-verify-")
 	if err != nil {
