@@ -244,3 +244,28 @@ func TestValuesRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestVersionsAgree: the chart's version is its appVersion without the v, and the newest
+// section of CHANGELOG.md is that version (make release VERSION=... stamps both into the
+// archive; the tree's chart and the kustomizations name the version it becomes).
+func TestVersionsAgree(t *testing.T) {
+	var meta struct{ Version, AppVersion string }
+	readYAML(t, filepath.Join(chart, "Chart.yaml"), &meta)
+	if "v"+meta.Version != meta.AppVersion {
+		t.Errorf("Chart.yaml: version %s, appVersion %s; want X.Y.Z and vX.Y.Z", meta.Version, meta.AppVersion)
+	}
+	changelog, err := os.ReadFile("../../CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := ""
+	for _, l := range strings.Split(string(changelog), "\n") {
+		if v, ok := strings.CutPrefix(l, "## "); ok {
+			newest = v
+			break
+		}
+	}
+	if newest != meta.AppVersion {
+		t.Errorf("CHANGELOG.md's newest section is %q, the chart's appVersion %s", newest, meta.AppVersion)
+	}
+}

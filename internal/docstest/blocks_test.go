@@ -30,7 +30,13 @@ type step struct {
 	// devDir is set for a `kubecel dev --dir DIR` line: it is not run as a command but
 	// started in the background for the commands that name DIR/.
 	devDir string
+	// all marks a line of a ```sh run block: any command, run with the release
+	// environment (docEnv.releaseEnv).
+	all bool
 }
+
+// runAll is the fence of a shell block whose every line runs (see TestDocs).
+const runAll = "sh run"
 
 // devLine matches a kubecel dev command line and its --dir.
 var devLine = regexp.MustCompile(`^(bin/)?kubecel dev\s(?:.*\s)?--dir[= ](\S+)`)
@@ -72,6 +78,19 @@ func blocks(t *testing.T, root, doc string) []block {
 // parseBlock returns the kubecel commands of a shell block and their shown output.
 func parseBlock(b block) ([]step, error) {
 	switch b.lang {
+	case runAll:
+		var steps []step
+		for i, l := range b.lines {
+			command := strings.TrimSpace(l)
+			if command == "" || strings.HasPrefix(command, "#") {
+				continue
+			}
+			if strings.HasSuffix(command, "\\") {
+				return nil, fmt.Errorf("line %d: a command of a %q block is one line (no \\ continuation)", b.line+1+i, runAll)
+			}
+			steps = append(steps, step{line: b.line + 1 + i, command: command, all: true})
+		}
+		return steps, nil
 	case "sh", "shell", "bash":
 		var steps []step
 		for i, l := range b.lines {

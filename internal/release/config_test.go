@@ -1,6 +1,8 @@
 package release
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +70,18 @@ func TestSums(t *testing.T) {
 		"3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d  b\n"
 	if got != want {
 		t.Errorf("sums:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestModuleGoInstallable: go install github.com/kubecel/kubecel/cmd/kubecel@VERSION,
+// which docs/install.md shows, refuses a module whose go.mod has replace or exclude
+// directives.
+func TestModuleGoInstallable(t *testing.T) {
+	gomod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`(?m)^\s*(replace|exclude)\b.*$`).Find(gomod); m != nil {
+		t.Errorf("go.mod: %q: go install ...@version would refuse the module", m)
 	}
 }
