@@ -44,9 +44,10 @@ package docstest
 //     $REGISTRY, a registry on localhost (go-containerregistry's, in memory) with a path
 //     (127.0.0.1:PORT/platform), standing for the reader's registry; $KUBECONFIG, a local
 //     control plane started for these blocks, standing for the reader's cluster (it runs
-//     no nodes, so pods never start: what can run here is applying and dry runs); and
+//     no nodes, so pods never start: what can run here is applying and dry runs);
 //     $REVISION and $SOURCE_DATE_EPOCH, the repository's commit and its time, which make
-//     release reads from git (the copy has no .git). Commands that need a real cluster's
+//     release reads from git (the copy has no .git); and the Go caches and proxy of the
+//     test's environment ($GOCACHE, $GOMODCACHE...), for make release's builds. Commands that need a real cluster's
 //     nodes or other tools (kind load, waiting for a rollout) go in ```sh blocks, where
 //     only kubecel lines run.
 //
@@ -70,19 +71,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"log"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
-
-	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
@@ -156,10 +153,6 @@ type docEnv struct {
 	}
 }
 
-// tools are the binaries of make tools that ```sh run blocks use, linked into the
-// copy's bin/ from the control plane's bin directory.
-var tools = []string{"helm", "kubectl", "crane"}
-
 // devInstance is one kubecel dev of the documents.
 type devInstance struct {
 	command string
@@ -194,57 +187,6 @@ func newDocEnv(t *testing.T, root string) *docEnv {
 	}
 	e.path = binDir + string(os.PathListSeparator) + os.Getenv("PATH")
 	return e
-}
-
-// releaseEnv is the environment of ```sh run blocks: a registry and a control plane
-// that live until TestDocs ends, the repository's commit and its time.
-func (e *docEnv) releaseEnv() ([]string, error) {
-	e.release.once.Do(func() {
-		for _, tool := range tools {
-			if _, err := os.Stat(filepath.Join(e.copy, "bin", tool)); err != nil {
-				e.release.err = fmt.Errorf("%s: %w (make tools builds it)", tool, err)
-				return
-			}
-		}
-		reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-		e.t.Cleanup(reg.Close)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cp, err := controlplane.Start(ctx, controlplane.Options{})
-		if err != nil {
-			e.release.err = err
-			return
-		}
-		e.t.Cleanup(func() { _ = cp.Stop() })
-		revision, err := e.git("rev-parse", "HEAD")
-		if err != nil {
-			e.release.err = err
-			return
-		}
-		epoch, err := e.git("log", "-1", "--format=%ct")
-		if err != nil {
-			e.release.err = err
-			return
-		}
-		e.release.env = []string{
-			"REGISTRY=" + strings.TrimPrefix(reg.URL, "http://") + "/platform",
-			"KUBECONFIG=" + cp.Kubeconfig,
-			"REVISION=" + revision,
-			"SOURCE_DATE_EPOCH=" + epoch,
-		}
-	})
-	return e.release.env, e.release.err
-}
-
-// git runs git in the repository (not the copy, which has no .git).
-func (e *docEnv) git(args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = e.root
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 // copyTree copies the repository without .git and bin, keeping the files' times, so
@@ -290,6 +232,10 @@ func (e *docEnv) sh(ctx context.Context, command string, env ...string) (string,
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Dir = e.copy
 	cmd.Env = append([]string{"PATH=" + e.path, "HOME=" + e.home}, env...)
+	// A command cut by its timeout takes what it started with it (make release's go
+	// builds), not only sh.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out

@@ -242,10 +242,10 @@ func checkChart(ctx context.Context, c Config, data []byte) error {
 		AppVersion string `json:"appVersion"`
 	}
 	if err := yaml.Unmarshal(files["kubecel/Chart.yaml"], &meta); err != nil {
-		return fmt.Errorf("Chart.yaml: %w", err)
+		return fmt.Errorf("kubecel/Chart.yaml: %w", err)
 	}
 	if meta.APIVersion != "v2" || meta.Name != "kubecel" || meta.Version != c.ChartVersion() || meta.AppVersion != c.Version {
-		return fmt.Errorf("Chart.yaml: %+v, want apiVersion v2, name kubecel, version %s, appVersion %s", meta, c.ChartVersion(), c.Version)
+		return fmt.Errorf("kubecel/Chart.yaml: %+v, want apiVersion v2, name kubecel, version %s, appVersion %s", meta, c.ChartVersion(), c.Version)
 	}
 	for _, f := range []string{"values.yaml", "values.schema.json", "templates/deployment.yaml"} {
 		if _, ok := files["kubecel/"+f]; !ok {
