@@ -76,7 +76,7 @@ var revisionPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 func (c Config) validate() error {
 	if !versionPattern.MatchString(c.Version) {
-		return fmt.Errorf("version %q: want a semantic version tag such as v0.3.0 or v0.3.0-rc.1", c.Version)
+		return fmt.Errorf("version %q: want a semantic version tag such as v0.3.0 or v0.3.0-rc.1 (make release VERSION=v0.3.0)", c.Version)
 	}
 	if !revisionPattern.MatchString(c.Revision) {
 		return fmt.Errorf("revision %q: want the commit's 40 hex digits (git rev-parse HEAD)", c.Revision)
@@ -116,6 +116,9 @@ func Build(ctx context.Context, c Config) error {
 	}
 	if err := cleanDist(c.Dist); err != nil {
 		return err
+	}
+	if c.Modified {
+		c.logf("the tree has local changes: the binaries report commit %s as dirty", c.Revision[:12])
 	}
 	written := map[string][]byte{}
 	for _, p := range c.Platforms {
