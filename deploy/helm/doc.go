@@ -1,9 +1,10 @@
 // Package helm holds no code: the directory holds kubecel's Helm chart, kubecel/, which
 // make release packages as kubecel-<version>.tgz (see docs/install.md).
 //
-//   - kubecel/Chart.yaml, values.yaml and values.schema.json, which describes every value
-//     and refuses unknown ones; templates/ and files/ (the dashboard and the alerts of
-//     deploy/monitoring, which the tests keep equal to them).
+//   - kubecel/Chart.yaml, README.md (helm show readme), values.yaml and
+//     values.schema.json, which describes every value and refuses unknown ones;
+//     templates/ and files/ (the dashboard and the alerts of deploy/monitoring, which the
+//     tests keep equal to them).
 //   - kubecel/profiles/: values for documented setups: ha.yaml (three replicas with
 //     leader election), sharded.yaml, selector.yaml (rules from every ConfigMap with a
 //     label) and monitoring.yaml (PodMonitor, alerts, dashboard).
