@@ -21,6 +21,19 @@ K8S_LDFLAGS := -s -w $(foreach p,$(K8S_VERSION_PKGS),\
 
 CONTROLPLANE := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/etcd $(BIN)/kwok
 
+# helm, kubectl and crane, built from the versions pinned in cmd/tools/go.mod (a module of
+# its own: Helm's k8s.io modules are newer than kubecel's). The chart's tests render with
+# bin/helm; the docs' tests run bin/helm, bin/kubectl and bin/crane.
+TOOLS_DIR := cmd/tools
+HELM_VERSION := v3.22.0
+TOOLS_K8S_MINOR := 37
+TOOLS := $(BIN)/helm $(BIN)/kubectl $(BIN)/crane
+HELM_LDFLAGS := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	$(foreach p,helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules,-X $(p).k8sVersionMajor=1 -X $(p).k8sVersionMinor=$(TOOLS_K8S_MINOR))
+KUBECTL_LDFLAGS := -s -w $(foreach p,$(K8S_VERSION_PKGS),\
+	-X $(p).gitVersion=v1.$(TOOLS_K8S_MINOR).0 -X $(p).gitMajor=1 -X $(p).gitMinor=$(TOOLS_K8S_MINOR) \
+	-X $(p).gitTreeState=clean -X $(p).buildDate=1970-01-01T00:00:00Z)
+
 .PHONY: help
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -36,7 +49,7 @@ run: build controlplane ## start kubecel dev: a local control plane with the exa
 	$(BIN)/kubecel dev --dir $(BIN)/dev $(DEV_FLAGS)
 
 .PHONY: test
-test: controlplane ## run every test (unit, integration on the local control plane, short fuzz), race detector on
+test: controlplane tools ## run every test (unit, integration on the local control plane, short fuzz), race detector on
 	$(GO) test -race -count=1 -timeout 25m $(GOTEST_FLAGS) ./...
 	cd deploy/monitoring/check && $(GO) test -count=1 ./...
 
@@ -84,6 +97,35 @@ $(BIN)/kwok: $(CP_DIR)/kwok/go.mod $(CP_DIR)/kwok/go.sum
 	@echo ">> building kwok $(KWOK_VERSION) from sigs.k8s.io/kwok (first build: ~3 min on 2 cores; cached in bin/ afterwards)"
 	@start=$$(date +%s); cd $(CP_DIR)/kwok && $(GO) build -trimpath -ldflags '-s -w' -o $@ sigs.k8s.io/kwok/cmd/kwok && \
 		echo ">> built $@ in $$(( $$(date +%s) - start )) s"
+
+# make release: VERSION must be a semantic version tag (vX.Y.Z or vX.Y.Z-PRE); the commit,
+# its time (every archive is dated at it) and whether the tree has local changes come
+# from git. See docs/install.md.
+DIST ?= dist
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+MODIFIED ?= $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true)
+
+.PHONY: release
+release: $(BIN)/helm ## build dist/ for VERSION=vX.Y.Z with no Docker: binaries for PLATFORMS (default all four), linux images, the Helm chart, install.yaml, SHA256SUMS; then check them
+	$(GO) run ./cmd/release -version '$(VERSION)' -revision '$(REVISION)' -modified=$(MODIFIED) \
+		-source-date-epoch '$(SOURCE_DATE_EPOCH)' -platforms '$(PLATFORMS)' -dist '$(DIST)' -helm $(BIN)/helm
+
+.PHONY: tools
+tools: $(TOOLS) ## build helm, kubectl and crane into bin/ from the versions pinned in cmd/tools/go.mod (cached)
+
+$(BIN)/helm: $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
+	@echo ">> building helm $(HELM_VERSION) from helm.sh/helm/v3 (first build: a few minutes; cached in bin/ afterwards)"
+	@cd $(TOOLS_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(HELM_LDFLAGS)' -o $@ helm.sh/helm/v3/cmd/helm
+
+$(BIN)/kubectl: $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum $(TOOLS_DIR)/kubectl/main.go
+	@echo ">> building kubectl v1.$(TOOLS_K8S_MINOR) from k8s.io/kubectl"
+	@cd $(TOOLS_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(KUBECTL_LDFLAGS)' -o $@ ./kubectl
+
+$(BIN)/crane: $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
+	@echo ">> building crane from github.com/google/go-containerregistry"
+	@cd $(TOOLS_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ github.com/google/go-containerregistry/cmd/crane
 
 N ?= 1000
 BENCH_FLAGS ?=

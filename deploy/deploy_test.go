@@ -30,6 +30,7 @@ import (
 	"github.com/kubecel/kubecel/deploy/internal/kustomized"
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/identity"
+	"github.com/kubecel/kubecel/internal/release"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
@@ -199,6 +200,8 @@ func TestDeployment(t *testing.T) {
 			args: []string{
 				"run",
 				"--rules-configmap", "kubecel-system/kubecel-rules",
+				"--installation", "kubecel",
+				"--identity-secret", "kubecel-system/kubecel-identity",
 				"--leader-elect",
 				"--leader-elect-namespace", "kubecel-system",
 				"--metrics-addr", ":8080",
@@ -213,6 +216,8 @@ func TestDeployment(t *testing.T) {
 			args: []string{
 				"run",
 				"--rules-configmap", "kubecel-system/kubecel-rules",
+				"--installation", "kubecel",
+				"--identity-secret", "kubecel-system/kubecel-identity",
 				"--sharding",
 				"--sharding-namespace", "kubecel-system",
 				"--metrics-addr", ":8080",
@@ -254,8 +259,9 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, replicas int32, args []
 		t.Fatalf("%d containers, want 1", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	if c.Image != "kubecel:dev" {
-		t.Errorf("image = %q, want kubecel:dev", c.Image)
+	// The release's image; deploy/helm's tests check its tag is the chart's appVersion.
+	if !strings.HasPrefix(c.Image, release.ImageRepository+":v") {
+		t.Errorf("image = %q, want %s:<version>", c.Image, release.ImageRepository)
 	}
 	if diff := cmp.Diff(args, c.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)

@@ -1,6 +1,8 @@
 // Package deploy holds no code: the directory is kubecel's deployment, kustomizations
 // applied with `kubectl apply -k deploy/` or `kubectl apply -k deploy/sharded` (see
-// docs/operations.md), and its Dockerfile.
+// docs/operations.md), and the Helm chart in helm/ (see docs/install.md). The
+// kustomizations are the chart's default render and its sharded and monitoring profiles,
+// but for Helm's labels: deploy/helm's tests compare them object by object.
 //
 //   - kustomization.yaml: base/ as it is, two replicas with leader election.
 //   - base/: the manifests and the rules, with the labels every object carries.
@@ -18,7 +20,7 @@
 //   - monitoring/: a kustomization of its own (kubectl apply -k deploy/monitoring) with a
 //     PodMonitor, the alerts (a PrometheusRule) and the Grafana dashboard; its own package
 //     doc says more.
-//   - Dockerfile: the static, non-root image (build from the repository root).
+//   - helm/: the Helm chart, which make release packages, and its tests.
 //
 // Users' own overlays take deploy/ (or deploy/sharded) as their base; kustomize refuses a
 // base that contains its overlay, so they live outside it.

@@ -9,10 +9,22 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is the version stamped by the linker (make build: -X main.version=$(git
-// describe --tags --always --dirty)). It is used only when the Go toolchain recorded no
-// module version, as for a `go build` without VCS information, which reports "(devel)".
-var version string
+// The linker stamps these (-X main.version=...): make build stamps version from git
+// describe; make release (internal/release), which builds without VCS information so
+// that a release's binaries depend on its sources alone, stamps all three. They are used
+// only where the Go toolchain recorded nothing: version when the module version is
+// "(devel)", revision and modified when there is no VCS information.
+var (
+	version  string
+	revision string
+	modified string // "true" for a tree with local changes
+)
+
+// stamp is what the linker stamped.
+type stamp struct {
+	version, revision string
+	modified          bool
+}
 
 // buildInfo says which kubecel this is.
 type buildInfo struct {
@@ -25,12 +37,12 @@ type buildInfo struct {
 // readBuildInfo reads the version from what the Go toolchain recorded in the binary.
 func readBuildInfo() buildInfo {
 	bi, _ := debug.ReadBuildInfo()
-	return buildInfoFrom(bi, version)
+	return buildInfoFrom(bi, stamp{version: version, revision: revision, modified: modified == "true"})
 }
 
-// buildInfoFrom reads the toolchain's record (nil when there is none), with the version
-// stamped by the linker as the fallback for "(devel)".
-func buildInfoFrom(bi *debug.BuildInfo, stamped string) buildInfo {
+// buildInfoFrom reads the toolchain's record (nil when there is none), with what the
+// linker stamped as the fallback for "(devel)" and for missing VCS information.
+func buildInfoFrom(bi *debug.BuildInfo, stamped stamp) buildInfo {
 	b := buildInfo{Version: "(devel)", GoVersion: runtime.Version()}
 	if bi != nil {
 		if bi.Main.Version != "" {
@@ -48,8 +60,11 @@ func buildInfoFrom(bi *debug.BuildInfo, stamped string) buildInfo {
 			}
 		}
 	}
-	if b.Version == "(devel)" && stamped != "" {
-		b.Version = stamped
+	if b.Version == "(devel)" && stamped.version != "" {
+		b.Version = stamped.version
+	}
+	if b.Revision == "" && stamped.revision != "" {
+		b.Revision, b.Dirty = stamped.revision, stamped.modified
 	}
 	return b
 }
@@ -73,9 +88,9 @@ func newVersionCommand() *cobra.Command {
 		Use:   "version [-o text|json|yaml]",
 		Short: "Print kubecel's version",
 		Long: `version prints the version of this kubecel binary: its module version (or, for a
-build from a checkout, the version make build stamps from git describe), the VCS revision
-it was built from and whether the tree had local changes ("dirty"), and the Go version.
-kubecel --version prints the same line.`,
+build from a checkout, the version make build stamps from git describe; for a release,
+its tag), the VCS revision it was built from and whether the tree had local changes
+("dirty"), and the Go version. kubecel --version prints the same line.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b := readBuildInfo()

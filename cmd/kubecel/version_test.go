@@ -19,7 +19,7 @@ func TestBuildInfo(t *testing.T) {
 	tests := []struct {
 		name    string
 		bi      *debug.BuildInfo
-		stamped string
+		stamped stamp
 		want    buildInfo
 		line    string
 	}{{
@@ -36,15 +36,34 @@ func TestBuildInfo(t *testing.T) {
 	}, {
 		name:    "the stamped version replaces (devel)",
 		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: vcs("false")},
-		stamped: "v0.1.0-3-g0123456",
+		stamped: stamp{version: "v0.1.0-3-g0123456"},
 		want:    buildInfo{Version: "v0.1.0-3-g0123456", Revision: rev, GoVersion: "go1.26.8"},
 		line:    "kubecel v0.1.0-3-g0123456 (revision 0123456789ab) go1.26.8",
 	}, {
 		name:    "a module version wins over the stamped one",
 		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.2.0"}},
-		stamped: "0123456-dirty",
+		stamped: stamp{version: "0123456-dirty"},
 		want:    buildInfo{Version: "v0.2.0", GoVersion: "go1.26.8"},
 		line:    "kubecel v0.2.0 go1.26.8",
+	}, {
+		// make release builds with -buildvcs=false and stamps its tag and commit.
+		name:    "a release: version and revision stamped, no VCS information",
+		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}},
+		stamped: stamp{version: "v0.3.0", revision: rev},
+		want:    buildInfo{Version: "v0.3.0", Revision: rev, GoVersion: "go1.26.8"},
+		line:    "kubecel v0.3.0 (revision 0123456789ab) go1.26.8",
+	}, {
+		name:    "a release from a tree with local changes",
+		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}},
+		stamped: stamp{version: "v0.3.0", revision: rev, modified: true},
+		want:    buildInfo{Version: "v0.3.0", Revision: rev, Dirty: true, GoVersion: "go1.26.8"},
+		line:    "kubecel v0.3.0 (revision 0123456789ab, dirty) go1.26.8",
+	}, {
+		name:    "the toolchain's VCS revision wins over the stamped one",
+		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: vcs("false")},
+		stamped: stamp{version: "v0.3.0", revision: "fedcba9876543210fedcba9876543210fedcba98", modified: true},
+		want:    buildInfo{Version: "v0.3.0", Revision: rev, GoVersion: "go1.26.8"},
+		line:    "kubecel v0.3.0 (revision 0123456789ab) go1.26.8",
 	}, {
 		name: "no build information",
 		want: buildInfo{Version: "(devel)", GoVersion: runtime.Version()},

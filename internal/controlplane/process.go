@@ -29,8 +29,9 @@ func startProcess(cmd *exec.Cmd, logPath string) (*process, error) {
 		cmd.Stdout, cmd.Stderr = f, f
 	}
 	if cmd.SysProcAttr == nil {
-		// Die with us (a second line of defence besides the watchdog).
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		// Die with us, where the system can (a second line of defence besides the
+		// watchdog).
+		cmd.SysProcAttr = dieWithParent()
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -33,7 +33,13 @@ type step struct {
 	// copyTo is set for a `cp FROM TO` line of a shell block: the file it writes, which
 	// must be in a kubecel dev's DIR (an edit of the rules it runs, or a copy kept).
 	copyTo string
+	// all marks a line of a ```sh run block: any command, run with the release
+	// environment (docEnv.releaseEnv).
+	all bool
 }
+
+// runAll is the fence of a shell block whose every line runs (see TestDocs).
+const runAll = "sh run"
 
 // devLine matches a kubecel dev command line and its --dir.
 var devLine = regexp.MustCompile(`^(bin/)?kubecel dev\s(?:.*\s)?--dir[= ](\S+)`)
@@ -78,6 +84,19 @@ func blocks(t *testing.T, root, doc string) []block {
 // parseBlock returns the kubecel commands of a shell block and their shown output.
 func parseBlock(b block) ([]step, error) {
 	switch b.lang {
+	case runAll:
+		var steps []step
+		for i, l := range b.lines {
+			command := strings.TrimSpace(l)
+			if command == "" || strings.HasPrefix(command, "#") {
+				continue
+			}
+			if strings.HasSuffix(command, "\\") {
+				return nil, fmt.Errorf("line %d: a command of a %q block is one line (no \\ continuation)", b.line+1+i, runAll)
+			}
+			steps = append(steps, step{line: b.line + 1 + i, command: command, all: true})
+		}
+		return steps, nil
 	case "sh", "shell", "bash":
 		var steps []step
 		for i, l := range b.lines {

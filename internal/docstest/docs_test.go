@@ -1,7 +1,7 @@
 package docstest
 
 // TestDocs runs every kubecel command shown in a fenced code block of README.md,
-// docs/*.md and examples/**/README.md, and compares the output where the document shows
+// CHANGELOG.md, docs/*.md and examples/**/README.md, and compares the output where the document shows
 // it. The conventions:
 //
 //   - Shell blocks (```sh, ```console, ```shell, ```bash) are read line by line. A line
@@ -43,6 +43,21 @@ package docstest
 //     it is started in the background, in the same way, before the first command that
 //     names DIR/, and stopped when the test ends.
 //
+//   - A ```sh run block (the fence's info string is "sh run", which renders as sh) runs
+//     every line, not only kubecel's: make release, helm, kubectl, crane, sha256sum...,
+//     each a command on one line that must exit 0, for the pages that build, check and
+//     push a release (docs/install.md). helm, kubectl and crane are the ones make tools
+//     builds from pinned modules, on $PATH beside kubecel. The environment also has
+//     $REGISTRY, a registry on localhost (go-containerregistry's, in memory) with a path
+//     (127.0.0.1:PORT/platform), standing for the reader's registry; $KUBECONFIG, a local
+//     control plane started for these blocks, standing for the reader's cluster (it runs
+//     no nodes, so pods never start: what can run here is applying and dry runs);
+//     $REVISION and $SOURCE_DATE_EPOCH, the repository's commit and its time, which make
+//     release reads from git (the copy has no .git); and the Go caches and proxy of the
+//     test's environment ($GOCACHE, $GOMODCACHE...), for make release's builds. Commands that need a real cluster's
+//     nodes or other tools (kind load, waiting for a rollout) go in ```sh blocks, where
+//     only kubecel lines run.
+//
 // TestDocsFiles checks that every file under docs/ other than the documents is read by
 // a command that TestDocs runs (or a checked diff), except docs/examples/ (rendered and
 // compared with their output.yaml by cmd/kubecel's TestDocsExamples) and docs/cli/
@@ -72,9 +87,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/testenv"
 )
 
@@ -107,10 +124,10 @@ func TestDocs(t *testing.T) {
 	t.Logf("ran %d documented commands", ran)
 }
 
-// documents lists README.md, docs/*.md and examples/**/README.md.
+// documents lists README.md, CHANGELOG.md, docs/*.md and examples/**/README.md.
 func documents(t *testing.T, root string) []string {
 	t.Helper()
-	docs := []string{"README.md"}
+	docs := []string{"README.md", "CHANGELOG.md"}
 	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +155,12 @@ type docEnv struct {
 	// devs are the kubecel dev instances by --dir, started on first use; bin/dev is
 	// there from the start, with the command of make run.
 	devs map[string]*devInstance
+	// release is the environment of ```sh run blocks, made on first use.
+	release struct {
+		once sync.Once
+		env  []string
+		err  error
+	}
 }
 
 // devInstance is one kubecel dev of the documents.
@@ -164,11 +187,22 @@ func newDocEnv(t *testing.T, root string) *docEnv {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	toolDir, err := controlplane.FindBinDir("", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools {
+		if err := os.Symlink(filepath.Join(toolDir, tool), filepath.Join(binDir, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e.path = binDir + string(os.PathListSeparator) + os.Getenv("PATH")
 	return e
 }
 
-// copyTree copies the repository without .git and bin.
+// copyTree copies the repository without .git and bin, keeping the files' times, so
+// that make finds the copy's bin/ tools (links to the repository's) newer than their
+// sources, as in the repository.
 func copyTree(from, to string) error {
 	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -191,15 +225,28 @@ func copyTree(from, to string) error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(to, rel), data, 0o644)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return err
+		}
+		return os.Chtimes(dst, info.ModTime(), info.ModTime())
 	})
 }
 
-// sh runs a command line in the copy and returns its combined output and exit code.
-func (e *docEnv) sh(ctx context.Context, command string) (string, int, error) {
+// sh runs a command line in the copy, with env besides $PATH and $HOME, and returns its
+// combined output and exit code.
+func (e *docEnv) sh(ctx context.Context, command string, env ...string) (string, int, error) {
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Dir = e.copy
-	cmd.Env = []string{"PATH=" + e.path, "HOME=" + e.home, testenv.RaceEnv}
+	cmd.Env = append([]string{"PATH=" + e.path, "HOME=" + e.home, testenv.RaceEnv}, env...)
+	// A command cut by its timeout takes what it started with it (make release's go
+	// builds), not only sh.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -239,9 +286,19 @@ func (e *docEnv) run(t *testing.T, s step) {
 	if copyInto != nil {
 		loaded = len(loadedReport.FindAllString(copyInto.out.String(), -1))
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	timeout, env := 3*time.Minute, []string(nil)
+	if s.all {
+		var err error
+		if env, err = e.releaseEnv(); err != nil {
+			t.Fatalf("the environment of %q blocks: %v", runAll, err)
+		}
+		// make release builds kubecel for two platforms; a cold Go build cache takes
+		// minutes per platform on two cores.
+		timeout = 20 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
-	got, code, err := e.sh(ctx, s.command)
+	got, code, err := e.sh(ctx, s.command, env...)
 	if err != nil {
 		t.Fatalf("%s: %v", s.command, err)
 	}

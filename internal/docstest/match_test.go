@@ -54,6 +54,22 @@ func TestParseBlock(t *testing.T) {
 			{line: 15, command: "cp docs/edit.yaml bin/dev/rules.yaml", copyTo: "bin/dev/rules.yaml"},
 		},
 	}, {
+		name: "sh run: every command line runs, comments and blank lines do not",
+		b: block{line: 20, lang: "sh run", lines: []string{
+			"# build the release",
+			"make release VERSION=v0.3.0",
+			"",
+			"crane push dist/kubecel_image_amd64.tar $REGISTRY/kubecel:v0.3.0   # to your registry",
+		}},
+		want: []step{
+			{line: 22, command: "make release VERSION=v0.3.0", all: true},
+			{line: 24, command: "crane push dist/kubecel_image_amd64.tar $REGISTRY/kubecel:v0.3.0   # to your registry", all: true},
+		},
+	}, {
+		name:    "sh run: no continued lines",
+		b:       block{line: 1, lang: "sh run", lines: []string{"helm install kubecel chart.tgz \\", "  --namespace x"}},
+		wantErr: `line 2: a command of a "sh run" block is one line`,
+	}, {
 		name: "console: output and exit codes",
 		b: block{line: 1, lang: "console", lines: []string{
 			"$ kubecel check --rules r.yaml",

@@ -58,6 +58,7 @@ func Run(m interface{ Run() int }, opts controlplane.Options) int {
 	}
 	shared = cp
 	code := m.Run()
+	removeKubecel()
 	if err := cp.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: stop control plane: %v\n", err)
 		if code == 0 {
