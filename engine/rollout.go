@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -143,19 +142,8 @@ func (v *revisions) prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rul
 	case !from.Proven:
 		return nil, fmt.Errorf("rule %q: stored revision %d (%s) does not carry this installation's proof; it was not written by this installation and is not run", r.Name, from.Number, from.Hash)
 	}
-	p.stable, err = rs.Revise(r.Name, from.Document)
-	if err != nil {
-		return nil, fmt.Errorf("rule %q: compile revision %d (%s), which the rollout rolls from: %w", r.Name, from.Number, from.Hash, err)
-	}
-	// The version rolled from writes the Synced condition as its parents were last
-	// written at that revision: naming it when the revision last ran under a policy (its
-	// stored steps say; the document keeps the policy it was stored with). It never takes
-	// steps: only whether it has a policy matters.
-	switch {
-	case len(from.Steps) == 0:
-		p.stable.Rollout = nil
-	case p.stable.Rollout == nil:
-		p.stable.Rollout = cmp.Or(r.Rollout, &rules.Rollout{Steps: from.Steps})
+	if p.stable, err = StableVersion(rs, r, from); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
