@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -59,6 +60,8 @@ match its selector; its when: expression is not evaluated):
   FAILING    how many have its Synced condition False (an expression, an apply or a
              child's name failed; kubecel trace says why)
 
+A rule without a status block writes no conditions: its READY, SYNCED and FAILING are -.
+
 -o wide adds UP-TO-DATE (parents at the revision that runs for them: the current one,
 or the one a rolled-back rule is held at), RESOURCE (the parent resource), FROM (the
 revision a rollout rolls from, or is held at), AGE (of the current revision) and
@@ -111,6 +114,9 @@ type ruleRow struct {
 	Message        string       `json:"message,omitempty"`
 	ParentResource string       `json:"parentResource,omitempty"`
 	Created        time.Time    `json:"created,omitzero"`
+	// WritesStatus is false for a rule without a status block: it writes no conditions,
+	// so no parent counts as Ready, Synced or failing.
+	WritesStatus bool `json:"writesStatus"`
 	// Parents is nil when the revision does not say where its parents are.
 	Parents *parentCounts `json:"parents,omitempty"`
 }
@@ -188,7 +194,8 @@ func ruleRowOf(ctx context.Context, dyn dynamic.Interface, store *rollout.Store,
 	if !cur.Proven {
 		return ruleRow{}, unproven(store, name, "current revision", cur)
 	}
-	row := ruleRow{Name: name, Revision: cur.Number, Hash: cur.Hash, Phase: cur.Phase, Message: cur.Message, ParentResource: cur.ParentResource}
+	row := ruleRow{Name: name, Revision: cur.Number, Hash: cur.Hash, Phase: cur.Phase, Message: cur.Message, ParentResource: cur.ParentResource,
+		WritesStatus: writesStatus(cur.Document)}
 	if cur.Phase == rollout.Progressing || cur.Phase == rollout.Paused {
 		row.Step, row.Steps = cur.Step, cur.Steps
 	}
@@ -232,4 +239,13 @@ func ruleRowOf(ctx context.Context, dyn dynamic.Interface, store *rollout.Store,
 		}
 	}
 	return row, nil
+}
+
+// writesStatus reports whether a revision's document (the rule's source as JSON) has a
+// status block.
+func writesStatus(document []byte) bool {
+	var doc struct {
+		Status json.RawMessage `json:"status"`
+	}
+	return json.Unmarshal(document, &doc) == nil && len(doc.Status) > 0 && string(doc.Status) != "null"
 }

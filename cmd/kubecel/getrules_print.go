@@ -43,8 +43,11 @@ func writeRuleTable(w io.Writer, rows []ruleRow, wide bool, now time.Time) error
 		counts := []string{"-", "-", "-", "-"}
 		upToDate := "-"
 		if p := r.Parents; p != nil {
-			counts = []string{strconv.Itoa(p.Total), strconv.Itoa(p.Ready), strconv.Itoa(p.Synced), strconv.Itoa(p.Failing)}
-			upToDate = strconv.Itoa(p.UpToDate)
+			counts = []string{strconv.Itoa(p.Total), "-", "-", "-"}
+			if r.WritesStatus {
+				counts = []string{strconv.Itoa(p.Total), strconv.Itoa(p.Ready), strconv.Itoa(p.Synced), strconv.Itoa(p.Failing)}
+				upToDate = strconv.Itoa(p.UpToDate)
+			}
 		}
 		cols = append(cols, counts...)
 		if wide {

@@ -81,7 +81,7 @@ func (s *traceSetup) revisionNotes() []string {
 		case rr.held() && rr.from != nil:
 			note = fmt.Sprintf("%s at %s, where it is held: revision %d was rolled back", r.Name, revisionText(rr.from), rr.cur.Number)
 		case rr.cur.Phase != rollout.Complete:
-			note += fmt.Sprintf(" (%s at step %s)", rr.cur.Phase, stepText(rr.cur.State))
+			note += fmt.Sprintf(", %s at step %s", rr.cur.Phase, stepText(rr.cur.State))
 		}
 		notes = append(notes, note)
 	}
