@@ -23,9 +23,12 @@ func newGetCommand() *cobra.Command {
 		Short: "List kubecel's own objects in the cluster: get rules",
 		Long: `get lists what kubecel keeps in the cluster, as kubectl get lists objects. Its one
 type is rules (kubecel get rules): the installation's rules, from their stored revisions.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return &usageError{msg: "give a type: kubecel get rules", command: cmd.CommandPath()}
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return &usageError{msg: "give a type: kubecel get rules", command: cmd.CommandPath()}
+			}
+			return &usageError{msg: fmt.Sprintf("unknown type %q: kubecel get lists rules (kubecel get rules)", args[0]), command: cmd.CommandPath()}
 		},
 	}
 	cmd.AddCommand(newGetRulesCommand())

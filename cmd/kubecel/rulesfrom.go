@@ -81,9 +81,7 @@ func (f *rulesFromFlags) load(ctx context.Context, env loadEnv) (*loadedRules, e
 	if f.running() {
 		return loadRunning(ctx, env)
 	}
-	if err := checkRulesPaths(f.files); err != nil {
-		return nil, err
-	}
+	// The caller has checked the --rules paths (checkRulesPaths) before connecting.
 	sources, err := ruleSources(env.stdin, f.files, f.configMap, f.selector, env.cfg)
 	if err != nil {
 		return nil, err
@@ -128,7 +126,8 @@ func revisionStore(cfg *rest.Config, idf *identityFlags, signer rollout.Signer) 
 	return &rollout.Store{Client: kube, Namespace: ref.Namespace, Installation: ref.Installation, Signer: signer}, nil
 }
 
-// loadIdentity reads the installation's key, read-only, once per command.
+// identity reads the installation's key, read-only, once per command: loading the
+// running revisions has read it already.
 func (l *loadedRules) identity(ctx context.Context, cfg *rest.Config, idf *identityFlags) (*rules.Identity, error) {
 	if l.id != nil {
 		return l.id, nil
