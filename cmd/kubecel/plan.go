@@ -17,13 +17,12 @@ import (
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/internal/crdschema"
-	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
 
 type planOptions struct {
-	rules     []string
+	source    rulesFromFlags
 	cluster   *clusterFlags
 	rule      string
 	namespace string
@@ -36,7 +35,7 @@ type planOptions struct {
 func newPlanCommand() *cobra.Command {
 	o := planOptions{cluster: newClusterFlags()}
 	cmd := &cobra.Command{
-		Use:   "plan --rules FILE|DIR... [--kubeconfig FILE] [--rule NAME] [-n NAMESPACE] [-o text|json|yaml]",
+		Use:   "plan [--rules FILE|DIR... | --rules-configmap NS/NAME | --rules-configmap-selector NS/SELECTOR] [--kubeconfig FILE] [--rule NAME] [-n NAMESPACE] [-o text|json|yaml]",
 		Short: "Show what the rules would change in the cluster, without changing it",
 		Long: `plan reads the cluster, evaluates the rules (which may differ from the running ones)
 for every matching parent and runs the controller's own reconcile once per parent, with
@@ -61,6 +60,17 @@ in-cluster, and kubectl's connection flags); -n does not default to the kubeconf
 namespace. --rules may be given several times and may name a directory (its *.yaml
 files), all loading as one rule set; --rules - reads the rules from the standard input.
 
+Without --rules, --rules-configmap or --rules-configmap-selector, plan evaluates the
+rules the installation runs: each rule's current revision, stored by the controller as
+a ControllerRevision in the identity Secret's namespace and read only when its proof
+verifies under the installation's key (a rule rolled back at the revision it is held
+at). Such a plan shows what the controller has yet to do: nothing, once it has caught up.
+--rules-configmap and --rules-configmap-selector read the ConfigMaps once, as run reads
+them; given sources join in the order --rules, --rules-configmap,
+--rules-configmap-selector, as for run. When the rules come from the cluster, the first
+line of the text output says where from ("rules: ..."); -o json and yaml say it in
+rulesFrom.
+
 Exit status: 0 nothing would change, 2 something would change, 1 an error (the rules do
 not load, the cluster cannot be read, or any parent could not be fully planned: the plan
 of every other parent is still printed). An error wins over changes, as with
@@ -69,7 +79,7 @@ terraform plan -detailed-exitcode.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
-	addRulesFlag(f, &o.rules)
+	o.source.addFlags(f)
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	o.identity.addFlags(f)
 	f.StringVar(&o.rule, "rule", "", "plan only this rule")
@@ -77,7 +87,6 @@ terraform plan -detailed-exitcode.`,
 	o.output.addFlag(f, "text", "json", "yaml")
 	f.DurationVar(&o.timeout, "sync-timeout", 2*time.Minute, "how long to wait for the cluster's objects to be listed")
 	o.limits.addFlags(f)
-	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
 
@@ -93,6 +102,10 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if o.output.value != "text" {
 		sum, err = writeDataPlan(out, o.output.value, got, err)
 	} else {
+		if got.header != "" {
+			fmt.Fprintln(out, got.header)
+			fmt.Fprintln(out)
+		}
 		writeTextRollouts(out, got.rollouts, colorFor(out))
 		sum = writeTextPlan(out, got.plans, got.dropped, colorFor(out))
 	}
@@ -116,28 +129,32 @@ type planned struct {
 	plans    []plan.ParentPlan
 	dropped  []plan.DroppedRule
 	rollouts []planRollout
+	// from names where the rules came from; header is the text's first line, when the
+	// cluster.
+	from, header string
 }
 
 // plan loads the rules, lets a dry-run controller list the cluster and plans every
 // parent once, and (without --rule) finds the rules that the new rules drop. The
 // controller's worker loop never runs.
 func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Writer) (planned, error) {
-	plans, dropped, rs, err := o.planParents(ctx, stdin, stderr)
-	if rs == nil || plans == nil {
+	plans, dropped, loaded, err := o.planParents(ctx, stdin, stderr)
+	if loaded == nil || plans == nil {
 		return planned{plans: plans, dropped: dropped}, err
 	}
+	got := planned{plans: plans, dropped: dropped, from: loaded.from, header: loaded.header()}
 	cfg, cfgErr := o.cluster.restConfig()
 	ref, refErr := o.identity.secretRef()
-	var rollouts []planRollout
 	if cfgErr == nil && refErr == nil {
-		rollouts = planRollouts(ctx, cfg, rollout.Store{Namespace: ref.Namespace, Installation: ref.Installation}, rs, o.rule, plans)
+		// The current revisions, not the revision a rule is held at: what they roll to.
+		got.rollouts = planRollouts(ctx, cfg, rollout.Store{Namespace: ref.Namespace, Installation: ref.Installation}, loaded.rs, o.rule, plans)
 	}
-	return planned{plans: plans, dropped: dropped, rollouts: rollouts}, err
+	return got, err
 }
 
 // planParents plans every parent of the rules, and finds the rules they drop.
-func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, []plan.DroppedRule, *rules.RuleSet, error) {
-	if err := checkRulesPaths(o.rules); err != nil {
+func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, []plan.DroppedRule, *loadedRules, error) {
+	if err := checkRulesPaths(o.source.files); err != nil {
 		return nil, nil, nil, err
 	}
 	cfg, err := o.cluster.restConfig()
@@ -154,25 +171,23 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 	// produce) and one dry-run apply per changed object: client-go's default of 5
 	// requests per second would make a plan of a real cluster crawl.
 	cfg.QPS, cfg.Burst = 100, 200
-	docs, err := readRules(stdin, o.rules)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	opts := o.limits.options()
 	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
 		opts.Schemas = schemas
 	} else {
 		klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
 	}
-	rs, err := rules.LoadDocuments(docs, opts)
+	loaded, err := o.source.load(ctx, loadEnv{stdin: stdin, cfg: cfg, opts: opts, identity: &o.identity,
+		warn: func(s string) { fmt.Fprintln(stderr, s) }})
 	if err != nil {
 		return nil, nil, nil, err // each problem names its file and line
 	}
+	rs := loaded.planned()
 	if o.rule != "" && !slices.ContainsFunc(rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
-		return nil, nil, nil, fmt.Errorf("%s has no rule %q", rulesName(o.rules), o.rule)
+		return nil, nil, nil, fmt.Errorf("%s has no rule %q", loaded.from, o.rule)
 	}
 	// The installation's key tells its children from look-alikes; plan only reads it.
-	id, err := o.identity.load(ctx, cfg, identity.ReadOnly, false)
+	id, err := loaded.identity(ctx, cfg, &o.identity)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -195,10 +210,10 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 	}
 	plans, err := ctrl.Plan(ctx, engine.PlanOptions{Rule: o.rule, Namespace: o.namespace})
 	if o.rule != "" || (err != nil && plans == nil) {
-		return plans, nil, rs, err
+		return plans, nil, loaded, err
 	}
 	dropped, droppedErr := ctrl.DroppedRules(ctx, o.namespace)
-	return plans, dropped, rs, errors.Join(err, droppedErr)
+	return plans, dropped, loaded, errors.Join(err, droppedErr)
 }
 
 // planSummary counts a plan's changes.
@@ -362,12 +377,13 @@ type jsonParentPlan struct {
 // summary and the error that stopped the plan, if any.
 func writeDataPlan(w io.Writer, format string, got planned, planErr error) (planSummary, error) {
 	doc := struct {
+		RulesFrom    string             `json:"rulesFrom"`
 		Parents      []jsonParentPlan   `json:"parents"`
 		DroppedRules []plan.DroppedRule `json:"droppedRules,omitempty"`
 		Rollouts     []planRollout      `json:"rollouts,omitempty"`
 		Summary      planSummary        `json:"summary"`
 		Error        string             `json:"error,omitempty"`
-	}{Parents: []jsonParentPlan{}, DroppedRules: got.dropped, Rollouts: got.rollouts, Summary: summarize(got.plans, got.dropped)}
+	}{RulesFrom: got.from, Parents: []jsonParentPlan{}, DroppedRules: got.dropped, Rollouts: got.rollouts, Summary: summarize(got.plans, got.dropped)}
 	for _, p := range got.plans {
 		jp := jsonParentPlan{Rule: p.Rule, Parent: p.Parent, Changes: p.Changes, Waiting: p.Waiting, Refs: p.Refs, Deleting: p.Deleting}
 		if jp.Changes == nil {

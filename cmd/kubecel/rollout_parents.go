@@ -29,8 +29,6 @@ type rolloutView struct {
 	// names those not healthy, in the rollout's order: "ns/name: reason".
 	members int
 	failing []string
-	// canary says which parents the revision's policy makes canaries.
-	canary func(namespace string, labels map[string]string) bool
 }
 
 // parseParentResource reads a revision's parent resource, group/version/resource
@@ -55,27 +53,37 @@ func (c *rolloutClient) view(ctx context.Context, rule string) (*rolloutView, er
 	if cur.ParentResource == "" {
 		return v, nil
 	}
-	gvr, err := parseParentResource(cur.ParentResource)
-	if err != nil {
-		return nil, fmt.Errorf("rule %q: %s: %w", rule, revisionText(cur), err)
-	}
 	dyn, err := dynamic.NewForConfig(c.cfg)
 	if err != nil {
 		return nil, err
 	}
-	namespaces, selector, err := parentSelection(cur.Document)
+	items, err := listParents(ctx, dyn, cur)
 	if err != nil {
-		return nil, fmt.Errorf("rule %q: %s: %w", rule, revisionText(cur), err)
+		return nil, err
 	}
-	if v.canary, err = canaries(cur.Document); err != nil {
-		return nil, fmt.Errorf("rule %q: %s: %w", rule, revisionText(cur), err)
+	v.parents = true
+	v.count(items)
+	return v, nil
+}
+
+// listParents lists the parents of a rule's revision: the objects of its parent resource
+// in its namespaces that match its selector, as its document says (its when: expression
+// is not evaluated).
+func listParents(ctx context.Context, dyn dynamic.Interface, rev *rollout.Revision) ([]unstructured.Unstructured, error) {
+	gvr, err := parseParentResource(rev.ParentResource)
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: %s: %w", rev.Rule, revisionText(rev), err)
+	}
+	namespaces, selector, err := parentSelection(rev.Document)
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: %s: %w", rev.Rule, revisionText(rev), err)
 	}
 	var items []unstructured.Unstructured
 	opts := metav1.ListOptions{Limit: 500, LabelSelector: selector}
 	for {
 		list, err := dyn.Resource(gvr).List(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("rule %q: list its parents (%s): %w", rule, gvr.GroupResource(), err)
+			return nil, fmt.Errorf("rule %q: list its parents (%s): %w", rev.Rule, gvr.GroupResource(), err)
 		}
 		for _, item := range list.Items {
 			if len(namespaces) == 0 || slices.Contains(namespaces, item.GetNamespace()) {
@@ -83,12 +91,9 @@ func (c *rolloutClient) view(ctx context.Context, rule string) (*rolloutView, er
 			}
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			break
+			return items, nil
 		}
 	}
-	v.parents = true
-	v.count(items)
-	return v, nil
 }
 
 // count places the parents: at which revision, and which members of the steps taken
@@ -97,11 +102,9 @@ func (v *rolloutView) count(items []unstructured.Unstructured) {
 	cur := v.cur
 	from := rollout.Find(v.revs, cur.From)
 	byKey := make(map[rollout.Parent]*unstructured.Unstructured, len(items))
-	order := make([]rollout.Parent, len(items))
 	for i := range items {
 		p := &items[i]
-		key := rollout.Parent{Namespace: p.GetNamespace(), Name: p.GetName(), Canary: v.canary != nil && v.canary(p.GetNamespace(), p.GetLabels())}
-		byKey[key], order[i] = p, key
+		byKey[parentKey(p)] = p
 		switch {
 		case atRevision(p, cur):
 			v.atCur++
@@ -113,13 +116,38 @@ func (v *rolloutView) count(items []unstructured.Unstructured) {
 	if cur.Phase != rollout.Progressing && cur.Phase != rollout.Paused {
 		return
 	}
-	rollout.Order(order, cur.Hash)
-	v.members = rollout.Members(cur.Steps, cur.Step, len(order))
-	for _, key := range order[:v.members] {
+	members := stepMembers(cur, items)
+	v.members = len(members)
+	for _, key := range members {
 		if why := rollout.ParentHealth(byKey[key], cur.Rule, cur.ReadyCondition, cur.SyncedCondition, cur.Hash); why != "" {
 			v.failing = append(v.failing, rolloutParentName(key)+": "+why)
 		}
 	}
+}
+
+// parentKey is a parent as a rollout orders it.
+func parentKey(p *unstructured.Unstructured) rollout.Parent {
+	return rollout.Parent{Namespace: p.GetNamespace(), Name: p.GetName()}
+}
+
+// stepMembers are the parents of the steps a revision's rollout has taken, in the
+// rollout's order (the canaries its policy names first), named as parentKey names them.
+func stepMembers(cur *rollout.Revision, items []unstructured.Unstructured) []rollout.Parent {
+	canary, err := canaries(cur.Document)
+	if err != nil {
+		canary = func(string, map[string]string) bool { return false } // parentSelection reports the document
+	}
+	order := make([]rollout.Parent, len(items))
+	for i := range items {
+		order[i] = parentKey(&items[i])
+		order[i].Canary = canary(items[i].GetNamespace(), items[i].GetLabels())
+	}
+	rollout.Order(order, cur.Hash)
+	members := order[:rollout.Members(cur.Steps, cur.Step, len(order))]
+	for i := range members {
+		members[i].Canary = false
+	}
+	return members
 }
 
 func rolloutParentName(p rollout.Parent) string {
@@ -147,11 +175,15 @@ func canaries(document []byte) (func(namespace string, labels map[string]string)
 			} `json:"canaries"`
 		} `json:"rollout"`
 	}
+	none := func(string, map[string]string) bool { return false }
+	if len(document) == 0 {
+		return none, nil
+	}
 	if err := json.Unmarshal(document, &doc); err != nil {
 		return nil, fmt.Errorf("read its rollout's canaries: %w", err)
 	}
 	if doc.Rollout == nil || doc.Rollout.Canaries == nil {
-		return func(string, map[string]string) bool { return false }, nil
+		return none, nil
 	}
 	c := doc.Rollout.Canaries
 	sel := labels.Everything()

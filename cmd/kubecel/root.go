@@ -35,6 +35,7 @@ repairs drift and reports status.`,
 		newTestCommand(),
 		newPlanCommand(),
 		newTraceCommand(),
+		newGetCommand(),
 		newRolloutCommand(),
 		newVersionCommand(),
 	)

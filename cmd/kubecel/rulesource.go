@@ -85,7 +85,14 @@ func (o *runOptions) ruleSources(cfg *rest.Config) ([]rulesource.Source, error) 
 	if len(o.rulesFiles) == 0 && o.rulesConfigMap == "" && o.rulesSelector == "" {
 		return nil, errors.New("rules are required: give --rules FILE|DIR, --rules-configmap NAMESPACE/NAME or --rules-configmap-selector NAMESPACE/SELECTOR")
 	}
-	sources, err := fileSources(o.stdin, o.rulesFiles)
+	return ruleSources(o.stdin, o.rulesFiles, o.rulesConfigMap, o.rulesSelector, cfg)
+}
+
+// ruleSources makes the sources of --rules (files, directories, - for stdin),
+// --rules-configmap NAMESPACE/NAME and --rules-configmap-selector NAMESPACE/SELECTOR,
+// in the order their rules join. cfg is used only for the ConfigMap forms.
+func ruleSources(stdin io.Reader, files []string, configMap, selector string, cfg *rest.Config) ([]rulesource.Source, error) {
+	sources, err := fileSources(stdin, files)
 	if err != nil {
 		return nil, err
 	}
@@ -99,10 +106,10 @@ func (o *runOptions) ruleSources(cfg *rest.Config) ([]rulesource.Source, error) 
 		}
 		return kube, nil
 	}
-	if o.rulesConfigMap != "" {
-		ns, name, ok := strings.Cut(o.rulesConfigMap, "/")
+	if configMap != "" {
+		ns, name, ok := strings.Cut(configMap, "/")
 		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("--rules-configmap %q: want NAMESPACE/NAME", o.rulesConfigMap)
+			return nil, fmt.Errorf("--rules-configmap %q: want NAMESPACE/NAME", configMap)
 		}
 		kube, err := client()
 		if err != nil {
@@ -110,14 +117,14 @@ func (o *runOptions) ruleSources(cfg *rest.Config) ([]rulesource.Source, error) 
 		}
 		sources = append(sources, rulesource.ConfigMap(kube, ns, name))
 	}
-	if o.rulesSelector != "" {
-		ns, text, ok := strings.Cut(o.rulesSelector, "/")
+	if selector != "" {
+		ns, text, ok := strings.Cut(selector, "/")
 		if !ok || ns == "" || text == "" {
-			return nil, fmt.Errorf("--rules-configmap-selector %q: want NAMESPACE/SELECTOR, such as kubecel-system/kubecel.dev/rules=true", o.rulesSelector)
+			return nil, fmt.Errorf("--rules-configmap-selector %q: want NAMESPACE/SELECTOR, such as kubecel-system/kubecel.dev/rules=true", selector)
 		}
 		sel, err := labels.Parse(text)
 		if err != nil {
-			return nil, fmt.Errorf("--rules-configmap-selector %q: %w", o.rulesSelector, err)
+			return nil, fmt.Errorf("--rules-configmap-selector %q: %w", selector, err)
 		}
 		kube, err := client()
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 )
 
 type traceOptions struct {
-	rules     []string
+	source    rulesFromFlags
 	cluster   *clusterFlags
 	namespace string
 	output    outputFlag
@@ -31,11 +31,11 @@ type traceOptions struct {
 func newTraceCommand() *cobra.Command {
 	o := traceOptions{cluster: newClusterFlags()}
 	cmd := &cobra.Command{
-		Use:   "trace TYPE[/NAME] --rules FILE|DIR... [-n NAMESPACE] [-o text|wide|json|yaml|dot]",
+		Use:   "trace TYPE[/NAME] [--rules FILE|DIR... | --rules-configmap NS/NAME | --rules-configmap-selector NS/SELECTOR] [-n NAMESPACE] [-o text|wide|json|yaml|dot]",
 		Short: "Show a live parent with its rules, children and refs, their readiness and reasons",
 		Long: `trace answers "why is this parent not ready?". It reads the parent from the cluster,
-finds the rules (of --rules) that serve its resource, and for each rule shows the rule's
-conditions on the parent and beneath them every child and every ref:
+finds the rules that serve its resource, and for each rule shows the rule's conditions
+on the parent and beneath them every child and every ref:
 
   child   Kind/name (id): Ready, NotReady (the readyWhen that is false), Missing (not
           created yet), Waiting (for the children or refs it reads), Failed (the
@@ -54,6 +54,17 @@ the next reconcile will see even before the controller has written the status.
 A child counts only when its kubecel.dev/proof verifies under the installation's key
 (--installation, --identity-secret, as for plan).
 
+The rules are, by default, those the installation runs: each rule's current revision,
+stored by the controller as a ControllerRevision in the identity Secret's namespace and
+read only when its proof verifies under the installation's key. While a rule's rollout is
+under way, a parent the rollout has not reached is traced at the revision it rolls from,
+and a rule rolled back at the revision it is held at, as the controller runs them. The
+first line says where the rules came from, and at which revision each rule is traced.
+--rules (files, directories, - for stdin), --rules-configmap and
+--rules-configmap-selector (read once, as run reads them) give the rules instead; with
+several, they join in that order, as for run. The first line then names the ConfigMaps;
+with --rules alone there is none.
+
 TYPE is what kubectl takes: a kind (WebApp), a plural or short resource name (webapps),
 or resource.group (webapps.example.kubecel.dev); TYPE/NAME or TYPE NAME names the
 parent. -n is the parent's namespace (default: the kubeconfig's, else default). Without
@@ -63,18 +74,17 @@ NAME, trace prints a summary per rule: its parents by state (in every namespace 
 Output: a tree (text), -o wide adds the namespace, apiVersion and age columns, -o json
 and -o yaml print the same as data, -o dot a Graphviz digraph (dot -Tsvg). Exit status
 0 when the trace is printed, whatever the parent's state; 1 when the rules do not load
-or the parent cannot be read.`,
+(a revision whose proof does not verify is refused) or the parent cannot be read.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	f := cmd.Flags()
-	addRulesFlag(f, &o.rules)
+	o.source.addFlags(f)
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	o.identity.addFlags(f)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the parent's namespace (default: the kubeconfig's namespace, else default); without NAME, only this namespace")
 	o.output.addFlag(f, "text", "wide", "json", "yaml", "dot")
 	o.limits.addFlags(f)
-	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
 
@@ -155,23 +165,30 @@ func (o *traceOptions) run(cmd *cobra.Command, args []string) error {
 		return &exitError{code: 1, err: err}
 	}
 	out := cmd.OutOrStdout()
+	tio := traceIO{stdin: cmd.InOrStdin(), stderr: cmd.ErrOrStderr()}
 	if target.name == "" {
-		sum, err := o.summary(cmd.Context(), cmd.InOrStdin(), target.typ)
+		sum, err := o.summary(cmd.Context(), tio, target.typ)
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
 		return o.printSummary(out, sum)
 	}
-	doc, err := o.trace(cmd.Context(), cmd.InOrStdin(), target)
+	doc, err := o.trace(cmd.Context(), tio, target)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	return o.print(out, doc)
 }
 
+// traceIO is where trace reads --rules - and says what it warns of.
+type traceIO struct {
+	stdin  io.Reader
+	stderr io.Writer
+}
+
 // traceSetup is what both forms of trace need: the rules, the cluster and the type.
 type traceSetup struct {
-	rs      *rules.RuleSet
+	rules   *loadedRules
 	client  *traceClient
 	mapping *meta.RESTMapping
 	// served are the rules whose parent resource is the type's, in the rules' order.
@@ -179,8 +196,8 @@ type traceSetup struct {
 	cfg    *rest.Config
 }
 
-func (o *traceOptions) setup(ctx context.Context, stdin io.Reader, typ string) (*traceSetup, error) {
-	if err := checkRulesPaths(o.rules); err != nil {
+func (o *traceOptions) setup(ctx context.Context, tio traceIO, typ string) (*traceSetup, error) {
+	if err := checkRulesPaths(o.source.files); err != nil {
 		return nil, err
 	}
 	cfg, err := o.cluster.restConfig()
@@ -192,15 +209,12 @@ func (o *traceOptions) setup(ctx context.Context, stdin io.Reader, typ string) (
 	}
 	cfg.UserAgent = "kubecel-trace"
 	cfg.QPS, cfg.Burst = 50, 100
-	docs, err := readRules(stdin, o.rules)
-	if err != nil {
-		return nil, err
-	}
 	opts := o.limits.options()
 	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
 		opts.Schemas = schemas
 	}
-	rs, err := rules.LoadDocuments(docs, opts)
+	loaded, err := o.source.load(ctx, loadEnv{stdin: tio.stdin, cfg: cfg, opts: opts, identity: &o.identity,
+		warn: func(s string) { fmt.Fprintln(tio.stderr, s) }})
 	if err != nil {
 		return nil, err
 	}
@@ -212,14 +226,14 @@ func (o *traceOptions) setup(ctx context.Context, stdin io.Reader, typ string) (
 	if err != nil {
 		return nil, err
 	}
-	s := &traceSetup{rs: rs, client: client, mapping: m, cfg: cfg}
-	for _, r := range rs.Rules {
+	s := &traceSetup{rules: loaded, client: client, mapping: m, cfg: cfg}
+	for _, r := range loaded.rs.Rules {
 		if r.Parent.GVR.GroupResource() == m.Resource.GroupResource() {
 			s.served = append(s.served, r)
 		}
 	}
 	if len(s.served) == 0 {
-		return nil, fmt.Errorf("no rule of %s serves %s", rulesName(o.rules), m.Resource.GroupResource())
+		return nil, fmt.Errorf("no rule of %s serves %s", loaded.from, m.Resource.GroupResource())
 	}
 	return s, nil
 }

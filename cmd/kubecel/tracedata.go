@@ -24,6 +24,11 @@ import (
 type traceDoc struct {
 	Parent traceObject `json:"parent"`
 	Rules  []traceRule `json:"rules"`
+	// RulesFrom names where the rules came from: --rules paths, ConfigMaps, or the
+	// installation's running revisions.
+	RulesFrom string `json:"rulesFrom"`
+	// header is the text output's first line, when the rules came from the cluster.
+	header string
 }
 
 // traceObject names a live object, with its own Ready and Synced conditions.
@@ -51,6 +56,10 @@ type traceCondition struct {
 // traceRule is one rule that serves the parent's resource.
 type traceRule struct {
 	Name string `json:"name"`
+	// Revision and RevisionHash are the stored revision traced, when the rules are the
+	// installation's running revisions.
+	Revision     int64  `json:"revision,omitempty"`
+	RevisionHash string `json:"revisionHash,omitempty"`
 	// Selected is false when the rule's namespaces, selector or parent.when leave the
 	// parent out; NotSelected says which.
 	Selected    bool   `json:"selected"`

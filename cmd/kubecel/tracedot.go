@@ -12,6 +12,9 @@ import (
 // its way, red failed or held by another, grey not kubecel's or on its way out).
 func writeTraceDot(w io.Writer, doc *traceDoc) error {
 	var b strings.Builder
+	if doc.header != "" {
+		b.WriteString("// " + doc.header + "\n")
+	}
 	b.WriteString("digraph trace {\n  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n")
 	p := doc.Parent
 	node := func(id, label, color, extra string) {

@@ -62,6 +62,9 @@ func writeTraceTree(w io.Writer, doc *traceDoc, wide bool, now time.Time) error 
 		}
 		lines = append(lines, rows...)
 	}
+	if doc.header != "" {
+		fmt.Fprintln(w, doc.header)
+	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	if wide {
 		fmt.Fprintln(tw, "NAME\tNAMESPACE\tAPIVERSION\tSYNCED\tREADY\tAGE\tSTATUS")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -14,14 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // trace reads the parent and traces every rule that serves its resource.
-func (o *traceOptions) trace(ctx context.Context, stdin io.Reader, target traceTarget) (*traceDoc, error) {
-	s, err := o.setup(ctx, stdin, target.typ)
+func (o *traceOptions) trace(ctx context.Context, tio traceIO, target traceTarget) (*traceDoc, error) {
+	s, err := o.setup(ctx, tio, target.typ)
 	if err != nil {
 		return nil, err
 	}
@@ -36,15 +34,26 @@ func (o *traceOptions) trace(ctx context.Context, stdin io.Reader, target traceT
 		}
 		return nil, fmt.Errorf("read the parent: %w", err)
 	}
-	id, err := o.identity.load(ctx, s.cfg, identity.ReadOnly, false)
+	id, err := s.rules.identity(ctx, s.cfg, &o.identity)
 	if err != nil {
 		return nil, err
 	}
-	doc := &traceDoc{Parent: objectOf(parent), Rules: []traceRule{}}
+	doc := &traceDoc{Parent: objectOf(parent), Rules: []traceRule{}, RulesFrom: s.rules.from}
+	var notes []string
 	for _, r := range s.served {
-		t := ruleTracer{c: s.client, id: id, rule: r, namespaced: s.mapping.Scope.Name() != meta.RESTScopeNameRoot}
-		doc.Rules = append(doc.Rules, t.trace(ctx, parent))
+		v, err := s.version(ctx, r, parent)
+		if err != nil {
+			return nil, err
+		}
+		t := ruleTracer{c: s.client, id: id, rule: v.rule, namespaced: s.mapping.Scope.Name() != meta.RESTScopeNameRoot}
+		tr := t.trace(ctx, parent)
+		if v.rev != nil {
+			tr.Revision, tr.RevisionHash = v.rev.Number, v.rev.Hash
+			notes = append(notes, v.note)
+		}
+		doc.Rules = append(doc.Rules, tr)
 	}
+	doc.header = traceHeader(s.rules, notes)
 	return doc, nil
 }
 

@@ -21,6 +21,10 @@ import (
 type traceSummary struct {
 	Resource string        `json:"resource"`
 	Rules    []ruleSummary `json:"rules"`
+	// RulesFrom names where the rules came from (traceDoc.RulesFrom).
+	RulesFrom string `json:"rulesFrom"`
+	// header is the text output's first line, when the rules came from the cluster.
+	header string
 }
 
 type ruleSummary struct {
@@ -38,16 +42,17 @@ type stateCount struct {
 }
 
 // summary lists the parents of every rule that serves the type and sorts them by state.
-func (o *traceOptions) summary(ctx context.Context, stdin io.Reader, typ string) (*traceSummary, error) {
+func (o *traceOptions) summary(ctx context.Context, tio traceIO, typ string) (*traceSummary, error) {
 	if o.output.value == "dot" {
 		return nil, errors.New("-o dot draws one parent: give TYPE/NAME")
 	}
-	s, err := o.setup(ctx, stdin, typ)
+	s, err := o.setup(ctx, tio, typ)
 	if err != nil {
 		return nil, err
 	}
 	namespaced := s.mapping.Scope.Name() != meta.RESTScopeNameRoot
-	sum := &traceSummary{Resource: s.mapping.Resource.GroupResource().String(), Rules: []ruleSummary{}}
+	sum := &traceSummary{Resource: s.mapping.Resource.GroupResource().String(), Rules: []ruleSummary{},
+		RulesFrom: s.rules.from, header: traceHeader(s.rules, s.revisionNotes())}
 	for _, r := range s.served {
 		m := *s.mapping
 		m.Resource = r.Parent.GVR
@@ -130,6 +135,9 @@ const summaryExamples = 5
 func (o *traceOptions) printSummary(w io.Writer, sum *traceSummary) error {
 	if o.output.value == "json" || o.output.value == "yaml" {
 		return printData(w, o.output.value, sum)
+	}
+	if sum.header != "" {
+		fmt.Fprintln(w, sum.header)
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "RULE\tSTATE\tPARENTS\tNAMES")

@@ -26,6 +26,9 @@
 //     of a selector that does not load, or clashes with a named source, is reported and
 //     left out, so one team's mistake does not stop the controller for the others.
 //
+// LoadOnce loads the same rule set as a Loader's first load, once and without watching
+// (each ConfigMap listed once), for the commands that read the rules a controller runs.
+//
 // The Loader hands each rule set that loads to its Apply func and keeps the metrics
 // kubecel_rules_reload_total{result} and kubecel_rules_info{hash} on the registry it is
 // given.

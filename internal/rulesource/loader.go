@@ -72,6 +72,8 @@ type Loader struct {
 	recorder record.EventRecorder
 	// objects maps each running rule to the ConfigMap it came from, for Warn.
 	objects map[string]runtime.Object
+	// leftOut, when set, is told of each part that fails (LoadOnce).
+	leftOut func(source string, err error)
 }
 
 // partState is what the Loader remembers of one part.

@@ -213,6 +213,9 @@ func (l *Loader) report(ctx context.Context, p keyed, err error) {
 		logger.Error(err, "Rules reload failed; the source has no good version yet and contributes no rules", "source", p.name)
 	}
 	l.event(p.object, ReasonRulesLoadFailed, err.Error()+" ("+keeps+")")
+	if l.leftOut != nil {
+		l.leftOut(p.name, err)
+	}
 	if l.opts.Report != nil {
 		l.opts.Report(fmt.Sprintf("Rules reload failed: %s, %s:\n%v", p.name, keeps, err))
 	}

@@ -111,7 +111,17 @@ func (v *Revisions) Prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rul
 	case !from.Proven:
 		return nil, fmt.Errorf("rule %q: stored revision %d (%s) does not carry this installation's proof; it was not written by this installation and is not run", r.Name, from.Number, from.Hash)
 	}
-	p.Stable, err = rs.Revise(r.Name, from.Document)
+	if p.Stable, err = StableVersion(rs, r, from); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// StableVersion compiles the stored revision from that a rollout of r rolls from (or
+// that r is held at after a rollback), within rs, as it runs beside r for the parents the
+// rollout has not moved. The caller has checked from's proof.
+func StableVersion(rs *rules.RuleSet, r *rules.Rule, from *rollout.Revision) (*rules.Rule, error) {
+	stable, err := rs.Revise(r.Name, from.Document)
 	if err != nil {
 		return nil, fmt.Errorf("rule %q: compile revision %d (%s), which the rollout rolls from: %w", r.Name, from.Number, from.Hash, err)
 	}
@@ -120,11 +130,11 @@ func (v *Revisions) Prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rul
 	// It never takes steps: only whether it has a policy matters.
 	switch {
 	case len(from.Steps) == 0:
-		p.Stable.Rollout = nil
-	case p.Stable.Rollout == nil:
-		p.Stable.Rollout = cmp.Or(r.Rollout, &rules.Rollout{Steps: from.Steps})
+		stable.Rollout = nil
+	case stable.Rollout == nil:
+		stable.Rollout = cmp.Or(r.Rollout, &rules.Rollout{Steps: from.Steps})
 	}
-	return p, nil
+	return stable, nil
 }
 
 // steps are a rule's rollout steps, nil without a policy.
