@@ -31,17 +31,17 @@ func (r recorder) event(obj *unstructured.Unstructured, eventType, reason, forma
 func (c *Reconciler) recordOutcome(st *watch.Rule, parent *unstructured.Unstructured, out *outcome) {
 	key := watch.KeyFor(st.Rule.Name, parent)
 	if out.synced() {
-		c.lastFailure.Delete(key)
+		c.memory.update(key, func(p *parentMemo) { p.lastFailure = "" })
 	}
 	report := func(reason string, errs ...error) {
 		// One Event per distinct failure: re-reconciling a parent that is stuck in the
 		// same error must not write again and again.
 		msg := truncate(errors.Join(errs...).Error(), 1024)
 		seen := string(parent.GetUID()) + "|" + reason + "|" + msg
-		if last, ok := c.lastFailure.Load(key); ok && last == seen {
+		if c.memory.view(key).lastFailure == seen {
 			return
 		}
-		c.lastFailure.Store(key, seen)
+		c.memory.update(key, func(p *parentMemo) { p.lastFailure = seen })
 		c.events.event(parent, "Warning", reason, "%s", msg)
 	}
 	if out.panicked != nil {

@@ -80,7 +80,7 @@ func (c *Reconciler) Reconcile(ctx context.Context, st *watch.Rule, key watch.Ke
 		return res, err
 	}
 	if parent.GetDeletionTimestamp() != nil {
-		c.resume.take(key)
+		c.memory.takeResume(key)
 		return c.deletion.finalize(ctx, st, parent)
 	}
 	events := st.RefEvents()
@@ -116,7 +116,7 @@ func (c *Reconciler) Reconcile(ctx context.Context, st *watch.Rule, key watch.Ke
 		logPlan(ctx, out.changes(st.Rule))
 	}
 	c.recordOutcome(st, parent, out)
-	c.notReady.observe(key, readyCondition(out).Status == metav1.ConditionTrue, time.Now())
+	c.memory.observeReady(key, readyCondition(out).Status == metav1.ConditionTrue, time.Now())
 	res, err := out.verdict()
 	if refsMoved && err == nil && res.RequeueAfter == 0 {
 		res.Again = true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,18 +55,10 @@ type Reconciler struct {
 	// batch is how many child writes one reconcile sends before it yields (batchSize).
 	batch int
 
-	// statusless remembers (Key -> UID) parents whose status cannot be written (no
-	// status subresource), so the error is reported once, not in a loop.
-	statusless sync.Map
-	// lastFailure holds the last failure reported per parent (Key -> "uid|reason|msg"),
-	// to record each failure once.
-	lastFailure sync.Map
-	// notReady remembers since when parents have been not Ready (notready.go).
-	notReady *notReady
+	// memory is everything kept about each parent between its reconciles (memory.go).
+	memory *memory
 	// waiting holds the parents whose child's name another object holds.
 	waiting *waiters
-	// resume holds the work yielded reconciles left for the parents' next turns.
-	resume *resumePoints
 
 	// finalizers adds and removes the rules' finalizers on parents, and remembers the
 	// parents it added one to (finalize.go).
@@ -82,7 +73,8 @@ func New(opts Options) *Reconciler {
 	send := writer{client: opts.Client, dryRun: opts.DryRun}
 	events := recorder{r: opts.Recorder}
 	batch := batchSize(opts)
-	fin := &finalizers{send: send}
+	mem := newMemory()
+	fin := &finalizers{send: send, memory: mem}
 	return &Reconciler{
 		opts:       opts,
 		send:       send,
@@ -90,13 +82,12 @@ func New(opts Options) *Reconciler {
 		written:    opts.Written,
 		events:     events,
 		batch:      batch,
-		notReady:   newNotReady(),
+		memory:     mem,
 		waiting:    newWaiters(),
-		resume:     newResumePoints(),
 		finalizers: fin,
 		deletion: &deletion{
 			send: send, dryRun: opts.DryRun, batch: batch, metrics: opts.Metrics, events: events, finalizers: fin,
-			deleting: newDeleting(), gone: newGoneParents(),
+			deleting: newDeleting(), memory: mem,
 		},
 	}
 }
@@ -154,7 +145,7 @@ func batchSize(opts Options) int {
 }
 
 // ForgetRule drops what the reconciler keeps for a rule that stopped.
-func (c *Reconciler) ForgetRule(name string) { c.resume.dropRule(name) }
+func (c *Reconciler) ForgetRule(name string) { c.memory.forgetRule(name) }
 
 // ChildLeft is told of a child deleted (deleted) or whose parent changed (watch.Hooks),
 // and returns the parents that waited for its name, to queue.
@@ -186,10 +177,6 @@ func (c *Reconciler) ReleaseParent(ctx context.Context, st *watch.Rule, parent *
 
 // parentGone forgets what the reconciler kept about a parent its rule no longer holds.
 func (c *Reconciler) parentGone(st *watch.Rule, key watch.Key) {
-	c.statusless.Delete(key)
-	c.lastFailure.Delete(key)
-	c.notReady.forget(key)
-	c.resume.take(key)
-	c.finalizers.forget(key) // gone, or released below with what the server says
+	c.memory.forget(key) // its finalizer too: gone, or released with what the server says
 	st.DropReads(key)
 }

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,45 +33,10 @@ type resumePoint struct {
 	todo      []rules.Desired // shaped (Reconciler.shape)
 }
 
-// resumePoints holds the work yielded turns left, by parent. The workqueue never hands
-// one key to two workers at once, so each entry has one user at a time.
-type resumePoints struct {
-	mu sync.Mutex
-	m  map[watch.Key]*resumePoint
-}
-
-func newResumePoints() *resumePoints { return &resumePoints{m: map[watch.Key]*resumePoint{}} }
-
-func (r *resumePoints) put(key watch.Key, p *resumePoint) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.m[key] = p
-}
-
-// take returns and forgets the parent's resume point, if any.
-func (r *resumePoints) take(key watch.Key) *resumePoint {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.m[key]
-	delete(r.m, key)
-	return p
-}
-
-// dropRule forgets the resume points of a stopped rule.
-func (r *resumePoints) dropRule(name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k := range r.m {
-		if k.Rule == name {
-			delete(r.m, k)
-		}
-	}
-}
-
 // resumeFrom is where a yielded turn stopped: its work left, if nothing changed since.
 // refEvents is the rule's count of ref events now (watch.Rule.RefEvents).
 func (c *Reconciler) resumeFrom(st *watch.Rule, parent *unstructured.Unstructured, refEvents uint64) []rules.Desired {
-	p := c.resume.take(watch.KeyFor(st.Rule.Name, parent))
+	p := c.memory.takeResume(watch.KeyFor(st.Rule.Name, parent))
 	if p == nil || p.rule != st || p.uid != parent.GetUID() || p.version != parent.GetResourceVersion() || p.refEvents != refEvents {
 		return nil
 	}
@@ -84,7 +48,8 @@ func (c *Reconciler) saveResume(st *watch.Rule, parent *unstructured.Unstructure
 	if len(todo) == 0 {
 		return
 	}
-	c.resume.put(watch.KeyFor(st.Rule.Name, parent), &resumePoint{uid: parent.GetUID(), version: parent.GetResourceVersion(), rule: st, refEvents: refEvents, todo: todo})
+	point := &resumePoint{uid: parent.GetUID(), version: parent.GetResourceVersion(), rule: st, refEvents: refEvents, todo: todo}
+	c.memory.update(watch.KeyFor(st.Rule.Name, parent), func(p *parentMemo) { p.resume = point })
 }
 
 // continueWith writes the children a yielded turn left that still differ from their

@@ -137,8 +137,7 @@ func (c *Reconciler) writeStatus(ctx context.Context, st *watch.Rule, parent *un
 		// reported in an Event and the log.
 		return nil
 	}
-	uidKey := string(parent.GetUID())
-	if uid, bad := c.statusless.Load(watch.KeyFor(st.Rule.Name, parent)); bad && uid == uidKey {
+	if uid := c.memory.view(watch.KeyFor(st.Rule.Name, parent)).statusless; uid != "" && uid == parent.GetUID() {
 		return nil
 	}
 	current := parent
@@ -192,7 +191,7 @@ func (c *Reconciler) writeStatus(ctx context.Context, st *watch.Rule, parent *un
 	switch {
 	case apierrors.IsNotFound(err) && c.parentExists(ctx, st, parent):
 		// The object exists but /status does not: the CRD has no status subresource.
-		c.statusless.Store(watch.KeyFor(st.Rule.Name, parent), uidKey)
+		c.memory.update(watch.KeyFor(st.Rule.Name, parent), func(p *parentMemo) { p.statusless = parent.GetUID() })
 		msg := fmt.Sprintf("rule %q has a status block but %s has no status subresource; add `subresources: {status: {}}` to the CRD version", st.Rule.Name, st.ParentKind.GVR.GroupResource())
 		klog.FromContext(ctx).Error(nil, "Cannot write status", "reason", msg)
 		c.events.event(parent, "Warning", "StatusNotWritable", "%s", msg)
