@@ -34,7 +34,9 @@ func TestResumeFrom(t *testing.T) {
 		{name: "parent replaced", change: func(_ *Reconciler, _ **watch.Rule, p **unstructured.Unstructured, _ *uint64) { *p = parent("u2", "10") }},
 		{name: "rule reloaded", change: func(_ *Reconciler, s **watch.Rule, _ **unstructured.Unstructured, _ *uint64) { *s = other }},
 		{name: "a ref changed", change: func(_ *Reconciler, _ **watch.Rule, _ **unstructured.Unstructured, n *uint64) { *n++ }},
-		{name: "rule stopped", change: func(c *Reconciler, _ **watch.Rule, _ **unstructured.Unstructured, _ *uint64) { c.memory.forgetRule("r") }},
+		{name: "rule stopped", change: func(c *Reconciler, _ **watch.Rule, _ **unstructured.Unstructured, _ *uint64) {
+			c.memory.forgetRule("r")
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
