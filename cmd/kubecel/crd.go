@@ -6,9 +6,9 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubecel/kubecel/rules/apischema"
 )
 
 type crdOptions struct {
@@ -65,7 +65,7 @@ func (o *crdOptions) run(stdin io.Reader, stdout io.Writer) error {
 		}
 		found = true
 		if crd := r.CRD(); crd != nil {
-			obj, err := crdManifest(crd)
+			obj, err := apischema.Manifest(crd)
 			if err != nil {
 				return err
 			}
@@ -99,18 +99,4 @@ func (o *crdOptions) run(stdin io.Reader, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "# the api of rule %q\n%s", d.rule, data)
 	}
 	return nil
-}
-
-// crdManifest is a CRD as a manifest to apply: without status and the fields the API
-// server sets.
-func crdManifest(crd *apiextensionsv1.CustomResourceDefinition) (map[string]any, error) {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
-	if err != nil {
-		return nil, err
-	}
-	delete(obj, "status")
-	if md, ok := obj["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
-	}
-	return obj, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // This file generates the CRD of a definition.
@@ -117,4 +118,20 @@ func (d *Definition) printerColumns(c Conditions) []apiextensionsv1.CustomResour
 		}
 	}
 	return append(out, apiextensionsv1.CustomResourceColumnDefinition{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"})
+}
+
+// Manifest is a CRD as a manifest to apply: without status and the metadata the API
+// server sets.
+func Manifest(crd *apiextensionsv1.CustomResourceDefinition) (map[string]any, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		return nil, err
+	}
+	delete(obj, "status")
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		for _, k := range []string{"creationTimestamp", "resourceVersion", "uid", "generation", "managedFields"} {
+			delete(md, k)
+		}
+	}
+	return obj, nil
 }
