@@ -138,7 +138,7 @@ func run(ctx context.Context, c config) error {
 	res := &results{n: c.n, machine: machine, kubecelArgs: c.flagsColumn(), sharding: c.sharding, note: c.note,
 		replicas: make([]replicaResult, c.replicas)}
 	if c.onlyNoisy {
-		return b.noisyOnly(ctx, res)
+		return noisyOnly(ctx, b, res)
 	}
 	if err := b.measure(ctx, res); err != nil {
 		return err
@@ -146,7 +146,7 @@ func run(ctx context.Context, c config) error {
 	b.ctrls.identify(res)
 	var noisy *noisyResult
 	if c.noisy && !c.sharding {
-		if noisy, err = b.noisy(ctx); err != nil {
+		if noisy, err = (noisyPhase{b}).run(ctx); err != nil {
 			return fmt.Errorf("noisy neighbour: %w", err)
 		}
 	}
@@ -187,8 +187,8 @@ func run(ctx context.Context, c config) error {
 }
 
 // noisyOnly runs only the noisy-neighbour phase (--only-noisy) and adds only its row.
-func (b *bench) noisyOnly(ctx context.Context, res *results) error {
-	noisy, err := b.noisy(ctx)
+func noisyOnly(ctx context.Context, b *bench, res *results) error {
+	noisy, err := noisyPhase{b}.run(ctx)
 	if err != nil {
 		return fmt.Errorf("noisy neighbour: %w", err)
 	}
@@ -253,7 +253,7 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 		return fmt.Errorf("update: %w", err)
 	}
 	if b.cfg.edit {
-		if res.edit, err = b.edits(ctx); err != nil {
+		if res.edit, err = (editPhase{b}).run(ctx); err != nil {
 			return fmt.Errorf("rules edit: %w", err)
 		}
 	}
