@@ -149,7 +149,7 @@ func (e editPhase) run(ctx context.Context) (*editResult, error) {
 		return nil, err
 	}
 	logf("edit: rollout: edit value 3 with steps %v%%, no pause", rolloutSteps)
-	var reached stepClock
+	reached := stepClock{steps: rolloutSteps}
 	if res.rollout, err = e.editTo(ctx, rulesPath, data, "rollout edit", func() (bool, string) {
 		ok, progress := b.watch.edited("3", synced, func(rev string) bool { return rev != "" && rev != res.from }, &res.to)
 		reached.see(b.watch.at(synced, res.from), b.cfg.n)
@@ -194,7 +194,7 @@ func (e editPhase) editTo(ctx context.Context, path string, data []byte, what st
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return run, err
 	}
-	err := b.watch.waitFor(ctx, b.cfg.timeout, what, done)
+	err := waitFor(ctx, b.cfg.timeout, what, done)
 	finished := time.Now()
 	if err != nil {
 		return run, err
@@ -311,12 +311,16 @@ func (t *tracker) at(synced, from string) int {
 }
 
 // stepClock notes when the parents at the new revision first reached each step's
-// share of the parents.
-type stepClock struct{ reached []time.Time }
+// share of the parents; steps are the policy's, in percent.
+type stepClock struct {
+	steps   []float64
+	reached []time.Time
+}
 
+// see notes that at of n parents are at the new revision now.
 func (s *stepClock) see(at, n int) {
 	now := time.Now()
-	for len(s.reached) < len(rolloutSteps) && at >= rollout.Members(rolloutSteps, len(s.reached)+1, n) {
+	for len(s.reached) < len(s.steps) && at >= rollout.Members(s.steps, len(s.reached)+1, n) {
 		s.reached = append(s.reached, now)
 	}
 }
