@@ -37,6 +37,9 @@ import (
 //     other rule's parents and children counted); an edit of the rollout rule, which
 //     takes its steps.
 
+// rulesPoll is how often the start reads the controller's count of running rules.
+const rulesPoll = 200 * time.Millisecond
+
 // crdsPhase is the running --crds phase.
 type crdsPhase struct {
 	b         *bench
@@ -155,12 +158,14 @@ func (p *crdsPhase) waitEstablished(ctx context.Context, kinds []crdKind) error 
 	for _, k := range kinds {
 		want[k.plural+"."+crdsGroup] = true
 	}
-	return waitFor(ctx, p.timeout, "CRDs established", func() (bool, string) {
+	n := 0
+	// Once a second: a list of a thousand CRDs is megabytes for the API server to send.
+	err := wait.PollUntilContextTimeout(ctx, time.Second, p.timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := p.crds.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, nil
 		}
-		n := 0
+		n = 0
 		for _, crd := range list.Items {
 			for _, c := range crd.Status.Conditions {
 				if want[crd.Name] && c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
@@ -168,8 +173,12 @@ func (p *crdsPhase) waitEstablished(ctx context.Context, kinds []crdKind) error 
 				}
 			}
 		}
-		return n == len(want), fmt.Sprintf("%d/%d established", n, len(want))
+		return n == len(want), nil
 	})
+	if err != nil {
+		return fmt.Errorf("%d of %d CRDs established: %w", n, len(want), err)
+	}
+	return nil
 }
 
 // start starts the controller and times it until every rule whose CRD exists runs and
@@ -194,6 +203,7 @@ func (p *crdsPhase) start(ctx context.Context) error {
 	p.ctrl, b.ctrls = ctrl, fleet{ctrl}
 	rules := p.k + 1
 	rulesDone, convergedDone := false, false
+	var lastScrape time.Time
 	err = waitFor(ctx, p.timeout, "crds start", func() (bool, string) {
 		select {
 		case <-ctrl.done:
@@ -201,8 +211,9 @@ func (p *crdsPhase) start(ctx context.Context) error {
 		default:
 		}
 		progress := ""
-		if !rulesDone {
-			if m, err := ctrl.scrape(ctx); err == nil {
+		if !rulesDone && time.Since(lastScrape) >= rulesPoll {
+			lastScrape = time.Now()
+			if m, err := ctrl.scrape(ctx, "kubecel_active_rules", "kubecel_pending_rules"); err == nil {
 				active, ok := m.value("kubecel_active_rules")
 				pending, _ := m.value("kubecel_pending_rules")
 				switch {
@@ -250,7 +261,7 @@ func (p *crdsPhase) steady(ctx context.Context) error {
 		return err
 	}
 	writes0 := b.audit.snapshot()
-	reconciles0, err := p.ctrl.metric(ctx, "kubecel_reconcile_total")
+	reconciles0, err := p.reconciles(ctx)
 	if err != nil {
 		return err
 	}
@@ -267,7 +278,7 @@ func (p *crdsPhase) steady(ctx context.Context) error {
 		return err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, p.timeout, true, func(ctx context.Context) (bool, error) {
-		n, err := p.ctrl.metric(ctx, "kubecel_reconcile_total")
+		n, err := p.reconciles(ctx)
 		p.res.steadyReconciles = int(n - reconciles0)
 		return err == nil && p.res.steadyReconciles >= len(all), nil
 	})
@@ -290,6 +301,16 @@ func (p *crdsPhase) steady(ctx context.Context) error {
 	logf("crds: steady state: %d writes after %d reconciles; settled RSS %.1f MB (anonymous %.1f MB)",
 		p.res.steadyWrites.total(), p.res.steadyReconciles, mb(mem.current), mb(mem.anon))
 	return nil
+}
+
+// reconciles is the controller's count of reconciles so far.
+func (p *crdsPhase) reconciles(ctx context.Context) (float64, error) {
+	m, err := p.ctrl.scrape(ctx, "kubecel_reconcile_total")
+	if err != nil {
+		return 0, err
+	}
+	n, _ := m.value("kubecel_reconcile_total")
+	return n, nil
 }
 
 // byRule adds up writes counted by object name by the rule of the object ("" for an

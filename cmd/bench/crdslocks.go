@@ -58,7 +58,7 @@ func (p *crdsPhase) locks(ctx context.Context) error {
 		}
 		logf("crds: %s: longest lock wait %s (%.0f reconciles in %s)", ev.name, ev.into.longest, ev.into.reconciles, secs(ev.into.window))
 	}
-	m, err := p.ctrl.scrape(ctx)
+	m, err := p.ctrl.scrape(ctx, lockWaitMetric)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ type lockWindow struct {
 }
 
 func (p *crdsPhase) begin(ctx context.Context) (lockWindow, error) {
-	m, err := p.ctrl.scrape(ctx)
+	m, err := p.ctrl.scrape(ctx, lockWaitMetric, "kubecel_reconcile_total")
 	if err != nil {
 		return lockWindow{}, err
 	}
@@ -130,7 +130,7 @@ func (w lockWindow) end(ctx context.Context) (lockFigure, error) {
 		return lockFigure{}, ctx.Err()
 	case <-time.After(time.Until(w.start.Add(lockWindowMin))):
 	}
-	m, err := w.ctrl.scrape(ctx)
+	m, err := w.ctrl.scrape(ctx, lockWaitMetric, "kubecel_reconcile_total")
 	if err != nil {
 		return lockFigure{}, err
 	}
@@ -154,7 +154,7 @@ func (p *crdsPhase) crdAppears(ctx context.Context) error {
 	}
 	if p.res.rulesKnown {
 		err := waitFor(ctx, p.timeout, "the late rule running", func() (bool, string) {
-			m, err := p.ctrl.scrape(ctx)
+			m, err := p.ctrl.scrape(ctx, "kubecel_active_rules")
 			if err != nil {
 				return false, err.Error()
 			}
