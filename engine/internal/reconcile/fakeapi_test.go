@@ -196,7 +196,7 @@ func setManaged(obj *unstructured.Unstructured, manager, subresource string, sen
 	entries := slices.DeleteFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return e.Manager == manager && e.Subresource == subresource })
 	entries = append(entries, metav1.ManagedFieldsEntry{
 		Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: sent.GetAPIVersion(),
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}, Subresource: subresource,
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(raw)), Subresource: subresource,
 	})
 	obj.SetManagedFields(entries)
 }
