@@ -28,7 +28,7 @@ func (r recorder) event(obj *unstructured.Unstructured, eventType, reason, forma
 
 // recordOutcome records a Warning Event on the parent for each distinct failure of a
 // reconcile. It does not log: the worker logs the error the reconcile returns.
-func (c *Reconciler) recordOutcome(st *watch.Rule, parent *unstructured.Unstructured, out *outcome) {
+func (c *reporter) recordOutcome(st *watch.Rule, parent *unstructured.Unstructured, out *outcome) {
 	key := watch.KeyFor(st.Rule.Name, parent)
 	if out.synced() {
 		c.memory.update(key, func(p *parentMemo) { p.lastFailure = "" })
@@ -98,8 +98,8 @@ func (c *Reconciler) ReportPanic(ctx context.Context, st *watch.Rule, key watch.
 		return err
 	}
 	out := &outcome{panicked: panicked}
-	c.recordOutcome(st, parent, out)
-	if err := c.writeStatus(ctx, st, parent, out); err != nil {
+	c.report.recordOutcome(st, parent, out)
+	if err := c.report.writeStatus(ctx, st, parent, out); err != nil {
 		return fmt.Errorf("report the panic on the parent: %w", err)
 	}
 	return nil

@@ -35,7 +35,7 @@ type resumePoint struct {
 
 // resumeFrom is where a yielded turn stopped: its work left, if nothing changed since.
 // refEvents is the rule's count of ref events now (watch.Rule.RefEvents).
-func (c *Reconciler) resumeFrom(st *watch.Rule, parent *unstructured.Unstructured, refEvents uint64) []rules.Desired {
+func (c *children) resumeFrom(st *watch.Rule, parent *unstructured.Unstructured, refEvents uint64) []rules.Desired {
 	p := c.memory.takeResume(watch.KeyFor(st.Rule.Name, parent))
 	if p == nil || p.rule != st || p.uid != parent.GetUID() || p.version != parent.GetResourceVersion() || p.refEvents != refEvents {
 		return nil
@@ -44,7 +44,7 @@ func (c *Reconciler) resumeFrom(st *watch.Rule, parent *unstructured.Unstructure
 }
 
 // saveResume keeps a yielded turn's work left for the parent's next turn.
-func (c *Reconciler) saveResume(st *watch.Rule, parent *unstructured.Unstructured, refEvents uint64, todo []rules.Desired) {
+func (c *children) saveResume(st *watch.Rule, parent *unstructured.Unstructured, refEvents uint64, todo []rules.Desired) {
 	if len(todo) == 0 {
 		return
 	}
@@ -56,7 +56,7 @@ func (c *Reconciler) saveResume(st *watch.Rule, parent *unstructured.Unstructure
 // cached copies, a batch at most, and returns what is left after this turn and how many
 // writes it sent. Failures are left to the full reconcile that follows, which tries
 // those children again and reports them.
-func (c *Reconciler) continueWith(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, todo []rules.Desired) (rest []rules.Desired, wrote int) {
+func (c *children) continueWith(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, todo []rules.Desired) (rest []rules.Desired, wrote int) {
 	logger := klog.FromContext(ctx)
 	uid := string(parent.GetUID())
 	mine := map[string]*unstructured.Unstructured{} // read before the caches: see observe
@@ -94,7 +94,7 @@ func (c *Reconciler) continueWith(ctx context.Context, st *watch.Rule, parent *u
 // liveChild is the parent's child of key k as observe would see it: the cached object,
 // or our newer write of it, when it is the rule's child of this parent; else our write
 // the cache does not show yet (from mine); else nil.
-func (c *Reconciler) liveChild(st *watch.Rule, parentUID string, k watch.ObjectKey, mine map[string]*unstructured.Unstructured) *unstructured.Unstructured {
+func (c *children) liveChild(st *watch.Rule, parentUID string, k watch.ObjectKey, mine map[string]*unstructured.Unstructured) *unstructured.Unstructured {
 	if cached, ok := st.Cached(k); ok && st.Owns(cached, parentUID) {
 		if w := c.written.Newer(k.String(), cached); w != nil {
 			return w

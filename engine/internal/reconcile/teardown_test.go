@@ -38,24 +38,24 @@ func TestSendDeleteExact(t *testing.T) {
 	}{
 		{name: "unchanged", wantGone: true},
 		{name: "already-gone", change: func(t *testing.T, obj *unstructured.Unstructured) {
-			if err := c.send.client.Resource(cmGVR).Namespace(ns).Delete(t.Context(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
+			if err := c.opts.Client.Resource(cmGVR).Namespace(ns).Delete(t.Context(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}, wantGone: true},
 		{name: "created-again", change: func(t *testing.T, obj *unstructured.Unstructured) {
-			if err := c.send.client.Resource(cmGVR).Namespace(ns).Delete(t.Context(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
+			if err := c.opts.Client.Resource(cmGVR).Namespace(ns).Delete(t.Context(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			again := obj.DeepCopy()
 			again.SetUID("")
 			again.SetResourceVersion("")
-			if _, err := c.send.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), again, metav1.CreateOptions{}); err != nil {
+			if _, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Create(t.Context(), again, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}, wantConflict: true},
 		{name: "changed", change: func(t *testing.T, obj *unstructured.Unstructured) {
 			patch := []byte(`{"metadata":{"labels":{"team":"x"}}}`)
-			if _, err := c.send.client.Resource(cmGVR).Namespace(ns).Patch(t.Context(), obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			if _, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Patch(t.Context(), obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}, wantConflict: true},
@@ -68,7 +68,7 @@ func TestSendDeleteExact(t *testing.T) {
 					contract.LabelManagedBy: contract.ManagedByValue, contract.LabelRule: "own", contract.LabelParentUID: "dddddddd-0000-0000-0000-000000000004", contract.LabelChild: "cm",
 				}},
 			}}
-			created, err := c.send.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
+			created, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +83,7 @@ func TestSendDeleteExact(t *testing.T) {
 			if got := apierrors.IsConflict(err); got != tt.wantConflict || (!tt.wantConflict && err != nil) {
 				t.Fatalf("sendDelete: %v; want conflict %v", err, tt.wantConflict)
 			}
-			_, err = c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), created.GetName(), metav1.GetOptions{})
+			_, err = c.opts.Client.Resource(cmGVR).Namespace(ns).Get(t.Context(), created.GetName(), metav1.GetOptions{})
 			if gone := apierrors.IsNotFound(err); gone != tt.wantGone {
 				t.Errorf("after sendDelete: get error %v; want gone %v", err, tt.wantGone)
 			}
