@@ -42,6 +42,9 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 	}
 	var pending []string
 	for name, p := range v.pending {
+		if p.wouldCreate {
+			continue // no parents before its CRD exists; Controller.APIs reports the CRD
+		}
 		if opts.Rule == "" || opts.Rule == name {
 			pending = append(pending, fmt.Sprintf("rule %q is not running: %s", name, p.reason))
 		}
