@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strconv"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine/internal/apis"
+	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -59,16 +61,16 @@ func keepsOld(err error) bool {
 	return errors.As(err, &refused)
 }
 
-// APIs judges the CRD of every rule with an api block in rs against the cluster, as a
+// APIs judges the CRD of every one of rs that has an api block against the cluster, as a
 // controller would before starting the rule, and writes nothing (kubecel plan reports
 // the result).
-func (c *Controller) APIs(ctx context.Context, rs *rules.RuleSet) ([]plan.APIChange, error) {
+func (c *Controller) APIs(ctx context.Context, rs []*rules.Rule) ([]plan.APIChange, error) {
 	return judgeAPIs(ctx, c.life.apis, rs)
 }
 
 // CheckAPIs is Controller.APIs for a caller without the installation's key (kubecel
 // check): it judges the changes to each CRD, and not whose CRD it is.
-func CheckAPIs(ctx context.Context, cfg *rest.Config, rs *rules.RuleSet) ([]plan.APIChange, error) {
+func CheckAPIs(ctx context.Context, cfg *rest.Config, rs []*rules.Rule) ([]plan.APIChange, error) {
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -76,9 +78,9 @@ func CheckAPIs(ctx context.Context, cfg *rest.Config, rs *rules.RuleSet) ([]plan
 	return judgeAPIs(ctx, &apis.Manager{Client: client}, rs)
 }
 
-func judgeAPIs(ctx context.Context, m *apis.Manager, rs *rules.RuleSet) ([]plan.APIChange, error) {
+func judgeAPIs(ctx context.Context, m *apis.Manager, rs []*rules.Rule) ([]plan.APIChange, error) {
 	var out []plan.APIChange
-	for _, r := range rs.Rules {
+	for _, r := range rs {
 		j, err := m.Judge(ctx, r)
 		if err != nil {
 			return out, fmt.Errorf("rule %q: %w", r.Name, err)
@@ -96,4 +98,21 @@ func judgeAPIs(ctx context.Context, m *apis.Manager, rs *rules.RuleSet) ([]plan.
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// servedAs is a parent as the API server will serve it once the CRD of the rule's api
+// is applied: a plan of an api edit sees the defaults of the new fields, as the
+// controller will when it lists the parents again (watch.Rule.ParentSchema). A parent
+// of a rule without api, or one the new schema refuses (an edit that is refused
+// anyway), is returned as it is.
+func servedAs(st *watch.Rule, parent *unstructured.Unstructured) *unstructured.Unstructured {
+	def := st.Rule.API()
+	if def == nil {
+		return parent
+	}
+	admitted, err := def.Admit(parent.Object)
+	if err != nil {
+		return parent
+	}
+	return &unstructured.Unstructured{Object: admitted.Object}
 }

@@ -70,7 +70,7 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 			return nil, err
 		}
 		for _, parent := range parents {
-			pp := c.reconciler.Plan(ctx, st, parent)
+			pp := c.reconciler.Plan(ctx, st, servedAs(st, parent))
 			pp.Canary = st.Rule.Rollout.IsCanary(parent.GetNamespace(), parent.GetLabels())
 			plans = append(plans, pp)
 		}
