@@ -95,10 +95,12 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 		}
 		next, err := l.start(ctx, r, old)
 		if err != nil {
-			l.setPending(ctx, r, err)
 			if old != nil && keepsOld(err) {
-				continue // the last good version runs on; the new one waits
+				// The last good version runs on; the new one waits.
+				l.setPending(ctx, r, fmt.Errorf("the version that ran before keeps running, this one waits: %w", err))
+				continue
 			}
+			l.setPending(ctx, r, err)
 			if old != nil {
 				delete(l.running, name)
 				replaced = append(replaced, old)

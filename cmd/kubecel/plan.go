@@ -241,6 +241,7 @@ type planSummary struct {
 	APIs      int `json:"apis,omitempty"`
 	errors    int
 	failed    int
+	refused   int // rules' apis the controller would refuse
 }
 
 func (s planSummary) changes() int {
@@ -252,6 +253,9 @@ func summarize(plans []plan.ParentPlan, dropped []plan.DroppedRule, apis []plan.
 	for _, a := range apis {
 		if a.Changes() {
 			s.APIs++
+		}
+		if a.Refused() {
+			s.refused++
 		}
 	}
 	for _, p := range plans {
@@ -358,7 +362,7 @@ func writeTextPlan(w io.Writer, plans []plan.ParentPlan, dropped []plan.DroppedR
 	s := summarize(plans, dropped, apis)
 	parents := fmt.Sprintf("%d %s", s.Parents, plural(s.Parents, "parent", "parents"))
 	switch {
-	case s.changes() == 0 && s.errors == 0:
+	case s.changes() == 0 && s.errors == 0 && s.refused == 0:
 		fmt.Fprintf(w, "No changes: the cluster matches the rules (%s).\n", parents)
 	default:
 		line := fmt.Sprintf("Plan: %d to create, %d to update, %d to prune, %d status %s", s.Create, s.Update, s.Prune, s.Status, plural(s.Status, "change", "changes"))
@@ -374,6 +378,9 @@ func writeTextPlan(w io.Writer, plans []plan.ParentPlan, dropped []plan.DroppedR
 		}
 		if s.Dropped > 0 {
 			line += fmt.Sprintf("; %d %s dropped", s.Dropped, plural(s.Dropped, "rule", "rules"))
+		}
+		if s.refused > 0 {
+			line += fmt.Sprintf("; %d %s refused", s.refused, plural(s.refused, "api", "apis"))
 		}
 		if s.errors > 0 {
 			line += fmt.Sprintf("; %d %s in %d %s", s.errors, plural(s.errors, "error", "errors"), s.failed, plural(s.failed, "parent", "parents"))
