@@ -49,7 +49,6 @@ func (p Problem) Error() string {
 type Path []any
 
 func (p Path) key(k string) Path { return append(slices.Clip(p), k) }
-func (p Path) index(i int) Path  { return append(slices.Clip(p), i) }
 
 // String shows the path as rules errors do: spec.ports[0].
 func (p Path) String() string {
