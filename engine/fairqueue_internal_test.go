@@ -65,9 +65,30 @@ func TestFairQueueOrder(t *testing.T) {
 			want: []string{"a/1", "b/1", "a/2", "b/2", "b/3"},
 		},
 		{
-			name:  "cluster-scoped parents are each a flow",
-			steps: []step{{push: []queueKey{key("", "x"), key("", "x2"), key("a", "1"), key("a", "2")}, pop: 4}},
-			want:  []string{"x", "x2", "a/1", "a/2"},
+			name: "a fresh flow goes before the round",
+			steps: []step{
+				{push: []queueKey{key("a", "1"), key("a", "2"), key("b", "1"), key("b", "2")}, pop: 2},
+				{finish: []queueKey{key("a", "1"), key("b", "1")}, push: []queueKey{key("c", "1")}, pop: 1},
+			},
+			want: []string{"a/1", "b/1", "c/1"},
+		},
+		{
+			name: "fresh flows go oldest first",
+			steps: []step{
+				{push: []queueKey{key("a", "1"), key("a", "2")}, pop: 1},
+				{push: []queueKey{key("c", "1"), key("b", "1")}, pop: 3},
+			},
+			want: []string{"a/1", "c/1", "b/1", "a/2"},
+		},
+		{
+			name: "a flow that runs is not fresh",
+			steps: []step{
+				{push: []queueKey{key("a", "1"), key("b", "1"), key("b", "2")}, pop: 2},
+				// a's key is queued again while it runs (it yielded): a goes to the
+				// back of the round, behind b.
+				{push: []queueKey{key("a", "1")}, finish: []queueKey{key("a", "1"), key("b", "1")}, pop: 2},
+			},
+			want: []string{"a/1", "b/1", "b/2", "a/1"},
 		},
 		{
 			name: "a yielded key goes to the back of its flow",
@@ -113,8 +134,8 @@ func TestFairQueueForgets(t *testing.T) {
 	for q.Len() > 0 {
 		q.finished(q.Pop())
 	}
-	if len(q.flows) != 0 || len(q.active) != 0 {
-		t.Errorf("after every key finished: %d flows, %d active; want none", len(q.flows), len(q.active))
+	if len(q.flows) != 0 || len(q.fresh) != 0 || len(q.old) != 0 || len(q.running) != 0 {
+		t.Errorf("after every key finished: %d flows, %d fresh, %d in the round, %d running; want none", len(q.flows), len(q.fresh), len(q.old), len(q.running))
 	}
 }
 
