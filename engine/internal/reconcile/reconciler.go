@@ -141,7 +141,7 @@ func batchSize(opts Options) int {
 // ForgetRule drops what the reconciler keeps for a rule that stopped.
 func (c *Reconciler) ForgetRule(name string) { c.memory.forgetRule(name) }
 
-// ChildLeft is told of a child deleted (deleted) or whose parent changed (watch.Hooks),
+// ChildLeft is told of a child deleted (deleted) or whose parent changed (watch.Events),
 // and returns the parents that waited for its name, to queue.
 func (c *Reconciler) ChildLeft(o *informers.Object, deleted bool) []watch.Key {
 	if deleted {
@@ -150,7 +150,7 @@ func (c *Reconciler) ChildLeft(o *informers.Object, deleted bool) []watch.Key {
 	return c.waiting.take(watch.KeyOf(o).String())
 }
 
-// ParentDeleted records a parent its rule's informer saw deleted (watch.Hooks), for its
+// ParentDeleted records a parent its rule's informer saw deleted (watch.Events), for its
 // teardown.
 func (c *Reconciler) ParentDeleted(key watch.Key, uid types.UID, sure, orphan bool) {
 	c.deletion.parentDeleted(key, uid, sure, orphan)

@@ -154,9 +154,7 @@ func (v *Revisions) Commit(ctx context.Context, r *rules.Rule, p *Prepared, targ
 	}
 	logger := klog.FromContext(ctx).WithValues("rule", r.Name, "revision", r.Revision)
 	for _, old := range p.change.Supersede {
-		st := old.State
-		st.Phase, st.Message = rollout.Superseded, fmt.Sprintf("superseded by revision %d (%s)", p.change.Number, r.Revision)
-		if _, err := v.Store.Update(ctx, old, old.Number, st); err != nil {
+		if err := v.supersede(ctx, old, p.change.Number, r.Revision); err != nil {
 			logger.Error(err, "Cannot mark a rollout superseded", "superseded", old.Hash)
 		}
 	}
@@ -180,6 +178,28 @@ func (v *Revisions) Commit(ctx context.Context, r *rules.Rule, p *Prepared, targ
 	}
 	logger.Info("Stored rule revision", "number", got.Number, "phase", got.Phase, "from", got.From)
 	return got
+}
+
+// supersede marks a rollout under way superseded by revision number (hash). The rollout
+// controller may have written its state since Prepare read it (a step's progress): on a
+// conflict the revision is read again and, while it is still under way, marked again.
+func (v *Revisions) supersede(ctx context.Context, old *rollout.Revision, number int64, hash string) error {
+	var err error
+	for range 5 {
+		st := old.State
+		st.Phase, st.Message = rollout.Superseded, fmt.Sprintf("superseded by revision %d (%s)", number, hash)
+		if _, err = v.Store.Update(ctx, old, old.Number, st); !apierrors.IsConflict(err) {
+			return err
+		}
+		revs, lerr := v.Store.List(ctx, old.Rule)
+		if lerr != nil {
+			return lerr
+		}
+		if old = rollout.Find(revs, old.Hash); old == nil || old.Phase != rollout.Progressing && old.Phase != rollout.Paused {
+			return nil
+		}
+	}
+	return err
 }
 
 // whereOf says where a rule's parents are, for the commands.
