@@ -175,6 +175,57 @@ func TestStoreStateProof(t *testing.T) {
 	}
 }
 
+// TestStoreOriginProof: a revision stored from a team's source carries its origin, and
+// its proof covers it: the same revision with another origin, or none, does not verify,
+// so that a rule of the same name from another source cannot take it for its own. A
+// revision without an origin has the proof earlier versions wrote.
+func TestStoreOriginProof(t *testing.T) {
+	key, err := rules.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := rules.NewIdentity("kubecel", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Store{Client: fake.NewClientset(), Namespace: "kubecel-system", Installation: "kubecel", Signer: id}
+	doc := []byte(`{"name":"web"}`)
+	created, err := s.Create(t.Context(), "web", "h2", doc, Where{Origin: "configmap rules/team-a"}, 2, State{Phase: Complete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !created.Proven || created.Origin != "configmap rules/team-a" || created.Object.Annotations[AnnotationOrigin] != "configmap rules/team-a" {
+		t.Fatalf("created revision: proven %v, origin %q (annotation %q); want proven, team a's", created.Proven, created.Origin, created.Object.Annotations[AnnotationOrigin])
+	}
+	plain, err := s.Create(t.Context(), "web", "h1", doc, Where{}, 1, State{Phase: Complete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, has := plain.Object.Annotations[AnnotationOrigin]; has || plain.Object.Annotations[contract.AnnotationProof] != id.RevisionProof("web", "", "h1", doc) {
+		t.Errorf("a revision without origin: annotations %v; want no origin and the proof of rule, hash and document", plain.Object.Annotations)
+	}
+	tests := []struct {
+		name   string
+		origin func(map[string]string)
+	}{
+		{name: "another team's origin", origin: func(a map[string]string) { a[AnnotationOrigin] = "configmap rules/team-b" }},
+		{name: "no origin", origin: func(a map[string]string) { delete(a, AnnotationOrigin) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cr := created.Object.DeepCopy()
+			tt.origin(cr.Annotations)
+			revs, err := s.Decode([]*appsv1.ControllerRevision{cr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if revs[0].Proven {
+				t.Errorf("a revision with %s decodes as proven", tt.name)
+			}
+		})
+	}
+}
+
 // TestStoreListBadState: a revision whose state cannot be read fails the list, naming
 // the rule and the revision.
 func TestStoreListBadState(t *testing.T) {

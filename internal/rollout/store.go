@@ -19,11 +19,12 @@ import (
 // DefaultKeep is how many revisions of a rule are kept by default.
 const DefaultKeep = 10
 
-// Signer proves that a revision's document, and its rollout state, were stored by the
-// installation: whoever can write a ControllerRevision in kubecel's namespace must not
-// be able to hand the engine a rule to run, or move a rollout. rules.Identity is one.
+// Signer proves that a revision's document and origin, and its rollout state, were
+// stored by the installation: whoever can write a ControllerRevision in kubecel's
+// namespace must not be able to hand the engine a rule to run, or move a rollout.
+// rules.Identity is one.
 type Signer interface {
-	RevisionProof(rule, hash string, document []byte) string
+	RevisionProof(rule, origin, hash string, document []byte) string
 	RolloutStateProof(rule, hash string, number int64, state []byte) string
 }
 
@@ -75,12 +76,13 @@ func (s *Store) Decode(crs []*appsv1.ControllerRevision) ([]*Revision, error) {
 			Rule: cr.Labels[contract.LabelRule], Hash: cr.Labels[LabelRevision], Number: cr.Revision,
 			State: st, Document: cr.Data.Raw, Object: cr,
 			Where: Where{
+				Origin:         cr.Annotations[AnnotationOrigin],
 				ParentResource: cr.Annotations[AnnotationParentResource],
 				ReadyCondition: cr.Annotations[AnnotationReadyCondition], SyncedCondition: cr.Annotations[AnnotationSyncedCondition],
 			},
 		}
 		if s.Signer != nil && r.Hash != "" {
-			want := s.Signer.RevisionProof(r.Rule, r.Hash, r.Document)
+			want := s.Signer.RevisionProof(r.Rule, r.Origin, r.Hash, r.Document)
 			r.Proven = cr.Annotations[contract.AnnotationProof] == want
 			r.StateProven = cr.Annotations[AnnotationStateProof] == s.Signer.RolloutStateProof(r.Rule, r.Hash, cr.Revision, stateText(stateAnnotations(st)))
 		}
@@ -145,7 +147,10 @@ func (s *Store) revisionObject(rule, hash string, document []byte, where Where, 
 	l[LabelRevision] = hash
 	ann := stateAnnotations(st)
 	ann[AnnotationStateProof] = s.Signer.RolloutStateProof(rule, hash, number, stateText(stateAnnotations(st)))
-	ann[contract.AnnotationProof] = s.Signer.RevisionProof(rule, hash, document)
+	ann[contract.AnnotationProof] = s.Signer.RevisionProof(rule, where.Origin, hash, document)
+	if where.Origin != "" {
+		ann[AnnotationOrigin] = where.Origin
+	}
 	ann[AnnotationParentResource] = where.ParentResource
 	ann[AnnotationReadyCondition], ann[AnnotationSyncedCondition] = where.ReadyCondition, where.SyncedCondition
 	cr := &appsv1.ControllerRevision{
