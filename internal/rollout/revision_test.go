@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -204,6 +205,24 @@ func TestStoreOriginProof(t *testing.T) {
 	if _, has := plain.Object.Annotations[AnnotationOrigin]; has || plain.Object.Annotations[contract.AnnotationProof] != id.RevisionProof("web", "", "h1", doc) {
 		t.Errorf("a revision without origin: annotations %v; want no origin and the proof of rule, hash and document", plain.Object.Annotations)
 	}
+	// A revision an earlier version stored for the rule, without its origin, is replaced
+	// by one that records it.
+	legacy, err := s.Create(t.Context(), "web", "h3", doc, Where{}, 3, State{Phase: Progressing, Step: 1, From: "h2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced, err := s.CreateOrReplace(t.Context(), "web", "h3", doc, Where{Origin: "configmap rules/team-a"}, 4, State{Phase: Complete})
+	if err != nil {
+		t.Fatalf("CreateOrReplace over a revision without origin: %v", err)
+	}
+	if !replaced.Proven || replaced.Origin != "configmap rules/team-a" || replaced.Phase != Complete || replaced.Object.UID != legacy.Object.UID {
+		t.Errorf("replaced revision: proven %v, origin %q, %s, same object %v; want proven, team a's, Complete, the same object",
+			replaced.Proven, replaced.Origin, replaced.Phase, replaced.Object.UID == legacy.Object.UID)
+	}
+	if _, err := s.CreateOrReplace(t.Context(), "web", "h3", doc, Where{Origin: "configmap rules/team-a"}, 4, State{Phase: Complete}); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("CreateOrReplace over the installation's revision of the same origin: error %v, want AlreadyExists", err)
+	}
+
 	tests := []struct {
 		name   string
 		origin func(map[string]string)

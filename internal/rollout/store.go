@@ -113,9 +113,10 @@ func (s *Store) Create(ctx context.Context, rule, hash string, document []byte, 
 }
 
 // CreateOrReplace stores a new revision as Create does. When an object of its name exists
-// that is this installation's (its proof verifies: another replica stored it first), the
-// AlreadyExists error is returned, to be read again; one that is not (written under
-// another key, or by someone else) is replaced, on the version read.
+// that is this installation's, of the same origin (its proof verifies: another replica
+// stored it first), the AlreadyExists error is returned, to be read again; one that is not
+// (written under another key, or by someone else, or by an earlier version that recorded
+// no origin) is replaced, on the version read.
 func (s *Store) CreateOrReplace(ctx context.Context, rule, hash string, document []byte, where Where, number int64, st State) (*Revision, error) {
 	got, err := s.Create(ctx, rule, hash, document, where, number, st)
 	if !apierrors.IsAlreadyExists(err) {
@@ -125,7 +126,7 @@ func (s *Store) CreateOrReplace(ctx context.Context, rule, hash string, document
 	if gerr != nil {
 		return nil, err
 	}
-	if revs, derr := s.Decode([]*appsv1.ControllerRevision{cr}); derr == nil && revs[0].Proven {
+	if revs, derr := s.Decode([]*appsv1.ControllerRevision{cr}); derr == nil && revs[0].Proven && revs[0].Origin == where.Origin {
 		return nil, err
 	}
 	fresh := s.revisionObject(rule, hash, document, where, number, st)
