@@ -201,6 +201,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		}
 	}
 	c.fair.fairnessKey, c.fair.owner = opts.FairnessKey, c.flowOwner
+	c.fair.limit = flowLimit(c.opts.Workers)
 	c.life = &lifecycle{opts: &c.opts, kube: kube, metrics: m, gate: gate{shard: opts.Shard}, view: &c.view,
 		running: map[string]*runningRule{}, pending: map[string]*pendingRule{}}
 	c.queue = newQueue(c.fair, m)
@@ -317,7 +318,17 @@ func (c *Controller) SetRules(ctx context.Context, rs *rules.RuleSet) {
 // Idle reports whether no key is queued or being reconciled (keys waiting for a delayed
 // retry are not counted).
 func (c *Controller) Idle() bool {
-	return c.queue.Len() == 0 && c.busy.Load() == 0
+	return c.fair.waiting() == 0 && c.busy.Load() == 0
+}
+
+// flowLimit is the most reconciles one flow of the fair queue runs at once with this many
+// workers: all but one, from four workers up, so that a tenant with nothing running finds
+// a worker free however busy another is; with fewer, no limit.
+func flowLimit(workers int) int {
+	if workers < 4 {
+		return 0
+	}
+	return workers - 1
 }
 
 // Reconciles is the number of reconciles started so far. A caller that looks at Idle

@@ -24,8 +24,10 @@ import (
 // worker busy, a key of another tenant is taken by the next worker that comes free, and
 // a busy tenant's parents take turns: a reconcile that has more writes to send than its
 // batch allows yields (see Options.MaxWritesPerReconcile), and its key goes to the back
-// of its flow, its flow to the back of the round. The order is work conserving: a flow
-// alone gets every worker.
+// of its flow, its flow to the back of the round. One worker is kept for the others: a
+// flow runs at most limit reconciles at once (the workers but one), so that a key of a
+// flow with nothing running never waits for a busy tenant's batch to end; a tenant alone
+// gets every worker but that one.
 
 // newQueue is the controller's queue: client-go's rate-limiting, delaying workqueue
 // whose waiting keys fair orders, with its metrics in m.
@@ -60,6 +62,11 @@ type fairQueue struct {
 	// owner says who owns a key's work; nil knows nothing but the key.
 	fairnessKey string
 	owner       func(queueKey) flowOwner
+	// limit is the most reconciles one flow runs at once (0: no limit). Keys of a flow
+	// at its limit are not counted by Len, so a worker that finds only such keys waits
+	// for a key of another flow, or until a reconcile of that flow ends (the worker that
+	// ran it then asks again).
+	limit int
 	// waited, when set, observes each popped key's time in the queue, by whether its flow
 	// was busy (another of its keys running or waiting) when the key was taken.
 	waited func(busy bool, d time.Duration)
@@ -115,16 +122,38 @@ func (q *fairQueue) toBack(f *flow) {
 	q.next = (q.next + 1) % len(q.old)
 }
 
-// Len is the number of waiting keys.
+// Len is the number of waiting keys that a worker may take now: those of flows below
+// their limit.
 func (q *fairQueue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := q.len
+	if q.limit > 0 {
+		// Fresh flows run nothing; the others are in the round.
+		for _, f := range q.old {
+			if q.full(f) {
+				n -= len(f.keys)
+			}
+		}
+	}
+	return n
+}
+
+// waiting is the number of waiting keys, those of flows at their limit too.
+func (q *fairQueue) waiting() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.len
 }
 
+// full reports whether a flow runs as many reconciles as one flow may.
+func (q *fairQueue) full(f *flow) bool { return q.limit > 0 && f.running >= q.limit }
+
 // Pop takes the head of the oldest fresh flow, else of the flow in the round with the
-// fewest running reconciles (searching from q.next), and counts the key as running until
-// finished is called. The workqueue calls Pop only when Len is above zero.
+// fewest running reconciles (searching from q.next) below its limit, and counts the key
+// as running until finished is called. The workqueue calls Pop only when Len is above
+// zero, and so when such a flow waits: only Pop adds to the running counts, and the
+// workqueue's lock keeps Len and Pop together.
 func (q *fairQueue) Pop() queueKey {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -141,12 +170,18 @@ func (q *fairQueue) Pop() queueKey {
 		best := -1
 		for i := range len(q.old) {
 			at := (q.next + i) % len(q.old)
+			if q.full(q.old[at]) {
+				continue
+			}
 			if best < 0 || q.old[at].running < q.old[best].running {
 				best = at
 				if q.old[at].running == 0 {
 					break
 				}
 			}
+		}
+		if best < 0 {
+			return queueKey{} // every flow at its limit: Len said 0, so not called
 		}
 		f = q.old[best]
 		if len(f.keys) == 1 {

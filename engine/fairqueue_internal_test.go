@@ -221,3 +221,59 @@ func gatheredGauges(t *testing.T, reg *prometheus.Registry, names ...string) map
 	}
 	return out
 }
+
+// TestFairQueueLimit: a flow runs at most limit reconciles at once, so a worker stays
+// free for a key of another flow: while the heavy flow runs its limit, its backlog is not
+// counted as ready (a worker asking waits), a light key is taken at once, and the heavy
+// flow's next key is ready again as soon as one of its reconciles ends. A flow alone runs
+// its limit and no more; without a limit (fewer than four workers) it runs them all.
+func TestFairQueueLimit(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fair := newFairQueue()
+	fair.limit = 3
+	q := newQueue(fair, m)
+	defer q.ShutDown()
+	for i := range 10 {
+		q.Add(key("heavy", fmt.Sprint(i)))
+	}
+	take := func() queueKey {
+		t.Helper()
+		if q.Len() == 0 {
+			t.Fatal("no key ready: Get would wait")
+		}
+		k, quit := q.Get()
+		if quit {
+			t.Fatal("queue shut down")
+		}
+		return k
+	}
+	var running []queueKey
+	for range 3 {
+		running = append(running, take())
+	}
+	if n := q.Len(); n != 0 || fair.waiting() != 7 {
+		t.Fatalf("heavy at its limit: %d keys ready, %d waiting; want 0 ready of 7 waiting", n, fair.waiting())
+	}
+	q.Add(key("light", "a"))
+	if got := take(); got != key("light", "a") {
+		t.Errorf("next key = %s, want light/a", short(got))
+	}
+	q.Done(running[0])
+	fair.finished(running[0])
+	if got := take(); got != key("heavy", "3") {
+		t.Errorf("after a heavy reconcile ended, next key = %s, want heavy/3", short(got))
+	}
+	if n := q.Len(); n != 0 {
+		t.Errorf("heavy at its limit again: %d keys ready, want 0", n)
+	}
+
+	for _, tt := range []struct{ workers, want int }{{1, 0}, {3, 0}, {4, 3}, {16, 15}} {
+		if got := flowLimit(tt.workers); got != tt.want {
+			t.Errorf("flowLimit(%d) = %d, want %d", tt.workers, got, tt.want)
+		}
+	}
+}
