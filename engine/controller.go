@@ -214,7 +214,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		recorder = nil // nothing of a dry run is recorded
 	}
 	c.life.revs = &rollouts.Revisions{DryRun: opts.DryRun, Keep: opts.RevisionsKept, Recorder: recorder}
-	c.life.rollouts = rollouts.New(c.life.revs, rolloutEngine{c})
+	c.life.rollouts = rollouts.New(c.life.revs, rolloutEngine{c}, m.QueueProvider())
 	if opts.RevisionNamespace != "" {
 		store := &rollout.Store{Client: kube, Namespace: opts.RevisionNamespace, Installation: opts.Identity.Name(), Signer: opts.Identity}
 		c.revInformers = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(opts.RevisionNamespace),

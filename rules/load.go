@@ -133,12 +133,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		return nil
 	}
 	c := &compiler{
-		envs:      e,
-		errs:      errs,
-		childIDs:  ids,
-		refIDs:    refIDs,
-		costLimit: opts.costLimit(),
-		sizes:     &sizeEstimator{parent: parentType},
+		envs:     e,
+		errs:     errs,
+		childIDs: ids,
+		refIDs:   refIDs,
+		cost:     costs{limit: opts.costLimit(), sizes: &sizeEstimator{parent: parentType}},
 	}
 	r := &Rule{
 		Name:         src.name,
