@@ -91,6 +91,9 @@ type fixture struct {
 	rule  string
 	ctrl  *engine.Controller
 	ropts rules.Options // for loadRules
+	// origin, when set, is the origin of the rules loadRules loads (rules.Document.Origin):
+	// rules read from a team's ConfigMap.
+	origin string
 
 	rulesTemplate string
 	opts          engine.Options
@@ -179,6 +182,9 @@ func (f *fixture) loadRules(rulesTemplate string) *rules.RuleSet {
 	f.t.Helper()
 	data := f.renderRules(rulesTemplate)
 	rs, err := rules.Load(data, f.ropts)
+	if f.origin != "" {
+		rs, err = rules.LoadDocuments([]rules.Document{{Source: f.origin + " key rules.yaml", Origin: f.origin, Data: data}}, f.ropts)
+	}
 	if err != nil {
 		f.t.Fatalf("load rules: %v\n%s", err, data)
 	}

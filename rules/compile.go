@@ -76,6 +76,8 @@ type compiler struct {
 	cost             costs
 	// progs records every program compiled, so that a child's reads can be collected.
 	progs []*program
+	// warnings are what loads but deserves a second look (Rule.warnings).
+	warnings []*Error
 }
 
 // compile compiles src, the CEL found at byte offset off of the field text source (0

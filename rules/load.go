@@ -205,7 +205,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		return nil
 	}
 	r.sens = markSensitive(r, c.progs)
-	r.warnings = append(r.sens.nameWarnings(r, c.progs), r.sens.flowWarnings(r, c.progs)...)
+	r.warnings = append(append(c.warnings, r.sens.nameWarnings(r, c.progs)...), r.sens.flowWarnings(r, c.progs)...)
 	// Only a CRD's schema says which fields its objects may leave out: the embedded
 	// schemas of the built-in kinds do not list what the API server always sets.
 	if opts.Schemas != nil && !gvr.Empty() {

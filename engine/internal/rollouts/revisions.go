@@ -70,7 +70,10 @@ func (v *Revisions) Prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rul
 	// Revisions whose source this installation's key does not prove are not its own
 	// (written by someone else, or under an earlier key: kubecel run --new-identity):
 	// they are left out, and one of the same name is replaced when stored.
-	ours := slices.DeleteFunc(slices.Clone(revs), func(rev *rollout.Revision) bool { return !rev.Proven })
+	// A revision of the same name whose text came from another source (another team's
+	// ConfigMap that used the name before) is not this rule's either: the rule never
+	// rolls from it, nor goes back to it.
+	ours := slices.DeleteFunc(slices.Clone(revs), func(rev *rollout.Revision) bool { return !rev.Proven || rev.Origin != r.Origin })
 	if top := rollout.Current(ours); top != nil && !top.StateProven {
 		return nil, fmt.Errorf("rule %q: the rollout state of stored revision %d (%s) does not carry this installation's proof: it was written by someone else, and is not acted on; `kubecel rollout undo %s` or `resume` writes one that does", r.Name, top.Number, top.Hash, r.Name)
 	}
@@ -206,6 +209,7 @@ func (v *Revisions) supersede(ctx context.Context, old *rollout.Revision, number
 func whereOf(st *watch.Rule) rollout.Where {
 	gvr := st.ParentKind.GVR
 	return rollout.Where{
+		Origin:         st.Rule.Origin,
 		ParentResource: gvr.Group + "/" + gvr.Version + "/" + gvr.Resource,
 		ReadyCondition: st.Rule.ReadyCondition, SyncedCondition: st.Rule.SyncedCondition,
 	}
