@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/apis"
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/metrics"
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
@@ -213,6 +214,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.DryRun {
 		recorder = nil // nothing of a dry run is recorded
 	}
+	c.life.apis = &apis.Manager{Client: client, Identity: opts.Identity}
 	c.life.revs = &rollouts.Revisions{DryRun: opts.DryRun, Keep: opts.RevisionsKept, Recorder: recorder}
 	c.life.rollouts = rollouts.New(c.life.revs, rolloutEngine{c}, m.QueueProvider())
 	if opts.RevisionNamespace != "" {

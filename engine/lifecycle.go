@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/apis"
 	"github.com/kubecel/kubecel/engine/internal/metrics"
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
 	"github.com/kubecel/kubecel/engine/internal/rollouts"
@@ -37,6 +38,9 @@ type lifecycle struct {
 	enqueue    func(queueKey)
 	gate       gate
 	view       *atomic.Pointer[ruleView]
+
+	// apis keeps the CRDs the rules' api blocks define (apis.go).
+	apis *apis.Manager
 
 	// revs keeps the rules' revisions in the cluster; rollouts takes their steps.
 	revs     *rollouts.Revisions
@@ -92,6 +96,11 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 		}
 		next, err := l.start(ctx, r, old)
 		if err != nil {
+			if old != nil && keepsOld(err) {
+				// The last good version runs on; the new one waits.
+				l.setPending(ctx, r, fmt.Errorf("the version that ran before keeps running, this one waits: %w", err))
+				continue
+			}
 			l.setPending(ctx, r, err)
 			if old != nil {
 				delete(l.running, name)
@@ -137,6 +146,10 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 // or stores its revisions, and returns it running. old, when set, is the version being
 // replaced: its child kinds stay watched. Nothing of old is stopped here.
 func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) (*runningRule, error) {
+	schema, err := l.ensureAPI(ctx, r)
+	if err != nil {
+		return nil, err
+	}
 	prep, err := l.revs.Prepare(ctx, l.rs, r)
 	if err != nil {
 		return nil, err
@@ -145,7 +158,7 @@ func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) 
 	if old != nil {
 		oldSt = old.st
 	}
-	st, err := l.resolve(ctx, r, oldSt, false, prep.Stable)
+	st, err := l.resolve(ctx, r, oldSt, false, schema, prep.Stable)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +166,7 @@ func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) 
 	if prep.Stable != nil {
 		// The version the rollout rolls from runs beside the target, each watching the
 		// child kinds of both, so that either can prune what the other made.
-		if stable, err = l.resolve(ctx, prep.Stable, st, true); err != nil {
+		if stable, err = l.resolve(ctx, prep.Stable, st, true, schema); err != nil {
 			l.watcher.Stop(st)
 			return nil, fmt.Errorf("the revision the rollout rolls from: %w", err)
 		}
@@ -166,13 +179,14 @@ func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) 
 }
 
 // resolve resolves and starts one version of a rule, its child kinds joined by those
-// of old and also; beside marks the version a rollout rolls from (watch.Rule.Beside).
-func (l *lifecycle) resolve(ctx context.Context, r *rules.Rule, old *watch.Rule, beside bool, also ...*rules.Rule) (*watch.Rule, error) {
+// of old and also; beside marks the version a rollout rolls from (watch.Rule.Beside),
+// schema names the parent's schema where the rule defines it (watch.Rule.ParentSchema).
+func (l *lifecycle) resolve(ctx context.Context, r *rules.Rule, old *watch.Rule, beside bool, schema string, also ...*rules.Rule) (*watch.Rule, error) {
 	st, err := l.watcher.Resolve(r, old, also...)
 	if err != nil {
 		return nil, err
 	}
-	st.Beside = beside
+	st.Beside, st.ParentSchema = beside, schema
 	if !l.opts.SkipAccessCheck {
 		if err := checkAccess(ctx, l.kube, st); err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/apis"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
@@ -25,7 +26,10 @@ type pendingRule struct {
 	rule      *rules.Rule
 	reason    string
 	forbidden bool
-	next      time.Time
+	// wouldCreate: in a dry run, the rule's api would create its CRD, so it has no
+	// parents yet (plan skips it).
+	wouldCreate bool
+	next        time.Time
 }
 
 // forbiddenRetry is how long a rule that lacks permissions waits before it is checked
@@ -38,11 +42,18 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // The caller holds l.mu.
 func (l *lifecycle) setPending(ctx context.Context, r *rules.Rule, err error) {
 	var forbidden *forbiddenError
+	var refused *apis.RefusedError
 	p := &pendingRule{rule: r, reason: err.Error(), next: time.Now().Add(l.opts.PendingRetry)}
 	kind := contract.PendingError
 	switch {
 	case errors.As(err, &forbidden):
 		p.forbidden, p.next, kind = true, time.Now().Add(forbiddenRetry), contract.PendingForbidden
+	case errors.As(err, &refused):
+		// Counting the stored objects again is a list of them all: not every few seconds.
+		// A change of the CRD re-checks at once (watchKinds).
+		p.next, kind = time.Now().Add(forbiddenRetry), contract.PendingAPIRefused
+	case errors.Is(err, errWouldCreate):
+		p.wouldCreate, kind = true, contract.PendingNotServed
 	case meta.IsNoMatchError(err):
 		kind = contract.PendingNotServed
 	}
@@ -121,7 +132,9 @@ func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 				klog.FromContext(ctx).Info("Stopping rule: its kinds are no longer served", "rule", name, "reason", err.Error())
 				delete(l.running, name)
 				stopped = append(stopped, rr)
-				l.setPending(ctx, rr.st.Rule, err)
+				if l.pending[name] == nil { // a newer version may wait already
+					l.setPending(ctx, rr.st.Rule, err)
+				}
 			}
 		}
 	}
@@ -131,7 +144,9 @@ func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 		if !recheck && now.Before(p.next) {
 			continue
 		}
-		next, err := l.start(ctx, p.rule, nil)
+		// A version that waits while an older one runs (keepsOld) replaces it.
+		old := l.running[name]
+		next, err := l.start(ctx, p.rule, old)
 		if err != nil {
 			l.setPending(ctx, p.rule, err)
 			continue
@@ -139,6 +154,9 @@ func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 		delete(l.pending, name)
 		l.running[name] = next
 		started = append(started, next)
+		if old != nil {
+			stopped = append(stopped, old)
+		}
 	}
 	l.publish()
 	for _, rr := range stopped {

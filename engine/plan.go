@@ -42,6 +42,9 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 	}
 	var pending []string
 	for name, p := range v.pending {
+		if p.wouldCreate {
+			continue // no parents before its CRD exists; Controller.APIs reports the CRD
+		}
 		if opts.Rule == "" || opts.Rule == name {
 			pending = append(pending, fmt.Sprintf("rule %q is not running: %s", name, p.reason))
 		}
@@ -67,7 +70,7 @@ func (c *Controller) Plan(ctx context.Context, opts PlanOptions) ([]plan.ParentP
 			return nil, err
 		}
 		for _, parent := range parents {
-			pp := c.reconciler.Plan(ctx, st, parent)
+			pp := c.reconciler.Plan(ctx, st, servedAs(st, parent))
 			pp.Canary = st.Rule.Rollout.IsCanary(parent.GetNamespace(), parent.GetLabels())
 			plans = append(plans, pp)
 		}

@@ -24,7 +24,15 @@ var (
 	// create it), server-side applied and pruned with a delete; get reads an object whose
 	// name a child wants, to tell whether it is ours.
 	childVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
+	// The CRD of a rule's api is read, created and server-side applied (a PATCH); never
+	// deleted. Its objects are listed in every namespace to count the stored objects
+	// an edit of the api would break.
+	apiVerbs       = []string{"get", "create", "patch"}
+	apiParentVerbs = []string{"list"}
 )
+
+// crdResource is the resource of CustomResourceDefinitions.
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // Access is one resource a rule acts on and the verbs it needs there.
 type Access struct {
@@ -39,7 +47,8 @@ type Access struct {
 // namespace when it names none or the parent is cluster-scoped), their status
 // subresource when the rule writes status, and the child resources (children, which the
 // caller maps from the rule's child kinds and may extend with kinds an earlier version of
-// the rule made) in every namespace, since child informers watch them all.
+// the rule made) in every namespace, since child informers watch them all; for a rule
+// with an api, its CRD, and a list of its parents in every namespace.
 func (r *Rule) Access(parentNamespaced bool, children []schema.GroupVersionResource) []Access {
 	namespaces := r.Parent.Namespaces
 	if len(namespaces) == 0 || !parentNamespaced {
@@ -51,6 +60,10 @@ func (r *Rule) Access(parentNamespaced bool, children []schema.GroupVersionResou
 		if r.HasStatus {
 			out = append(out, Access{Resource: r.Parent.GVR, Subresource: "status", Namespace: ns, Verbs: slices.Clone(statusVerbs)})
 		}
+	}
+	if r.api != nil {
+		out = append(out, Access{Resource: crdResource, Verbs: slices.Clone(apiVerbs)},
+			Access{Resource: r.Parent.GVR, Verbs: slices.Clone(apiParentVerbs)})
 	}
 	seen := map[schema.GroupResource]bool{}
 	for _, gvr := range children {

@@ -10,6 +10,7 @@ import (
 func TestAccess(t *testing.T) {
 	webapps := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "webapps"}
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	websites := schema.GroupVersionResource{Group: "sites.example.com", Version: "v1", Resource: "websites"}
 	deploys := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	parentVerbs := []string{"get", "list", "watch", "patch"}
 	childVerbs := []string{"get", "list", "watch", "create", "patch", "delete"}
@@ -49,6 +50,26 @@ func TestAccess(t *testing.T) {
 			want: []Access{
 				{Resource: webapps, Verbs: parentVerbs},
 				{Resource: cms, Verbs: childVerbs},
+			},
+		},
+		{
+			name: "an api: its CRD, and its parents listed everywhere",
+			rule: `- name: site
+  api:
+    group: sites.example.com
+    version: v1
+    kind: Website
+    spec: {image: string}
+  parent: {namespaces: [a]}
+  children:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
+`,
+			namespaced: true,
+			want: []Access{
+				{Resource: websites, Namespace: "a", Verbs: parentVerbs},
+				{Resource: schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, Verbs: []string{"get", "create", "patch"}},
+				{Resource: websites, Verbs: []string{"list"}},
 			},
 		},
 	}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiservercel "k8s.io/apiserver/pkg/cel"
+
+	"github.com/kubecel/kubecel/rules/apischema"
 )
 
 // RuleSet is a loaded, validated and compiled rules file. It is immutable and safe to
@@ -96,6 +98,8 @@ type Rule struct {
 	// warnings about Secret data flowing out.
 	sens     *sensitivity
 	warnings []*Error
+	// api is the resource the rule defines (api_rules.go); nil when it names one.
+	api *apischema.Definition
 }
 
 // ParentTypeChecked reports whether `parent` is typed from a schema of the parent

@@ -127,3 +127,31 @@ func TestNewIdentity(t *testing.T) {
 		})
 	}
 }
+
+func TestAPIProof(t *testing.T) {
+	key := make([]byte, KeySize)
+	id, err := NewIdentity("kubecel", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewIdentity("other", key)
+	key2 := append([]byte{1}, key[1:]...)
+	stolen, _ := NewIdentity("kubecel", key2)
+	labels := map[string]string{contract.LabelInstallation: "kubecel"}
+	ann := map[string]string{contract.AnnotationProof: id.APIProof("websites.example.com", "")}
+	if !id.ProvesAPI("websites.example.com", "", labels, ann) {
+		t.Error("the installation's own proof does not verify")
+	}
+	for name, ok := range map[string]bool{
+		"another CRD":          id.ProvesAPI("sites.example.com", "", labels, ann),
+		"another origin":       id.ProvesAPI("websites.example.com", "configmap a/b", labels, map[string]string{contract.AnnotationProof: ann[contract.AnnotationProof], contract.AnnotationOrigin: "configmap a/b"}),
+		"another installation": other.ProvesAPI("websites.example.com", "", map[string]string{contract.LabelInstallation: "other"}, ann),
+		"another key":          stolen.ProvesAPI("websites.example.com", "", labels, ann),
+		"no proof":             id.ProvesAPI("websites.example.com", "", labels, nil),
+		"nil identity":         (*Identity)(nil).ProvesAPI("websites.example.com", "", labels, ann),
+	} {
+		if ok {
+			t.Errorf("%s: proven", name)
+		}
+	}
+}

@@ -44,6 +44,7 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 		}
 	}
 	sources = tooManyRules(sources, pieces, opts, &errs)
+	opts = withAPIs(sources, opts, &errs)
 	checkRuleNames(sources, pieces, &errs)
 	checkStatusOwners(sources, newScopes(opts), &errs)
 	rs := &RuleSet{Hash: documentsHash(docs), sources: sources, pieces: pieces, opts: opts}
@@ -52,6 +53,7 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 		if r := compileRule(src, opts, &errs); r != nil {
 			r.Source = pieces[src.piece].source
 			r.Origin = pieces[src.piece].origin
+			r.api = src.api.definition()
 			rs.Rules = append(rs.Rules, r)
 			flows = append(flows, r.warnings...)
 		}

@@ -96,7 +96,7 @@ func TestLoadErrors(t *testing.T) {
   - 3
 `),
 			want: []errView{
-				{Line: 4, Rule: "web", Field: "parent", Message: "required"},
+				{Line: 4, Rule: "web", Field: "parent", Message: "required: the resource the rule watches (or api, to define a new one)"},
 				{Line: 5, Rule: "web", Field: "parnt", Message: "unknown field (did you mean 'parent'?)"},
 				{Line: 7, Rule: "web", Child: "cm", Message: "set template (a manifest) or expr (CEL that returns one)"},
 				{Line: 8, Rule: "web", Child: "cm", Field: "tempalte", Message: "unknown field (did you mean 'template'?)"},

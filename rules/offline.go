@@ -29,7 +29,9 @@ func (rs *RuleSet) Matching(parent map[string]any, crds *CRDSchemas) ([]*Rule, s
 	gvk := gv.WithKind(kind)
 	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
 	how := "guessed from the kind; pass --crds to map it exactly"
-	if crds != nil {
+	if r, ok := rs.definedResource(gvk); ok {
+		gvr, how = r, "defined by the rules"
+	} else if crds != nil {
 		if r, ok := crds.ResourceFor(gvk); ok {
 			gvr, how = r, "from the CRDs"
 		}

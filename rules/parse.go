@@ -56,6 +56,8 @@ type ruleSource struct {
 	piece int
 	// rollout is nil when the rule sets none.
 	rollout *rolloutSource
+	// api is nil when the rule defines no API (api_rules.go).
+	api *apiSource
 	// document is the rule's source as canonical JSON; fingerprint hashes it, and
 	// revision hashes it without rollout.
 	document              []byte
@@ -261,11 +263,13 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 	r.name = d.str(m, "name", w, true)
 	w.rule = r.name
 	d.unknown(m, w, ruleKeys...)
+	r.api = d.api(m, w)
 	if p, ok := m["parent"]; ok {
-		r.parent = d.parent(p, w.key("parent"))
-	} else {
-		d.fail(w.key("parent"), "required")
+		r.parent = d.parent(p, w.key("parent"), r.api != nil)
+	} else if r.api == nil {
+		d.fail(w.key("parent"), "required: the resource the rule watches (or api, to define a new one)")
 	}
+	r.api.name(&r.parent)
 	r.maxChildren = d.positive(m, "maxChildren", w)
 	r.rollout = d.rollout(m, w)
 	for i, v := range d.list(m, "refs", w) {
@@ -294,13 +298,17 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 	return r
 }
 
-func (d *decoder) parent(v any, w where) parentSource {
+// parent decodes a rule's parent; with api, the api names the resource instead.
+func (d *decoder) parent(v any, w where, api bool) parentSource {
 	var p parentSource
 	m := d.object(v, w, parentKeys...)
 	if m == nil {
 		return p
 	}
-	p.apiVersion = d.str(m, "apiVersion", w, true)
+	if api {
+		d.namedByAPI(m, w)
+	}
+	p.apiVersion = d.str(m, "apiVersion", w, !api)
 	if kind, ok := m["kind"]; ok {
 		msg := "unknown field: a parent is named by its resource, the lowercase plural, not its kind"
 		if s, isString := kind.(string); isString && s != "" {
@@ -309,7 +317,7 @@ func (d *decoder) parent(v any, w where) parentSource {
 		}
 		d.fail(w.key("kind"), msg)
 	}
-	p.resource = d.str(m, "resource", w, true)
+	p.resource = d.str(m, "resource", w, !api)
 	for i, ns := range d.list(m, "namespaces", w) {
 		s, ok := ns.(string)
 		if !ok {

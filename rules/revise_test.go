@@ -326,7 +326,7 @@ func TestReviseErrors(t *testing.T) {
 		{
 			name: "an invalid rule", set: webRule("x", ""), rule: "web", document: `{"name": "web", "children": [], "rollout": {"steps": ["5%", "1%"]}}`,
 			want: []errView{
-				{Rule: "web", Field: "parent", Message: "required"},
+				{Rule: "web", Field: "parent", Message: "required: the resource the rule watches (or api, to define a new one)"},
 				{Rule: "web", Field: "rollout.steps[1]", Message: `must be more than the step before it ("5%"), not "1%"`},
 				{Rule: "web", Message: "the rule has neither children nor status, so it would do nothing"},
 				{Rule: "web", Field: "rollout", Message: rolloutNeedsStatus},

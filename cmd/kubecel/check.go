@@ -108,10 +108,28 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		printProblems(cmd.ErrOrStderr(), file, list)
 		return failed
 	}
+	var apiErrs, apiNotices []*rules.Error
+	if from == "the cluster's CRDs" {
+		if apiErrs, apiNotices, err = apiProblems(cmd.Context(), o.cluster, rs); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		placeWarnings(rs, apiErrs)
+	}
+	if len(apiErrs) > 0 {
+		failed := &exitError{code: 1, err: fmt.Errorf("%s: %d %s", file, len(apiErrs), plural(len(apiErrs), "problem", "problems"))}
+		if o.output.value != "text" {
+			if err := printData(cmd.OutOrStdout(), o.output.value, diagnostics(file, apiErrs, "error")); err != nil {
+				return err
+			}
+			return failed
+		}
+		printProblems(cmd.ErrOrStderr(), file, apiErrs)
+		return failed
+	}
 	warnings := append(append([]*rules.Error(nil), rs.Warnings...), checkWarnings(rs)...)
 	placeWarnings(rs, warnings)
 	notices := typeCheckNotices(rs, opts.Schemas, from)
-	lifecycle := lifecycleNotes(rs)
+	lifecycle := append(lifecycleNotes(rs), apiNotices...)
 	placeWarnings(rs, notices)
 	placeWarnings(rs, lifecycle)
 	if o.output.value != "text" {

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -65,7 +68,7 @@ func applySamples(ctx context.Context, cfg *rest.Config, objs []*unstructured.Un
 	var applied []sample
 	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		m, err := servedMapping(ctx, mapper, gvk)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
@@ -77,6 +80,28 @@ func applySamples(ctx context.Context, cfg *rest.Config, objs []*unstructured.Un
 		applied = append(applied, sample{gvr: m.Resource, obj: got})
 	}
 	return applied, nil
+}
+
+// kindWait is how long dev waits for the kind of an object to be served: a kind that a
+// rule's api defines is served once the controller has created its CRD.
+const kindWait = time.Minute
+
+// servedMapping maps gvk to its resource, waiting up to kindWait while it is not served.
+func servedMapping(ctx context.Context, mapper *restmapper.DeferredDiscoveryRESTMapper, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	var m *meta.RESTMapping
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, kindWait, true, func(context.Context) (bool, error) {
+		var err error
+		m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			mapper.Reset()
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if wait.Interrupted(err) {
+		return nil, fmt.Errorf("kind %s is not served (after %s)", gvk, kindWait)
+	}
+	return m, err
 }
 
 func boolRank(b bool) int {

@@ -107,8 +107,9 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 			fmt.Fprintln(out, got.header)
 			fmt.Fprintln(out)
 		}
+		writeTextAPIs(out, got.apis, colorFor(out))
 		writeTextRollouts(out, got.rollouts, colorFor(out))
-		sum = writeTextPlan(out, got.plans, got.dropped, colorFor(out))
+		sum = writeTextPlan(out, got.plans, got.dropped, got.apis, colorFor(out))
 	}
 	switch {
 	case err != nil:
@@ -130,6 +131,8 @@ type planned struct {
 	plans    []plan.ParentPlan
 	dropped  []plan.DroppedRule
 	rollouts []planRollout
+	// apis are what the rules' api blocks would do to their CRDs.
+	apis []plan.APIChange
 	// from names where the rules came from; header is the text's first line, when the
 	// cluster.
 	from, header string
@@ -139,11 +142,14 @@ type planned struct {
 // parent once, and (without --rule) finds the rules that the new rules drop. The
 // controller's worker loop never runs.
 func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Writer) (planned, error) {
-	plans, dropped, loaded, err := o.planParents(ctx, stdin, stderr)
-	if loaded == nil || plans == nil {
+	plans, dropped, loaded, apis, err := o.planParents(ctx, stdin, stderr)
+	if loaded == nil || (plans == nil && apis == nil) {
 		return planned{plans: plans, dropped: dropped}, err
 	}
-	got := planned{plans: plans, dropped: dropped, from: loaded.from, header: loaded.header()}
+	if plans == nil {
+		plans = []plan.ParentPlan{} // the rules' apis are the plan
+	}
+	got := planned{plans: plans, dropped: dropped, apis: apis, from: loaded.from, header: loaded.header()}
 	cfg, cfgErr := o.cluster.restConfig()
 	ref, refErr := o.identity.secretRef()
 	if cfgErr == nil && refErr == nil {
@@ -153,19 +159,20 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 	return got, err
 }
 
-// planParents plans every parent of the rules, and finds the rules they drop.
-func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, []plan.DroppedRule, *loadedRules, error) {
+// planParents plans every parent of the rules, finds the rules they drop, and judges
+// the CRDs of the rules' apis.
+func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, []plan.DroppedRule, *loadedRules, []plan.APIChange, error) {
 	if err := checkRulesPaths(o.source.files); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	// Without this, an API server that cannot be reached shows only as rules that do not
 	// run because their kinds are not served.
 	if err := reach(cfg); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	cfg.UserAgent = "kubecel-plan"
 	// One list per served resource (objects left over in kinds the rules no longer
@@ -181,23 +188,27 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 	loaded, err := o.source.load(ctx, loadEnv{stdin: stdin, cfg: cfg, opts: opts, identity: &o.identity,
 		warn: func(s string) { fmt.Fprintln(stderr, s) }})
 	if err != nil {
-		return nil, nil, nil, err // each problem names its file and line
+		return nil, nil, nil, nil, err // each problem names its file and line
 	}
 	rs := loaded.planned()
 	if o.rule != "" && !slices.ContainsFunc(rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
-		return nil, nil, nil, fmt.Errorf("%s has no rule %q", loaded.from, o.rule)
+		return nil, nil, nil, nil, fmt.Errorf("%s has no rule %q", loaded.from, o.rule)
 	}
 	// The installation's key tells its children from look-alikes; plan only reads it.
 	id, err := loaded.identity(ctx, cfg, &o.identity)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	ctrl, err := engine.New(cfg, engine.Options{DryRun: true, Workers: 1, Identity: id})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	defer ctrl.Close()
 	ctrl.SetRules(ctx, rs)
+	apis, err := ctrl.APIs(ctx, o.selected(rs))
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
 	progress := waitProgress(stderr, planProgressEvery, fmt.Sprintf("the caches of %d %s to sync", len(rs.Rules), plural(len(rs.Rules), "rule", "rules")))
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.timeout, true, func(context.Context) (bool, error) {
 		ready, _ := ctrl.Ready()
@@ -207,14 +218,14 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 		return ready, nil
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("list the cluster's parents and children: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("list the cluster's parents and children: %w", err)
 	}
 	plans, err := ctrl.Plan(ctx, engine.PlanOptions{Rule: o.rule, Namespace: o.namespace})
 	if o.rule != "" || (err != nil && plans == nil) {
-		return plans, nil, loaded, err
+		return plans, nil, loaded, apis, err
 	}
 	dropped, droppedErr := ctrl.DroppedRules(ctx, o.namespace)
-	return plans, dropped, loaded, errors.Join(err, droppedErr)
+	return plans, dropped, loaded, apis, errors.Join(err, droppedErr)
 }
 
 // planSummary counts a plan's changes.
@@ -228,16 +239,26 @@ type planSummary struct {
 	Parents   int `json:"parents"`
 	Changed   int `json:"changedParents"`
 	Dropped   int `json:"droppedRules,omitempty"`
+	APIs      int `json:"apis,omitempty"`
 	errors    int
 	failed    int
+	refused   int // rules' apis the controller would refuse
 }
 
 func (s planSummary) changes() int {
-	return s.Create + s.Update + s.Prune + s.Release + s.Status + s.Finalizer + s.Dropped
+	return s.Create + s.Update + s.Prune + s.Release + s.Status + s.Finalizer + s.Dropped + s.APIs
 }
 
-func summarize(plans []plan.ParentPlan, dropped []plan.DroppedRule) planSummary {
+func summarize(plans []plan.ParentPlan, dropped []plan.DroppedRule, apis []plan.APIChange) planSummary {
 	s := planSummary{Dropped: len(dropped)}
+	for _, a := range apis {
+		if a.Changes() {
+			s.APIs++
+		}
+		if a.Refused() {
+			s.refused++
+		}
+	}
 	for _, p := range plans {
 		s.Parents++
 		if len(p.Changes) > 0 {
@@ -304,7 +325,7 @@ func (p palette) line(s string) string {
 }
 
 // writeTextPlan prints the parents that would change or failed, then a summary line.
-func writeTextPlan(w io.Writer, plans []plan.ParentPlan, dropped []plan.DroppedRule, p palette) planSummary {
+func writeTextPlan(w io.Writer, plans []plan.ParentPlan, dropped []plan.DroppedRule, apis []plan.APIChange, p palette) planSummary {
 	for _, pp := range plans {
 		if len(pp.Changes) == 0 && len(pp.Errors) == 0 && !pp.MissingRefs {
 			continue
@@ -339,10 +360,10 @@ func writeTextPlan(w io.Writer, plans []plan.ParentPlan, dropped []plan.DroppedR
 		}
 		fmt.Fprintln(w)
 	}
-	s := summarize(plans, dropped)
+	s := summarize(plans, dropped, apis)
 	parents := fmt.Sprintf("%d %s", s.Parents, plural(s.Parents, "parent", "parents"))
 	switch {
-	case s.changes() == 0 && s.errors == 0:
+	case s.changes() == 0 && s.errors == 0 && s.refused == 0:
 		fmt.Fprintf(w, "No changes: the cluster matches the rules (%s).\n", parents)
 	default:
 		line := fmt.Sprintf("Plan: %d to create, %d to update, %d to prune, %d status %s", s.Create, s.Update, s.Prune, s.Status, plural(s.Status, "change", "changes"))
@@ -353,8 +374,14 @@ func writeTextPlan(w io.Writer, plans []plan.ParentPlan, dropped []plan.DroppedR
 			line += fmt.Sprintf(", %d %s to add", s.Finalizer, plural(s.Finalizer, "finalizer", "finalizers"))
 		}
 		line += fmt.Sprintf(", in %d of %s", s.Changed, parents)
+		if s.APIs > 0 {
+			line += fmt.Sprintf("; %d %s to apply", s.APIs, plural(s.APIs, "CRD", "CRDs"))
+		}
 		if s.Dropped > 0 {
 			line += fmt.Sprintf("; %d %s dropped", s.Dropped, plural(s.Dropped, "rule", "rules"))
+		}
+		if s.refused > 0 {
+			line += fmt.Sprintf("; %d %s refused", s.refused, plural(s.refused, "api", "apis"))
 		}
 		if s.errors > 0 {
 			line += fmt.Sprintf("; %d %s in %d %s", s.errors, plural(s.errors, "error", "errors"), s.failed, plural(s.failed, "parent", "parents"))
@@ -382,9 +409,10 @@ func writeDataPlan(w io.Writer, format string, got planned, planErr error) (plan
 		Parents      []jsonParentPlan   `json:"parents"`
 		DroppedRules []plan.DroppedRule `json:"droppedRules,omitempty"`
 		Rollouts     []planRollout      `json:"rollouts,omitempty"`
+		APIs         []plan.APIChange   `json:"apis,omitempty"`
 		Summary      planSummary        `json:"summary"`
 		Error        string             `json:"error,omitempty"`
-	}{RulesFrom: got.from, Parents: []jsonParentPlan{}, DroppedRules: got.dropped, Rollouts: got.rollouts, Summary: summarize(got.plans, got.dropped)}
+	}{RulesFrom: got.from, Parents: []jsonParentPlan{}, DroppedRules: got.dropped, Rollouts: got.rollouts, APIs: got.apis, Summary: summarize(got.plans, got.dropped, got.apis)}
 	for _, p := range got.plans {
 		jp := jsonParentPlan{Rule: p.Rule, Parent: p.Parent, Changes: p.Changes, Waiting: p.Waiting, Refs: p.Refs, Deleting: p.Deleting}
 		if jp.Changes == nil {

@@ -55,7 +55,7 @@ Plan: 0 to create, 1 to update, 0 to prune, 0 status changes, in 1 of 3 parents;
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			writeTextPlan(&b, tt.plans, nil, palette{on: tt.color})
+			writeTextPlan(&b, tt.plans, nil, nil, palette{on: tt.color})
 			if diff := cmp.Diff(tt.want, b.String()); diff != "" {
 				t.Errorf("output (-want +got):\n%s", diff)
 			}

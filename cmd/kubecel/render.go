@@ -96,10 +96,7 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 		}
 		observed = append(observed, objs...)
 	}
-	var schemas rules.SchemaSource
-	if crds != nil {
-		schemas = crds
-	}
+	schemas := rs.Schemas() // the CRDs of --crds, and the APIs the rules define
 	out := &renderOutput{yaml: o.output == "yaml", stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), schemas: schemas}
 	var failed, unmatched []error
 	for _, parent := range parents {
@@ -132,6 +129,10 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 // returns the errors of evaluation and shaping, or unmatched when no rule selects the
 // parent.
 func (o *renderOutput) renderParent(ctx context.Context, rs *rules.RuleSet, crds *rules.CRDSchemas, parent map[string]any, observed []map[string]any) (failed []error, unmatched error) {
+	parent, err := o.admitParent(rs, parent)
+	if err != nil {
+		return []error{err}, nil
+	}
 	matched, gr, err := rs.Matching(parent, crds)
 	if err != nil {
 		return nil, err

@@ -36,10 +36,8 @@ type testOutcome struct {
 // renderTest evaluates the rules for the test's parent, through the path of render. It
 // returns the outcome, or the errors that stopped the evaluation.
 func renderTest(ctx context.Context, s *testSuite, c *testCase) (*testOutcome, []string) {
-	out := &renderOutput{yaml: true, stdout: io.Discard, stderr: io.Discard}
-	if s.crds != nil {
-		out.schemas = s.crds
-	}
+	// The CRDs of --crds, and the APIs the rules define.
+	out := &renderOutput{yaml: true, stdout: io.Discard, stderr: io.Discard, schemas: s.rules.Schemas()}
 	failed, unmatched := out.renderParent(ctx, s.rules, s.crds, c.parent, c.observed)
 	if unmatched != nil {
 		// No rule applies: no children and no status, which a test may expect.

@@ -83,6 +83,10 @@ func IsOurManager(manager string) bool {
 	return manager == FieldManager || strings.HasPrefix(manager, FieldManager+"/") || strings.HasPrefix(manager, FieldManager+"-revision/")
 }
 
+// APIFieldManager is the field manager of the CustomResourceDefinitions kubecel
+// generates from the rules' api blocks.
+const APIFieldManager = FieldManager + "-api"
+
 // FinalizerPrefix begins every rule's finalizer: FinalizerFor(rule).
 const FinalizerPrefix = "cleanup.kubecel.dev/"
 
@@ -131,4 +135,8 @@ const (
 	PendingNotServed = "KindNotServed"
 	PendingForbidden = "Forbidden"
 	PendingError     = "StartFailed"
+	// PendingAPIRefused: the rule's api would change its CRD in a way that breaks
+	// stored objects, or the CRD is not kubecel's; the rule's last good version keeps
+	// running, if there is one.
+	PendingAPIRefused = "APIChangeRefused"
 )

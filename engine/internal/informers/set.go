@@ -19,6 +19,9 @@ type Key struct {
 	GVR       schema.GroupVersionResource
 	Namespace string
 	Selector  string
+	// Schema, when set, tells apart the watches of one resource under two schemas of
+	// its CRD (watch.Rule.ParentSchema): each lists the objects afresh.
+	Schema string
 }
 
 // Watch is one running informer, shared by reference count.

@@ -67,7 +67,7 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 			Name: "kubecel_pending_rules", Help: "Rules not running: their kinds are not served or permissions are missing.",
 		}),
 		RuleProblems: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubecel_rule_start_failures_total", Help: "Times a rule could not start, by rule and reason (KindNotServed, Forbidden, StartFailed).",
+			Name: "kubecel_rule_start_failures_total", Help: "Times a rule could not start, by rule and reason (KindNotServed, Forbidden, StartFailed, APIChangeRefused).",
 		}, []string{"rule", "reason"}),
 		Yields: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecel_reconcile_yields_total", Help: "Reconciles that sent their batch of writes and handed the worker on with work left (the parent is queued again at the back of its flow), by rule.",

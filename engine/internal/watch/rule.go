@@ -50,6 +50,12 @@ type Rule struct {
 	// (each parent event would queue the parent twice, the echo of our own status write
 	// among them). Its refs' handlers it keeps: its refs may be its own.
 	Beside bool
+	// ParentSchema, set before Start, names the schema of the parent resource when the
+	// rule defines it (its CRD's generation): the parents' cache is listed under one
+	// schema, and a version of the rule started after a change of the CRD lists the
+	// parents again, as the API server now serves them (new defaults, pruned fields).
+	// The watch events that follow a CRD change do not send the objects again.
+	ParentSchema string
 
 	parents map[string]*informers.Watch // by namespace ("" = all)
 	regs    map[string]cache.ResourceEventHandlerRegistration

@@ -133,7 +133,7 @@ func (w *Watcher) Start(ctx context.Context, st *Rule) error {
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		pw, err := w.set.Acquire(ctx, informers.Key{GVR: st.ParentKind.GVR, Namespace: ns, Selector: r.Parent.Selector.String()}, nil)
+		pw, err := w.set.Acquire(ctx, informers.Key{GVR: st.ParentKind.GVR, Namespace: ns, Selector: r.Parent.Selector.String(), Schema: st.ParentSchema}, nil)
 		if err != nil {
 			w.stopLocked(st)
 			return err

@@ -90,6 +90,10 @@ func TestSchemaRejects(t *testing.T) {
 		"unknown policy":     "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  parent: {apiVersion: v1, resource: pods}\n  children: [{id: c, template: {}, lifecycle: {onRemove: Orphan}}]\n",
 		"zero maxChildren":   "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  parent: {apiVersion: v1, resource: pods}\n  maxChildren: 0\n",
 		"status sans fields": "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  parent: {apiVersion: v1, resource: pods}\n  status: {}\n",
+		"no parent, no api":  "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  children: []\n",
+		"parent beside api":  "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  api: {group: a.example.com, version: v1, kind: A}\n  parent: {resource: as}\n",
+		"api scope":          "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  api: {group: a.example.com, version: v1, kind: A, scope: Global}\n",
+		"api field a number": "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  api: {group: a.example.com, version: v1, kind: A, spec: {x: 1}}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, doc := range documents(t, []byte(src)) {

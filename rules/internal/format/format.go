@@ -49,7 +49,12 @@ type Rule struct {
 	// Unique name of the rule, a DNS label; it appears in labels, metrics and logs.
 	Name string `json:"name" jsonschema:"required"`
 	// The resources the rule watches: every object of them that matches is a parent.
-	Parent Parent `json:"parent" jsonschema:"required"`
+	// Required unless the rule defines its parent's API (api); with api it may only
+	// narrow the parents (namespaces, selector, when).
+	Parent *Parent `json:"parent,omitempty"`
+	// The parent's API, defined by the rule: kubecel generates its
+	// CustomResourceDefinition from this compact schema, applies it and serves it.
+	API *API `json:"api,omitempty"`
 	// Objects the rule reads besides its parent and children, as refs.<id> in CEL.
 	Refs []Ref `json:"refs,omitempty"`
 	// The objects each parent gets, in any order: a child that reads children.<id> is
@@ -102,9 +107,11 @@ type Canaries struct {
 // Parent names the resource a rule watches, by group/version and plural resource.
 type Parent struct {
 	// Group/version of the resource ("v1" for the core group), e.g. example.com/v1.
-	APIVersion string `json:"apiVersion" jsonschema:"required"`
+	// Required unless the rule has api, which names the resource instead.
+	APIVersion string `json:"apiVersion,omitempty"`
 	// Plural resource name, lowercase (as kubectl api-resources lists it), not the kind.
-	Resource string `json:"resource" jsonschema:"required"`
+	// Required unless the rule has api, which names the resource instead.
+	Resource string `json:"resource,omitempty"`
 	// Only parents in these namespaces; default all namespaces.
 	Namespaces []string `json:"namespaces,omitempty"`
 	// Only parents whose labels match (matchLabels, matchExpressions).
@@ -175,4 +182,70 @@ type Ref struct {
 type Status struct {
 	// Status field names to values; strings may hold ${CEL}.
 	Fields map[string]any `json:"fields" jsonschema:"required"`
+}
+
+// The scopes of a defined API.
+const (
+	ScopeNamespaced = "Namespaced"
+	ScopeCluster    = "Cluster"
+)
+
+// API defines a rule's parent resource: kubecel generates its CustomResourceDefinition
+// (with the status subresource, and status.observedGeneration and status.conditions,
+// which every rule writes) from these few lines, applies it before the rule starts,
+// never deletes it, and refuses an edit that would break the objects stored under it.
+type API struct {
+	// The API group, a DNS subdomain with at least one dot, e.g. sites.example.com.
+	Group string `json:"group" jsonschema:"required"`
+	// The version, e.g. v1 or v1alpha1.
+	Version string `json:"version" jsonschema:"required"`
+	// The kind, CamelCase, e.g. Website.
+	Kind string `json:"kind" jsonschema:"required"`
+	// The plural resource name; default the lowercase plural of the kind (websites).
+	Plural string `json:"plural,omitempty"`
+	// Namespaced (default) or Cluster.
+	Scope string `json:"scope,omitempty"`
+	// Short names for kubectl, e.g. [ws].
+	ShortNames []string `json:"shortNames,omitempty"`
+	// Categories for kubectl get <category>, e.g. [all].
+	Categories []string `json:"categories,omitempty"`
+	// The fields of spec: each a type with markers ("string | required=true",
+	// "integer | default=1 minimum=1", "[]string", "map[string]integer", "object", a
+	// name from types), or a map of fields for a nested object.
+	Spec map[string]any `json:"spec,omitempty"`
+	// The fields of status that the rule's status block writes, in the same form as
+	// spec; observedGeneration and conditions are always there.
+	Status map[string]any `json:"status,omitempty"`
+	// Named types that spec and status fields may use: each a map of fields, or a type
+	// with markers.
+	Types map[string]any `json:"types,omitempty"`
+	// CEL rules over the whole spec (self), which the API server checks on every write.
+	Validation []APIValidation `json:"validation,omitempty"`
+	// The columns kubectl get shows; default Ready and Synced (for a rule with status)
+	// and Age.
+	PrinterColumns []PrinterColumn `json:"printerColumns,omitempty"`
+}
+
+// APIValidation is one CEL rule over a defined API's spec.
+type APIValidation struct {
+	// CEL bool over self, the spec (and oldSelf, the spec before an update).
+	Expression string `json:"expression" jsonschema:"required"`
+	// What the API server says when the rule is false.
+	Message string `json:"message,omitempty"`
+}
+
+// PrinterColumn is one column of kubectl get for a defined API.
+type PrinterColumn struct {
+	// The column's header.
+	Name string `json:"name" jsonschema:"required"`
+	// integer, number, string, boolean or date.
+	Type string `json:"type" jsonschema:"required"`
+	// Where the value is, a simple JSONPath such as .spec.image.
+	JSONPath string `json:"jsonPath" jsonschema:"required"`
+	// What the column shows.
+	Description string `json:"description,omitempty"`
+	// 0 shows the column always, more only with kubectl get -o wide.
+	Priority int32 `json:"priority,omitempty"`
+	// An OpenAPI format for the value, e.g. date-time.
+	Format string `json:"format,omitempty"`
 }

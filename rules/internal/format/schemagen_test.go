@@ -74,3 +74,40 @@ func (Rollout) JSONSchemaExtend(s *jsonschema.Schema) {
 		p.Enum = []any{OnFailurePause, OnFailureRollback}
 	}
 }
+
+// JSONSchemaExtend says that a rule names its parent resource (parent.apiVersion and
+// parent.resource), or defines it (api) and then leaves both out.
+func (Rule) JSONSchemaExtend(s *jsonschema.Schema) {
+	required := func(keys ...string) *jsonschema.Schema { return &jsonschema.Schema{Required: keys} }
+	props := func(key string, v *jsonschema.Schema) *jsonschema.Schema {
+		p := jsonschema.NewProperties()
+		p.Set(key, v)
+		return &jsonschema.Schema{Properties: p}
+	}
+	s.If = required("api")
+	s.Then = props("parent", &jsonschema.Schema{Not: &jsonschema.Schema{AnyOf: []*jsonschema.Schema{required("apiVersion"), required("resource")}}})
+	orElse := props("parent", required("apiVersion", "resource"))
+	orElse.Required = []string{"parent"}
+	s.Else = orElse
+}
+
+// JSONSchemaExtend lists the scopes.
+func (API) JSONSchemaExtend(s *jsonschema.Schema) {
+	if p, ok := s.Properties.Get("scope"); ok {
+		p.Enum = []any{ScopeNamespaced, ScopeCluster}
+	}
+	// A field is a type with markers, or a map of fields.
+	field := &jsonschema.Schema{OneOf: []*jsonschema.Schema{{Type: "string"}, {Type: "object"}}}
+	for _, key := range []string{"spec", "status", "types"} {
+		if p, ok := s.Properties.Get(key); ok {
+			p.AdditionalProperties = field
+		}
+	}
+}
+
+// JSONSchemaExtend lists the column types.
+func (PrinterColumn) JSONSchemaExtend(s *jsonschema.Schema) {
+	if p, ok := s.Properties.Get("type"); ok {
+		p.Enum = []any{"integer", "number", "string", "boolean", "date"}
+	}
+}
