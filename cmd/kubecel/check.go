@@ -110,7 +110,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	}
 	warnings := append(append([]*rules.Error(nil), rs.Warnings...), checkWarnings(rs)...)
 	placeWarnings(rs, warnings)
-	notices := typeCheckNotices(rs, opts.Schemas, from)
+	notices := typeCheckNotices(rs, from)
 	lifecycle := lifecycleNotes(rs)
 	placeWarnings(rs, notices)
 	placeWarnings(rs, lifecycle)
