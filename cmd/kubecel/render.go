@@ -136,6 +136,13 @@ func (o *renderOutput) renderParent(ctx context.Context, rs *rules.RuleSet, crds
 	if err != nil {
 		return nil, err
 	}
+	if crds != nil {
+		// The parent as the API server would store it: with its CRD's defaults, or
+		// refused, which is the parent's error and not the rules'.
+		if parent, err = crds.Admit(ctx, parent); err != nil {
+			return []error{fmt.Errorf("%w: the API server would refuse this parent, so no rule evaluates it", err)}, nil
+		}
+	}
 	ref := o.parentRef(parent, gr)
 	for _, r := range matched {
 		res, err := r.EvaluateObserved(ctx, parent, ref, observed)
