@@ -131,7 +131,7 @@ N ?= 1000
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: controlplane build ## measure convergence, writes, memory against the API server's limits (N=1000 parents; N=10000 works; BENCH_FLAGS='--replicas 4 --workers 1': sharded)
+bench: controlplane build ## measure convergence, writes, memory against the API server's limits (N=1000 parents; N=10000 works; BENCH_FLAGS='--replicas 4 --workers 1': sharded; BENCH_FLAGS='--crds 1000': 1,000 rules on 1,000 CRDs alone)
 	$(GO) run ./cmd/bench --n $(N) --kubecel $(BIN)/kubecel --dir $(BIN)/bench $(BENCH_FLAGS)
 
 FUZZTIME ?= 60s

@@ -217,18 +217,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		Known: func(rule string) bool { return c.view.Load().known(rule) },
 	})
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	c.watcher = watch.NewWatcher(informers.NewSet(client, opts.Resync, prove), mapper, written, watch.Hooks{
-		Enqueue:       c.queue.Add,
-		Running:       func(rule string) bool { return c.view.Load().get(rule) != nil },
-		ParentDeleted: c.reconciler.ParentDeleted,
-		ChildLeft:     c.reconciler.ChildLeft,
-		ParentChanged: func(rule string) {
-			// Only a rollout under way reads its parents.
-			if rr := c.view.Load().running[rule]; rr != nil && rr.rollout != nil && rr.rollout.Stable() != nil {
-				c.life.rollouts.Notice(rule)
-			}
-		},
-	}, opts.Shard != nil)
+	c.watcher = watch.NewWatcher(informers.NewSet(client, opts.Resync, prove), mapper, written, watchEvents{c}, opts.Shard != nil)
 	c.life.watcher, c.life.reconciler, c.life.enqueue = c.watcher, c.reconciler, c.queue.Add
 	if err := m.RegisterFlows(c.fair.snapshot); err != nil {
 		return nil, err

@@ -48,6 +48,8 @@ type lifecycle struct {
 	loaded  bool
 	// rs is the rule set running rules come from (stable revisions compile in it).
 	rs *rules.RuleSet
+	// beforeStart, when set (by tests), is called before a rule starts in set.
+	beforeStart func(rule string)
 }
 
 // publish makes the lifecycle's state the view the controller reads. The caller holds
@@ -83,6 +85,9 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 		old := l.running[name]
 		if old != nil && old.st.Rule.Fingerprint == r.Fingerprint {
 			continue
+		}
+		if l.beforeStart != nil {
+			l.beforeStart(name)
 		}
 		next, err := l.start(ctx, r, old)
 		if err != nil {

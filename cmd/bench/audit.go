@@ -17,12 +17,14 @@ import (
 // API server's audit log, reading only what was added since the last read. Requests
 // are the controller's when their user agent starts with "kubecel" and is not the
 // bench's own. They are counted twice: by what they write, and by user agent, which
-// tells replicas apart ("kubecel/<identity>" when sharded).
+// tells replicas apart ("kubecel/<identity>" when sharded). They are also counted by the
+// name of the object written, which tells the --crds phase's rules apart.
 type auditCounter struct {
 	path   string
 	offset int64
 	counts writeCounts // by "verb resource[/subresource]"
 	agents writeCounts // by user agent
+	names  writeCounts // by object name
 }
 
 // writeCounts counts writes by a key: "verb resource[/subresource]", or a user agent.
@@ -43,7 +45,7 @@ func (a *auditCounter) read() error {
 		return err
 	}
 	if a.counts == nil {
-		a.counts, a.agents = writeCounts{}, writeCounts{}
+		a.counts, a.agents, a.names = writeCounts{}, writeCounts{}, writeCounts{}
 	}
 	r := bufio.NewReaderSize(f, 1<<20)
 	for {
@@ -65,6 +67,7 @@ func (a *auditCounter) read() error {
 		}
 		a.counts[e.Verb+" "+what]++
 		a.agents[e.UserAgent]++
+		a.names[e.ObjectRef.Name]++
 	}
 }
 
@@ -77,6 +80,9 @@ func (a *auditCounter) snapshot() writeCounts { return a.counts.clone() }
 
 // agentSnapshot returns the counts so far by user agent.
 func (a *auditCounter) agentSnapshot() writeCounts { return a.agents.clone() }
+
+// nameSnapshot returns the counts so far by object name.
+func (a *auditCounter) nameSnapshot() writeCounts { return a.names.clone() }
 
 func (w writeCounts) clone() writeCounts {
 	out := make(writeCounts, len(w))

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/rollout"
@@ -107,8 +108,12 @@ type editResult struct {
 // ratio is the rollout's time over the immediate edit's, both from the reload.
 func (e *editResult) ratio() float64 { return over(e.rollout.took, e.immediate.took) }
 
-// edits runs the phase.
-func (b *bench) edits(ctx context.Context) (*editResult, error) {
+// editPhase runs the rules-edit phase on the controller of the other phases.
+type editPhase struct{ b *bench }
+
+// run runs the phase.
+func (e editPhase) run(ctx context.Context) (*editResult, error) {
+	b := e.b
 	rulesPath := filepath.Join(b.cfg.dir, "rules.yaml")
 	synced, err := syncedCondition()
 	if err != nil {
@@ -120,7 +125,7 @@ func (b *bench) edits(ctx context.Context) (*editResult, error) {
 		return nil, err
 	}
 	logf("edit: immediate: the rules without a policy, edit value 1")
-	if res.immediate, err = b.editTo(ctx, rulesPath, data, "immediate edit", func() (bool, string) {
+	if res.immediate, err = e.editTo(ctx, rulesPath, data, "immediate edit", func() (bool, string) {
 		return b.watch.edited("1", synced, func(string) bool { return true }, nil)
 	}); err != nil {
 		return nil, err
@@ -132,20 +137,20 @@ func (b *bench) edits(ctx context.Context) (*editResult, error) {
 		return nil, err
 	}
 	logf("edit: adding the rollout policy with edit value 2 (not timed against the immediate edit)")
-	if res.policy, err = b.editTo(ctx, rulesPath, data, "rollout policy", func() (bool, string) {
+	if res.policy, err = e.editTo(ctx, rulesPath, data, "rollout policy", func() (bool, string) {
 		return b.watch.edited("2", synced, func(rev string) bool { return rev != "" }, &res.from)
 	}); err != nil {
 		return nil, err
 	}
 	logf("edit: policy: every parent at revision %s after %s, stored phase %s; %.2f writes per parent (%s)",
-		res.from, secs(res.policy.took), b.revisionPhase(ctx, res.from), res.policy.perParent(b.cfg.n), res.policy.writes)
+		res.from, secs(res.policy.took), revisionPhase(ctx, b.kube, res.from), res.policy.perParent(b.cfg.n), res.policy.writes)
 
 	if data, err = editedRules(rulesYAML, "3", true); err != nil {
 		return nil, err
 	}
 	logf("edit: rollout: edit value 3 with steps %v%%, no pause", rolloutSteps)
-	var reached stepClock
-	if res.rollout, err = b.editTo(ctx, rulesPath, data, "rollout edit", func() (bool, string) {
+	reached := stepClock{steps: rolloutSteps}
+	if res.rollout, err = e.editTo(ctx, rulesPath, data, "rollout edit", func() (bool, string) {
 		ok, progress := b.watch.edited("3", synced, func(rev string) bool { return rev != "" && rev != res.from }, &res.to)
 		reached.see(b.watch.at(synced, res.from), b.cfg.n)
 		return ok, progress
@@ -153,7 +158,7 @@ func (b *bench) edits(ctx context.Context) (*editResult, error) {
 		return nil, err
 	}
 	res.steps = reached.since(res.rollout.reloadAt)
-	res.phase = b.revisionPhase(ctx, res.to)
+	res.phase = revisionPhase(ctx, b.kube, res.to)
 	logf("edit: rollout: %s after the reload (%s after the write), %.2fx the immediate edit; revision %s -> %s, stored phase %s; steps reached at %s; %.2f writes per parent (%s)",
 		secs(res.rollout.took), secs(res.rollout.sinceWrite), res.ratio(), res.from, res.to, res.phase, stepTimes(res.steps), res.rollout.perParent(b.cfg.n), res.rollout.writes)
 	return res, nil
@@ -170,7 +175,8 @@ func syncedCondition() (string, error) {
 
 // editTo writes data to the rules file, waits until every replica logged the reload and
 // done holds, then until the controller is quiet, and returns the times and writes.
-func (b *bench) editTo(ctx context.Context, path string, data []byte, what string, done func() (bool, string)) (editRun, error) {
+func (e editPhase) editTo(ctx context.Context, path string, data []byte, what string, done func() (bool, string)) (editRun, error) {
+	b := e.b
 	var run editRun
 	loads := make([]int, len(b.ctrls))
 	for i, c := range b.ctrls {
@@ -188,7 +194,7 @@ func (b *bench) editTo(ctx context.Context, path string, data []byte, what strin
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return run, err
 	}
-	err := b.watch.waitFor(ctx, b.cfg.timeout, what, done)
+	err := waitFor(ctx, b.cfg.timeout, what, done)
 	finished := time.Now()
 	if err != nil {
 		return run, err
@@ -305,12 +311,16 @@ func (t *tracker) at(synced, from string) int {
 }
 
 // stepClock notes when the parents at the new revision first reached each step's
-// share of the parents.
-type stepClock struct{ reached []time.Time }
+// share of the parents; steps are the policy's, in percent.
+type stepClock struct {
+	steps   []float64
+	reached []time.Time
+}
 
+// see notes that at of n parents are at the new revision now.
 func (s *stepClock) see(at, n int) {
 	now := time.Now()
-	for len(s.reached) < len(rolloutSteps) && at >= rollout.Members(rolloutSteps, len(s.reached)+1, n) {
+	for len(s.reached) < len(s.steps) && at >= rollout.Members(s.steps, len(s.reached)+1, n) {
 		s.reached = append(s.reached, now)
 	}
 }
@@ -336,13 +346,14 @@ func stepTimes(steps []time.Duration) string {
 	return strings.Join(parts, " / ") + " s"
 }
 
-// revisionPhase reads the stored phase of the bench rule's revision hash, waiting up to
-// a minute for it to be Complete; it returns the phase last read ("?" when none).
-func (b *bench) revisionPhase(ctx context.Context, hash string) string {
+// revisionPhase reads the stored phase of the revision hash (of any rule: the hash
+// tells them apart), waiting up to a minute for it to be Complete; it returns the phase
+// last read ("?" when none).
+func revisionPhase(ctx context.Context, kube kubernetes.Interface, hash string) string {
 	phase := "?"
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		list, err := b.kube.AppsV1().ControllerRevisions(controlplane.InstallNamespace).List(ctx, metav1.ListOptions{LabelSelector: rollout.LabelRevision + "=" + hash})
+		list, err := kube.AppsV1().ControllerRevisions(controlplane.InstallNamespace).List(ctx, metav1.ListOptions{LabelSelector: rollout.LabelRevision + "=" + hash})
 		if err != nil {
 			logf("edit: revision %s: %v", hash, err)
 		} else if len(list.Items) == 1 {

@@ -98,7 +98,7 @@ I1125 23:41:02.500000 1 reload.go:254] "Loaded rules" parts=1 failing=0 rules=1 
 
 func TestStepClock(t *testing.T) {
 	// 200 parents: steps of 2, 20, 100 and 200 parents. A look may reach several.
-	var c stepClock
+	c := stepClock{steps: rolloutSteps}
 	for _, tc := range []struct{ at, reached int }{{0, 0}, {1, 0}, {2, 1}, {40, 2}, {99, 2}, {200, 4}} {
 		c.see(tc.at, 200)
 		if len(c.reached) != tc.reached {

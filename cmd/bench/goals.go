@@ -118,6 +118,7 @@ func goalsTable(doc string) (string, error) {
 		func() ([]goal, error) { return noisyGoals(noisy) },
 		func() ([]goal, error) { return shardingGoal(sharded) },
 		func() ([]goal, error) { return editGoal(runs(doc, editHeading)), nil },
+		func() ([]goal, error) { return crdsGoals(runs(doc, crdsHeading)), nil },
 	} {
 		g, err := make()
 		if err != nil {

@@ -21,6 +21,13 @@
 //     and the same kind of edit rolled out in steps (edit.go), timed and with their
 //     writes per parent, in a table of their own.
 //
+// With --crds K it runs instead a phase of its own (crds.go): K rules on K CRDs, one
+// parent each, timed from the controller's start until every rule runs and every parent
+// is converged, with writes per parent, writes at rest and memory; then, with
+// reconciles going on, the longest wait of a reconcile on the controller's locks while
+// a CRD appears, a reload edits one rule, and a rollout takes its steps. Its row goes to
+// a table of its own.
+//
 // The controller runs as --replicas processes (default 1). With --sharding, implied by
 // more than one replica, each is `kubecel run --sharding` with short lease timings, and
 // the timed phases start once all of them serve the same ring; the writes are then also
@@ -70,6 +77,9 @@ type config struct {
 	noisy, onlyNoisy bool
 	// edit runs the rules-edit phase (edit.go) after the update phase.
 	edit bool
+	// crds, when above 0, runs only the phase of that many rules on as many CRDs
+	// (crds.go).
+	crds int
 }
 
 func main() {
@@ -95,6 +105,7 @@ func main() {
 	flag.BoolVar(&c.noisy, "noisy", true, "after the other phases, run the noisy-neighbour phase (noisy.go) on a controller of its own; not with sharding")
 	flag.BoolVar(&c.onlyNoisy, "only-noisy", false, "run only the noisy-neighbour phase and add only its row")
 	flag.BoolVar(&c.edit, "edit", false, "after the update phase, time an edit of the rules applied at once and the same kind of edit rolled out in steps 1/10/50/100% (edit.go), and add a row to the rules-edit table")
+	flag.IntVar(&c.crds, "crds", 0, "run only the phase of K rules on K CRDs, one parent each (crds.go): start, convergence, writes, memory, and the longest lock waits while a CRD appears, a reload and a rollout; add a row to its own table")
 	flag.Parse()
 	if c.refs {
 		rulesYAML = rulesRefsYAML
@@ -104,6 +115,10 @@ func main() {
 		os.Exit(2)
 	}
 	c.sharding = c.sharding || c.replicas > 1
+	if c.crds < 0 || c.crds > 0 && (c.sharding || c.onlyNoisy) {
+		fmt.Fprintln(os.Stderr, "bench: --crds must be at least 0, and runs one unsharded controller alone (not with --replicas, --sharding or --only-noisy)")
+		os.Exit(2)
+	}
 	if c.pairs < 1 || c.pairs > 1 && (c.sharding || c.skipLimits || c.skipDelete) {
 		fmt.Fprintln(os.Stderr, "bench: --pairs must be at least 1, and above 1 needs one unsharded replica, the limits and the deletion phase")
 		os.Exit(2)
@@ -116,6 +131,9 @@ func main() {
 	c.dir = dir
 	if c.timeout <= 0 {
 		c.timeout = 5*time.Minute + time.Duration(c.n)*100*time.Millisecond
+		if c.crds > 0 {
+			c.timeout = 5*time.Minute + time.Duration(c.crds)*300*time.Millisecond
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err = run(ctx, c)
@@ -138,7 +156,10 @@ func run(ctx context.Context, c config) error {
 	res := &results{n: c.n, machine: machine, kubecelArgs: c.flagsColumn(), sharding: c.sharding, note: c.note,
 		replicas: make([]replicaResult, c.replicas)}
 	if c.onlyNoisy {
-		return b.noisyOnly(ctx, res)
+		return noisyOnly(ctx, b, res)
+	}
+	if c.crds > 0 {
+		return crdsOnly(ctx, b, machine)
 	}
 	if err := b.measure(ctx, res); err != nil {
 		return err
@@ -146,7 +167,7 @@ func run(ctx context.Context, c config) error {
 	b.ctrls.identify(res)
 	var noisy *noisyResult
 	if c.noisy && !c.sharding {
-		if noisy, err = b.noisy(ctx); err != nil {
+		if noisy, err = (noisyPhase{b}).run(ctx); err != nil {
 			return fmt.Errorf("noisy neighbour: %w", err)
 		}
 	}
@@ -187,8 +208,8 @@ func run(ctx context.Context, c config) error {
 }
 
 // noisyOnly runs only the noisy-neighbour phase (--only-noisy) and adds only its row.
-func (b *bench) noisyOnly(ctx context.Context, res *results) error {
-	noisy, err := b.noisy(ctx)
+func noisyOnly(ctx context.Context, b *bench, res *results) error {
+	noisy, err := noisyPhase{b}.run(ctx)
 	if err != nil {
 		return fmt.Errorf("noisy neighbour: %w", err)
 	}
@@ -253,7 +274,7 @@ func (b *bench) measure(ctx context.Context, res *results) error {
 		return fmt.Errorf("update: %w", err)
 	}
 	if b.cfg.edit {
-		if res.edit, err = b.edits(ctx); err != nil {
+		if res.edit, err = (editPhase{b}).run(ctx); err != nil {
 			return fmt.Errorf("rules edit: %w", err)
 		}
 	}

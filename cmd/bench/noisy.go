@@ -87,8 +87,12 @@ type noisyResult struct {
 	yields                float64
 }
 
-// noisy runs the phase on a controller of its own and returns its figures.
-func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
+// noisyPhase runs the noisy-neighbour phase on the bench's control plane.
+type noisyPhase struct{ b *bench }
+
+// run runs the phase on a controller of its own and returns its figures.
+func (p noisyPhase) run(ctx context.Context) (*noisyResult, error) {
+	b := p.b
 	b.ctrls.stop()
 	b.ctrls = nil
 	data, err := noisyRules()
@@ -149,7 +153,7 @@ func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
 		_, err := c.Resource(webapps).Namespace(heavyNS).Create(ctx, newParent(heavyNS, i), metav1.CreateOptions{})
 		return err
 	}
-	if res.heavyBuild, res.build, err = b.alongside(ctx, w, light, create, heavyParents*heavyChildren); err != nil {
+	if res.heavyBuild, res.build, err = p.alongside(ctx, w, light, create, heavyParents*heavyChildren); err != nil {
 		return nil, fmt.Errorf("heavy build: %w", err)
 	}
 	logf("noisy neighbour: heavy build %s; light operations meanwhile: %s", secs(res.heavyBuild), summary(res.build))
@@ -158,7 +162,7 @@ func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
 	remove := func(ctx context.Context, c dynamic.Interface, i int) error {
 		return c.Resource(webapps).Namespace(heavyNS).Delete(ctx, parentName(i), metav1.DeleteOptions{})
 	}
-	if res.heavyTeardown, res.teardown, err = b.alongside(ctx, w, light, remove, 0); err != nil {
+	if res.heavyTeardown, res.teardown, err = p.alongside(ctx, w, light, remove, 0); err != nil {
 		return nil, fmt.Errorf("heavy teardown: %w", err)
 	}
 	logf("noisy neighbour: heavy teardown %s; light operations meanwhile: %s", secs(res.heavyTeardown), summary(res.teardown))
@@ -179,7 +183,8 @@ func (b *bench) noisy(ctx context.Context) (*noisyResult, error) {
 // alongside runs heavy (the heavy tenant's writes, one per parent) and waits until the
 // heavy tenant has n children, while the light tenant works, paced; it returns the heavy
 // tenant's time and the light tenant's operation times.
-func (b *bench) alongside(ctx context.Context, w *noisyWatch, light *lightTenant, heavy func(context.Context, dynamic.Interface, int) error, n int) (time.Duration, []time.Duration, error) {
+func (p noisyPhase) alongside(ctx context.Context, w *noisyWatch, light *lightTenant, heavy func(context.Context, dynamic.Interface, int) error, n int) (time.Duration, []time.Duration, error) {
+	b := p.b
 	start := time.Now()
 	var took time.Duration
 	var finished atomic.Bool

@@ -97,7 +97,7 @@ func (b *bench) pairController(ctx context.Context, p *pair) error {
 	if err := b.createParents(ctx); err != nil {
 		return err
 	}
-	if err := b.watch.waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged); err != nil {
+	if err := waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged); err != nil {
 		return err
 	}
 	p.converge = time.Since(start)

@@ -102,7 +102,7 @@ func (b *bench) converge(ctx context.Context, res *results) error {
 		return err
 	}
 	created := time.Since(start)
-	err := b.watch.waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged)
+	err := waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged)
 	res.converge = time.Since(start)
 	res.convergeCPU = b.sampleCPU().minus(machine0)
 	logf("convergence: kube-apiserver served %s", b.serverSample(ctx).minus(server0))
@@ -230,7 +230,7 @@ func (b *bench) update(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	err = b.watch.waitFor(ctx, b.cfg.timeout, "update", func() (bool, string) { return b.watch.updated(image2) })
+	err = waitFor(ctx, b.cfg.timeout, "update", func() (bool, string) { return b.watch.updated(image2) })
 	took := time.Since(start)
 	logf("update: %s", took.Round(time.Millisecond))
 	return took, err
@@ -248,7 +248,7 @@ func (b *bench) deletion(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	err = b.watch.waitFor(ctx, b.cfg.timeout, "deletion", b.watch.gone)
+	err = waitFor(ctx, b.cfg.timeout, "deletion", b.watch.gone)
 	took := time.Since(start)
 	logf("deletion: %s", took.Round(time.Millisecond))
 	return took, err

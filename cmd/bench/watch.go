@@ -74,9 +74,9 @@ func (t *tracker) stop() {
 	t.dynamicFactory.Shutdown()
 }
 
-// waitFor polls cond until it holds, ctx ends or timeout passes; the error carries the
-// last progress report.
-func (t *tracker) waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
+// waitFor polls cond every 100 ms until it holds, ctx ends or timeout passes; it logs
+// the progress every 10 s, and the error carries the last progress report.
+func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
 	deadline := time.Now().Add(timeout)
 	lastLog := time.Now()
 	for {

@@ -1,5 +1,7 @@
 // Package testenv shares one local control plane (see package controlplane) between the
-// integration tests of a package and isolates each test in its own namespace.
+// integration tests of a package and isolates each test in its own namespace. The
+// control plane starts when the first test asks for it, so a package's unit tests also
+// run without one.
 //
 // A package opts in with
 //
@@ -17,6 +19,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,48 +36,66 @@ import (
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
-var shared *controlplane.ControlPlane
+// shared is the package's control plane, started by the first test that asks for it.
+var shared struct {
+	opts    controlplane.Options
+	once    sync.Once
+	cp      *controlplane.ControlPlane
+	err     error
+	enabled bool
+}
 
-// Main starts the shared control plane, runs the package's tests and stops it. It calls
-// os.Exit with the tests' result.
+// Main runs the package's tests with a shared control plane and stops it at the end. It
+// calls os.Exit with the tests' result.
 func Main(m *testing.M, opts controlplane.Options) {
 	os.Exit(Run(m, opts))
 }
 
 // Run is Main without the os.Exit: it returns the tests' exit code, for a TestMain that
 // wraps m in something else that exits (testscript.Main runs the package's commands).
+//
+// The control plane starts when a test first asks for it (ControlPlane, Config, Dynamic,
+// Kube, Namespace), so the package's unit tests run, alone (go test -run), without one.
 func Run(m interface{ Run() int }, opts controlplane.Options) int {
 	flag.Parse()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	start := time.Now()
-	cp, err := controlplane.Start(ctx, opts)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: start control plane: %v\n", err)
-		return 1
-	}
-	if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "testenv: control plane ready in %s (%s)\n", time.Since(start).Round(time.Millisecond), cp.Dir)
-	}
-	shared = cp
+	shared.opts, shared.enabled = opts, true
 	code := m.Run()
 	removeKubecel()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: stop control plane: %v\n", err)
-		if code == 0 {
-			code = 1
+	if shared.cp != nil {
+		if err := shared.cp.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: stop control plane: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	return code
 }
 
-// ControlPlane returns the shared control plane.
+// start starts the shared control plane, once.
+func start() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	begin := time.Now()
+	shared.cp, shared.err = controlplane.Start(ctx, shared.opts)
+	if shared.err == nil && testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "testenv: control plane ready in %s (%s)\n", time.Since(begin).Round(time.Millisecond), shared.cp.Dir)
+	}
+}
+
+// ControlPlane returns the shared control plane, starting it on the first call. A
+// control plane that cannot start fails the test with the reason: integration tests are
+// never skipped.
 func ControlPlane(t testing.TB) *controlplane.ControlPlane {
 	t.Helper()
-	if shared == nil {
+	if !shared.enabled {
 		t.Fatal("testenv: no control plane; call testenv.Main from TestMain")
 	}
-	return shared
+	shared.once.Do(start)
+	if shared.err != nil {
+		t.Fatalf("testenv: start control plane: %v", shared.err)
+	}
+	return shared.cp
 }
 
 // Config returns a copy of the admin client configuration.

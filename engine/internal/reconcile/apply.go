@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
@@ -24,7 +25,7 @@ import (
 // added, an owner reference where garbage collection can follow it, and last the hash of
 // all that in contract.AnnotationAppliedHash (see compare.NeedsApply). A child that cannot
 // be shaped is left out, and named in the error.
-func (c *Reconciler) shape(st *watch.Rule, parent *unstructured.Unstructured, desired []rules.Desired) ([]rules.Desired, error) {
+func (c *children) shape(st *watch.Rule, parent *unstructured.Unstructured, desired []rules.Desired) ([]rules.Desired, error) {
 	scope := func(apiVersion, kind string) (bool, error) {
 		gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
 		if ck := st.Children[gk]; ck != nil {
@@ -42,7 +43,7 @@ func (c *Reconciler) shape(st *watch.Rule, parent *unstructured.Unstructured, de
 // collector delete the child once the parent is gone. So when the owner reference that
 // desired sets is missing from the live child, the parent is read from the API server,
 // and a parent that is gone, replaced or being deleted is not applied to.
-func (c *Reconciler) orphaning(ctx context.Context, st *watch.Rule, parent, desired, live *unstructured.Unstructured) bool {
+func (c *children) orphaning(ctx context.Context, st *watch.Rule, parent, desired, live *unstructured.Unstructured) bool {
 	uid := parent.GetUID()
 	owned := func(o metav1.OwnerReference) bool { return o.UID == uid }
 	if !slices.ContainsFunc(desired.GetOwnerReferences(), owned) || slices.ContainsFunc(live.GetOwnerReferences(), owned) {
@@ -59,9 +60,9 @@ func (c *Reconciler) orphaning(ctx context.Context, st *watch.Rule, parent, desi
 }
 
 // apply server-side applies obj with kubecel's field manager, forcing conflicts.
-func (c *Reconciler) apply(ctx context.Context, st *watch.Rule, child string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (c *children) apply(ctx context.Context, st *watch.Rule, child string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ck := st.Children[obj.GroupVersionKind().GroupKind()]
-	got, err := c.remembered(watch.KeyOf(obj).String(), func() (*unstructured.Unstructured, error) {
+	got, err := c.send.remembered(watch.KeyOf(obj).String(), func() (*unstructured.Unstructured, error) {
 		return c.send.apply(ctx, ck.GVR, obj, contract.FieldManager)
 	})
 	if err != nil {
@@ -69,24 +70,6 @@ func (c *Reconciler) apply(ctx context.Context, st *watch.Rule, child string, ob
 	}
 	c.metrics.Applies.WithLabelValues(st.Rule.Name).Inc()
 	return got, nil
-}
-
-// remembered sends a write whose response is remembered under key (informers.Written):
-// announced before it is sent, so that its watch echo is told apart, and settled even
-// when write panics, so that the events held back meanwhile are not lost. The response
-// is trimmed as the caches trim. A dry run remembers nothing.
-func (c *Reconciler) remembered(key string, write func() (*unstructured.Unstructured, error)) (got *unstructured.Unstructured, err error) {
-	if c.opts.DryRun {
-		return write()
-	}
-	c.written.Sending(key)
-	defer func() {
-		if err != nil {
-			got = nil
-		}
-		c.written.Settle(key, got)
-	}()
-	return write()
 }
 
 // withheldFor is err, or its message withheld (withholdMessage) when the child holds
@@ -126,6 +109,26 @@ func withholdMessage(err error) error {
 type writer struct {
 	client dynamic.Interface
 	dryRun bool
+	// written remembers the responses of the writes sent through remembered.
+	written *informers.Written
+}
+
+// remembered sends a write whose response is remembered under key (informers.Written):
+// announced before it is sent, so that its watch echo is told apart, and settled even
+// when write panics, so that the events held back meanwhile are not lost. The response
+// is trimmed as the caches trim. A dry run remembers nothing.
+func (w writer) remembered(key string, write func() (*unstructured.Unstructured, error)) (got *unstructured.Unstructured, err error) {
+	if w.dryRun {
+		return write()
+	}
+	w.written.Sending(key)
+	defer func() {
+		if err != nil {
+			got = nil
+		}
+		w.written.Settle(key, got)
+	}()
+	return write()
 }
 
 func (w writer) resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {

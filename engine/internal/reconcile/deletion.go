@@ -19,7 +19,7 @@ import (
 //
 // It owns the state of deletion that outlives one reconcile: the deletes sent and not
 // yet seen by the informers (deleting), and the parents seen deleted whose children are
-// being deleted (gone). It removes the rules' finalizers through finalizers, which it
+// being deleted (parentMemo.gone). It removes the rules' finalizers through finalizers, which it
 // shares with the Reconciler (that adds them before a child garbage collection cannot
 // reach).
 //
@@ -40,8 +40,9 @@ type deletion struct {
 
 	// deleting holds the children deleted whose informers have not shown it yet.
 	deleting *deleting
-	// gone holds the parents seen deleted whose children are being deleted.
-	gone *goneParents
+	// memory holds, among what is kept per parent, the records of the parents seen
+	// deleted whose children are being deleted (parentMemo.gone).
+	memory *memory
 }
 
 // childDeleted is told of a child its informer saw deleted: a delete of it is no longer

@@ -4,35 +4,43 @@
 // writes the status (status.go), and does all of deletion: pruning what is no longer
 // produced (prune.go), releasing Keep children (keep.go), tearing down a deleted
 // parent's children (teardown.go), finalizers (finalize.go) and letting go of a parent
-// the rule no longer selects (release.go). Every request goes through one writer
-// (writer, in apply.go), the one place that knows of a dry run.
+// the rule no longer selects (release.go).
 //
-// Three types share the work, each with the state it owns, all kept across reconciles
-// and keyed by parent (or child):
+// Five types share the work, each with the state it owns. What the package keeps about
+// a parent between its reconciles lives in one place, memory (memory.go), keyed by
+// parent, with one way to forget a parent (memory.forget) and one to forget a rule
+// (memory.forgetRule): the parents whose status cannot be written, the last failure
+// reported, the work a yielded turn left, the parents seen deleted, the finalizers
+// sent, and since when parents are not Ready.
 //
-//   - Reconciler (reconciler.go) is the live parents' path and the package's API: it
-//     evaluates, writes the children and the status, and calls the other two. It owns
-//     our writes the caches do not show yet (informers.Written, shared with the
-//     watches, which drop their echoes), the parents that wait for a child's name held
-//     by another object (waiters), the work a yielded turn left (resumePoints), the
-//     parents whose status cannot be written, the last failure reported, and since when
-//     parents are not Ready.
+//   - Reconciler (reconciler.go, reconcile.go) is the package's API and the order of a
+//     reconcile: a gone parent to deletion, a replaced one's old children first, a
+//     deleted one to finalize, a live one through sync (children, prune, status). It
+//     holds the parts below and calls each; none of them calls it.
+//   - children (children.go, apply.go, ownership.go, resume.go) evaluates the rule and
+//     creates or applies the children in dependency order and in batches, resuming a
+//     yielded turn where it stopped. It decides whether a name may be taken
+//     (ownership.go) and remembers the parents that wait for a child's name held by
+//     another object (waiters).
+//   - reporter (status.go, revision.go, events.go) writes the parent's status, records
+//     the revision a parent is at for the rule's rollouts, and records an Event per
+//     distinct failure.
 //   - deletion (deletion.go) deletes and releases children: prune (prune.go), Keep
 //     release (keep.go), release of a parent no longer selected (release.go), teardown
 //     of a deleted parent (teardown.go) and finalizing a parent being deleted
 //     (finalize.go). It owns the deletes sent and not yet seen by the informers
-//     (deleting) and the parents seen deleted (goneParents). The Reconciler hands it a
-//     parent that is gone, replaced or being deleted, and after a full turn what the
-//     rule still produces; it calls nothing of the Reconciler.
-//   - finalizers (finalize.go) adds and removes the rules' finalizers on parents and
-//     owns the parents it added one to and has not removed it from since. The
-//     Reconciler adds a finalizer before the first child garbage collection cannot
-//     reach, and removes it when the rule's `when` lets go of a parent or a removed
-//     rule releases it; deletion removes it once a parent's children are let go of
-//     (at once from a parent deleted with the orphan policy, whose children stay).
+//     (deleting). The Reconciler hands it a parent that is gone, replaced or being
+//     deleted, and after a full turn what the rule still produces.
+//   - finalizers (finalize.go) adds and removes the rules' finalizers on parents.
+//     children adds one before the first child garbage collection cannot reach; the
+//     Reconciler removes it when the rule's `when` lets go of a parent or a removed
+//     rule releases it; deletion removes it once a parent's children are let go of (at
+//     once from a parent deleted with the orphan policy, whose children stay).
 //
-// The three share the writer, the batch size (Options.MaxWrites) and the Event recorder
-// (recorder), all set in New.
+// All share the writer (writer, in apply.go: every request, the one place that knows of
+// a dry run, and the memory of our writes the caches do not show yet,
+// informers.Written, shared with the watches that drop their echoes), the batch size
+// (Options.MaxWrites) and the Event recorder (recorder), all set in New.
 //
 // Invariants:
 //   - Every write to a child or a parent is a server-side apply, or a delete with a UID

@@ -28,20 +28,20 @@ func (r recorder) event(obj *unstructured.Unstructured, eventType, reason, forma
 
 // recordOutcome records a Warning Event on the parent for each distinct failure of a
 // reconcile. It does not log: the worker logs the error the reconcile returns.
-func (c *Reconciler) recordOutcome(st *watch.Rule, parent *unstructured.Unstructured, out *outcome) {
+func (c *reporter) recordOutcome(st *watch.Rule, parent *unstructured.Unstructured, out *outcome) {
 	key := watch.KeyFor(st.Rule.Name, parent)
 	if out.synced() {
-		c.lastFailure.Delete(key)
+		c.memory.update(key, func(p *parentMemo) { p.lastFailure = "" })
 	}
 	report := func(reason string, errs ...error) {
 		// One Event per distinct failure: re-reconciling a parent that is stuck in the
 		// same error must not write again and again.
 		msg := truncate(errors.Join(errs...).Error(), 1024)
 		seen := string(parent.GetUID()) + "|" + reason + "|" + msg
-		if last, ok := c.lastFailure.Load(key); ok && last == seen {
+		if c.memory.view(key).lastFailure == seen {
 			return
 		}
-		c.lastFailure.Store(key, seen)
+		c.memory.update(key, func(p *parentMemo) { p.lastFailure = seen })
 		c.events.event(parent, "Warning", reason, "%s", msg)
 	}
 	if out.panicked != nil {
@@ -98,8 +98,8 @@ func (c *Reconciler) ReportPanic(ctx context.Context, st *watch.Rule, key watch.
 		return err
 	}
 	out := &outcome{panicked: panicked}
-	c.recordOutcome(st, parent, out)
-	if err := c.writeStatus(ctx, st, parent, out); err != nil {
+	c.report.recordOutcome(st, parent, out)
+	if err := c.report.writeStatus(ctx, st, parent, out); err != nil {
 		return fmt.Errorf("report the panic on the parent: %w", err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,13 +26,12 @@ func Holds(st *watch.Rule, parent *unstructured.Unstructured) bool {
 // that list entry, so adding or removing it never touches another rule's finalizer; the
 // apply carries the parent's UID, so it never re-creates a parent that is gone.
 //
-// It remembers the parents (Key) it sent a rule's finalizer to and has not removed it
-// from since (sent), so that a rule's release finds them before the cache shows the
-// finalizer (mayHold). An entry goes when the finalizer is removed, or when the rule's
-// cache no longer holds the parent (forget).
+// It remembers the parents it sent a rule's finalizer to and has not removed it from
+// since (parentMemo.finalizerSent), so that a rule's release finds them before the cache
+// shows the finalizer (mayHold).
 type finalizers struct {
-	send writer
-	sent sync.Map
+	send   writer
+	memory *memory
 }
 
 // ensureFor adds the rule's finalizer to the parent before the first child that
@@ -76,17 +74,17 @@ func (f *finalizers) set(ctx context.Context, st *watch.Rule, parent *unstructur
 	if present {
 		patch.SetFinalizers([]string{contract.FinalizerFor(st.Rule.Name)})
 		// Before it is sent: an add that fails may still have been made.
-		f.sent.Store(key, struct{}{})
+		f.memory.update(key, func(p *parentMemo) { p.finalizerSent = true })
 	}
 	got, err := f.send.apply(ctx, st.ParentKind.GVR, patch, contract.ParentFieldManager(st.Rule.Name))
 	if !present && (apierrors.IsNotFound(err) || otherUID(err)) {
 		// Removing from a parent that is gone, or whose name another object now has:
 		// there is no finalizer of ours left to remove.
-		f.sent.Delete(key)
+		f.memory.update(key, func(p *parentMemo) { p.finalizerSent = false })
 		return nil, nil
 	}
 	if !present && err == nil {
-		f.sent.Delete(key)
+		f.memory.update(key, func(p *parentMemo) { p.finalizerSent = false })
 	}
 	if err != nil {
 		verb := "add"
@@ -136,7 +134,7 @@ func (d *deletion) finalize(ctx context.Context, st *watch.Rule, parent *unstruc
 	case orphan:
 		// kubectl delete --cascade=orphan: the children stay. The garbage collector
 		// removes their owner references; the rule's finalizer goes at once.
-		d.gone.markOrphan(key, parent.GetUID())
+		d.memory.update(key, func(p *parentMemo) { p.gone = &goneParent{uid: parent.GetUID(), orphan: true} })
 		if Holds(st, parent) {
 			return Result{}, d.finalizers.remove(ctx, st, parent)
 		}
@@ -201,9 +199,5 @@ func (f *finalizers) mayHold(st *watch.Rule, parent *unstructured.Unstructured) 
 	if Holds(st, parent) {
 		return true
 	}
-	_, sent := f.sent.Load(watch.KeyFor(st.Rule.Name, parent))
-	return sent
+	return f.memory.view(watch.KeyFor(st.Rule.Name, parent)).finalizerSent
 }
-
-// forget drops what is remembered of a parent the rule's cache no longer holds.
-func (f *finalizers) forget(key watch.Key) { f.sent.Delete(key) }

@@ -29,18 +29,18 @@ func TestRemoveFinalizerOfGoneParent(t *testing.T) {
 	if err := c.finalizers.remove(t.Context(), st, parent("gone", staleUID)); err != nil {
 		t.Errorf("parent gone: %v", err)
 	}
-	if _, err := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "gone", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "gone", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("parent gone: get after the removal = %v, want NotFound", err)
 	}
 
-	other, err := c.send.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), parent("reused", ""), metav1.CreateOptions{})
+	other, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Create(t.Context(), parent("reused", ""), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.finalizers.remove(t.Context(), st, parent("reused", staleUID)); err != nil {
 		t.Errorf("name reused: %v", err)
 	}
-	after, err := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "reused", metav1.GetOptions{})
+	after, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "reused", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestRemoveFinalizerOfGoneParent(t *testing.T) {
 func TestMayHoldAFinalizerTheCacheDoesNotShow(t *testing.T) {
 	c, ns := newTestReconciler(t)
 	st := &watch.Rule{Rule: &rules.Rule{Name: "fin"}, ParentKind: watch.Kind{GVR: cmGVR, Namespaced: true}}
-	stale, err := c.send.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
+	stale, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p", "namespace": ns},
 	}}, metav1.CreateOptions{})
 	if err != nil {
@@ -76,7 +76,7 @@ func TestMayHoldAFinalizerTheCacheDoesNotShow(t *testing.T) {
 	if c.MayHold(st, stale) {
 		t.Error("MayHold after the release = true")
 	}
-	after, err := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "p", metav1.GetOptions{})
+	after, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "p", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,7 @@ func adoptable(obj *unstructured.Unstructured) bool {
 // cachedHolder looks for obj in its kind's child cache: when a proven child of that name
 // is cached for another rule or parent, it says who holds it. Anything else the cache
 // holds under that name is decided by create, from the object itself.
-func (c *Reconciler) cachedHolder(st *watch.Rule, parent rules.ParentRef, obj *unstructured.Unstructured) string {
+func (c *children) cachedHolder(st *watch.Rule, parent rules.ParentRef, obj *unstructured.Unstructured) string {
 	o, ok := st.Cached(watch.KeyOf(obj))
 	if !ok || o.Rule() == "" {
 		return "" // not a proven child
@@ -181,7 +181,7 @@ func (c *Reconciler) cachedHolder(st *watch.Rule, parent rules.ParentRef, obj *u
 
 // create writes a child that the caches do not show: created when its name is free; when
 // it is taken, applied only if the object turns out to be ours or adoptable.
-func (c *Reconciler) create(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, child string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (c *children) create(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, child string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ref := st.ParentRef(parent)
 	k := watch.KeyOf(obj)
 	if holder := c.cachedHolder(st, ref, obj); holder != "" {

@@ -77,7 +77,7 @@ func TestCreateNeverAdopts(t *testing.T) {
 			contract.AnnotationParent: annotation, contract.AnnotationOrigin: "configmap kubecel-system/team-b"}}, proven: true, want: "conflict"},
 	}
 	// "another" runs: its children are not this rule's to take.
-	c.opts.Known = func(name string) bool { return name == "another" }
+	c.children.opts.Known = func(name string) bool { return name == "another" }
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &watch.Rule{
@@ -87,7 +87,7 @@ func TestCreateNeverAdopts(t *testing.T) {
 					{Kind: "ConfigMap"}: {Kind: watch.Kind{GVR: cmGVR, Namespaced: true}},
 				},
 			}
-			c.opts.AdoptUnproven = tt.adoptUnproven
+			c.children.opts.AdoptUnproven = tt.adoptUnproven
 			name := "cm-" + tt.name
 			var before *unstructured.Unstructured
 			if tt.existing != nil {
@@ -100,7 +100,7 @@ func TestCreateNeverAdopts(t *testing.T) {
 					sign(t, obj)
 				}
 				var err error
-				if before, err = c.send.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+				if before, err = c.opts.Client.Resource(cmGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -109,8 +109,8 @@ func TestCreateNeverAdopts(t *testing.T) {
 				"metadata": map[string]any{"name": name, "namespace": ns, "labels": ours},
 				"data":     map[string]any{"owner": "kubecel"},
 			}}
-			got, err := c.create(t.Context(), st, parent, "cm", desired)
-			after, gerr := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+			got, err := c.children.create(t.Context(), st, parent, "cm", desired)
+			after, gerr := c.opts.Client.Resource(cmGVR).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
 			if gerr != nil {
 				t.Fatal(gerr)
 			}

@@ -21,7 +21,7 @@ func (c *Reconciler) prune(ctx context.Context, st *watch.Rule, parent *unstruct
 	wanted := map[watch.ObjectKey]bool{}
 	keep := map[string]bool{}
 	if !out.result.Skip {
-		shaped, err := c.shape(st, parent, out.result.Children)
+		shaped, err := c.children.shape(st, parent, out.result.Children)
 		if err != nil {
 			return []error{err} // cannot tell what is wanted: prune nothing
 		}

@@ -26,7 +26,7 @@ func TestDeleteChildChecksUID(t *testing.T) {
 	live := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "same-name", "namespace": ns},
 	}}
-	created, err := c.send.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), live, metav1.CreateOptions{})
+	created, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Create(t.Context(), live, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,13 +35,13 @@ func TestDeleteChildChecksUID(t *testing.T) {
 	if err := c.deletion.deleteChild(t.Context(), st, mustCache(t, stale), false); err != nil {
 		t.Fatalf("deleteChild: %v", err)
 	}
-	if _, err := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "same-name", metav1.GetOptions{}); err != nil {
+	if _, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "same-name", metav1.GetOptions{}); err != nil {
 		t.Fatalf("object with another UID was deleted: %v", err)
 	}
 	if err := c.deletion.deleteChild(t.Context(), st, mustCache(t, created), false); err != nil {
 		t.Fatalf("deleteChild: %v", err)
 	}
-	if _, err := c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "same-name", metav1.GetOptions{}); err == nil {
+	if _, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Get(t.Context(), "same-name", metav1.GetOptions{}); err == nil {
 		t.Fatal("object with the matching UID was not deleted")
 	}
 }

@@ -9,13 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/klog/v2"
 
-	"github.com/kubecel/kubecel/engine/internal/compare"
 	"github.com/kubecel/kubecel/engine/internal/watch"
-	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
-	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // outcome collects what one reconcile did and what went wrong, for status and events.
@@ -80,18 +76,18 @@ func (c *Reconciler) Reconcile(ctx context.Context, st *watch.Rule, key watch.Ke
 		return res, err
 	}
 	if parent.GetDeletionTimestamp() != nil {
-		c.resume.take(key)
+		c.memory.takeResume(key)
 		return c.deletion.finalize(ctx, st, parent)
 	}
 	events := st.RefEvents()
-	if todo := c.resumeFrom(st, parent, events); todo != nil {
-		rest, wrote := c.continueWith(ctx, st, parent, todo)
+	if todo := c.children.resumeFrom(st, parent, events); todo != nil {
+		rest, wrote := c.children.continueWith(ctx, st, parent, todo)
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
 		if len(rest) > 0 || wrote > 0 {
 			// The full reconcile, with its own batch, on the next turn.
-			c.saveResume(st, parent, events, rest)
+			c.children.saveResume(st, parent, events, rest)
 			return Result{Yield: true}, nil
 		}
 	}
@@ -109,14 +105,14 @@ func (c *Reconciler) Reconcile(ctx context.Context, st *watch.Rule, key watch.Ke
 	}
 	if out.yielded {
 		// More to write: the next turn continues, and reports what this one found.
-		c.saveResume(st, parent, events, out.rest)
+		c.children.saveResume(st, parent, events, out.rest)
 		return Result{Yield: true}, nil
 	}
 	if c.opts.DryRun {
 		logPlan(ctx, out.changes(st.Rule))
 	}
-	c.recordOutcome(st, parent, out)
-	c.notReady.observe(key, readyCondition(out).Status == metav1.ConditionTrue, time.Now())
+	c.report.recordOutcome(st, parent, out)
+	c.memory.observeReady(key, readyCondition(out).Status == metav1.ConditionTrue, time.Now())
 	res, err := out.verdict()
 	if refsMoved && err == nil && res.RequeueAfter == 0 {
 		res.Again = true
@@ -172,7 +168,7 @@ func onlyConflicts(out *outcome) bool {
 // the status. Every write goes into the outcome's changes; in a dry run every write is
 // sent with DryRun=All, so the changes are exactly what the server would do.
 func (c *Reconciler) sync(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) *outcome {
-	out := c.converge(ctx, st, parent)
+	out := c.children.converge(ctx, st, parent)
 	if out.yielded {
 		return out // no prune and no status until every child is written
 	}
@@ -189,162 +185,9 @@ func (c *Reconciler) sync(ctx context.Context, st *watch.Rule, parent *unstructu
 			}
 		}
 	}
-	out.statusErr = c.writeStatus(ctx, st, parent, out)
+	out.statusErr = c.report.writeStatus(ctx, st, parent, out)
 	if out.statusErr == nil {
-		out.statusErr = c.markRevision(ctx, st, parent, out)
-	}
-	return out
-}
-
-// converge evaluates the rule and applies the desired children in dependency order.
-// After applying, it evaluates again with the applied objects as observed children, so
-// the status and readiness it reports include them, and a child that waited for one of
-// them (and needs no further readiness) is applied in the same reconcile.
-func (c *Reconciler) converge(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) *outcome {
-	logger := klog.FromContext(ctx)
-	out := &outcome{applied: map[watch.ObjectKey]*unstructured.Unstructured{}, left: c.batch}
-	owned, err := c.observe(st, parent)
-	if err != nil {
-		out.evalErr = fmt.Errorf("rule %q: read children: %w", st.Rule.Name, err)
-		return out
-	}
-	live := map[watch.ObjectKey]*unstructured.Unstructured{}
-	for _, o := range owned {
-		live[watch.KeyOf(o)] = o
-	}
-	failed := map[watch.ObjectKey]bool{} // applies that failed are not retried in a later round
-	for round := 0; round <= len(st.Rule.Children); round++ {
-		res, err := st.Rule.EvaluateWithRefs(ctx, parent.Object, st.Rule.Observe(observed(owned, out.applied)), st.Refs())
-		out.result, out.evalErr = res, err
-		if err != nil {
-			c.metrics.CELErrors.WithLabelValues(st.Rule.Name).Inc()
-		}
-		if res == nil || res.Skip {
-			return out
-		}
-		progressed := false
-		shaped, err := c.shape(st, parent, res.Children)
-		if err != nil {
-			out.applyErr = append(out.applyErr, err)
-		}
-		for i, d := range shaped {
-			obj := &unstructured.Unstructured{Object: d.Object}
-			k := watch.KeyOf(obj)
-			if _, done := out.applied[k]; done || failed[k] {
-				continue
-			}
-			// The finalizer guards every child garbage collection cannot reach, also one
-			// that needs no write now (a rule removed and added back finds its children
-			// in place, and its finalizer gone).
-			if err := c.finalizers.ensureFor(ctx, st, parent, obj, out); err != nil {
-				out.applyErr = append(out.applyErr, err)
-				continue
-			}
-			if !compare.NeedsApply(obj, live[k]) {
-				continue
-			}
-			if live[k] != nil && c.orphaning(ctx, st, parent, obj, live[k]) {
-				continue // the parent's deletion takes it: finalize sees it next
-			}
-			if out.spent() {
-				out.rest = shaped[i:]
-				return out
-			}
-			got, err := c.writeChild(ctx, st, parent, d.ID, obj, live[k])
-			if err != nil {
-				out.applyErr = append(out.applyErr, err)
-				failed[k] = true
-				continue
-			}
-			out.left--
-			logger.V(2).Info("Applied child", "child", d.ID, "object", shown(st, d.ID, k))
-			action := plan.ActionUpdate
-			if live[k] == nil {
-				action = plan.ActionCreate
-			}
-			out.record(action, d.ID, live[k], got)
-			out.applied[k] = got
-			progressed = true
-		}
-		if !progressed {
-			return out
-		}
-	}
-	return out
-}
-
-// writeChild creates the child (live nil: the name must be free) or applies it over live,
-// and remembers a parent whose child's name another object holds, so that the holder's
-// going requeues it.
-func (c *Reconciler) writeChild(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, id string, obj, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	var got *unstructured.Unstructured
-	var err error
-	if live == nil {
-		got, err = c.create(ctx, st, parent, id, obj)
-	} else {
-		got, err = c.apply(ctx, st, id, obj)
-	}
-	if isConflict(err) {
-		c.waiting.add(watch.KeyOf(obj).String(), watch.KeyFor(st.Rule.Name, parent))
-	}
-	return got, err
-}
-
-// observe returns the parent's children under this rule as the cache shows them,
-// updated with our own writes the cache does not show yet, decoded.
-//
-// Our writes are read before the cache. A watch event that arrives in between moves a
-// child from one to the other (its handler indexes it, then forgets the write), so read
-// the other way round a child created just before would be in neither, and created
-// again: what a parent's next turn after a yield, which follows its last write at once,
-// met a few times per thousand children.
-func (c *Reconciler) observe(st *watch.Rule, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	uid := string(parent.GetUID())
-	mine := c.written.Children(uid)
-	cached := st.OwnedChildren(uid)
-	seen := make(map[string]bool, len(cached))
-	out := make([]*unstructured.Unstructured, 0, len(cached))
-	for _, o := range cached {
-		k := watch.KeyOf(o).String()
-		seen[k] = true
-		if mine := c.written.Newer(k, o); mine != nil {
-			out = append(out, mine)
-			continue
-		}
-		u, err := o.Decode()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	for _, o := range mine {
-		if seen[watch.KeyOf(o).String()] {
-			continue
-		}
-		if o.GetLabels()[contract.LabelRule] == st.Rule.Name && o.GetAnnotations()[contract.AnnotationOrigin] == st.Rule.Origin {
-			out = append(out, o)
-		}
-	}
-	return out, nil
-}
-
-// observed returns the cached children, overlaid with the objects applied in this
-// reconcile, for the rule's `children` variable (grouped by rules.Rule.Observe).
-func observed(owned []*unstructured.Unstructured, applied map[watch.ObjectKey]*unstructured.Unstructured) []map[string]any {
-	out := make([]map[string]any, 0, len(owned)+len(applied))
-	seen := map[watch.ObjectKey]bool{}
-	for _, o := range owned {
-		k := watch.KeyOf(o)
-		seen[k] = true
-		if a, ok := applied[k]; ok {
-			o = a
-		}
-		out = append(out, o.Object)
-	}
-	for k, a := range applied {
-		if !seen[k] {
-			out = append(out, a.Object)
-		}
+		out.statusErr = c.report.markRevision(ctx, st, parent, out)
 	}
 	return out
 }

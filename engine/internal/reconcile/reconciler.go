@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,32 +42,17 @@ type Options struct {
 }
 
 // Reconciler makes one parent at a time match its rule (Reconcile): it evaluates the
-// rule, writes the children and the status, and hands what is deleted or released to
-// its deletion. It owns the state of the live parents' path that outlives one reconcile:
-// our writes the caches do not show yet (shared with the watches), the parents waiting
-// for a child's name, the work yielded turns left, and what was reported per parent.
+// rule, and hands the work to its parts: children writes the children, report the
+// status and Events, deletion what is deleted or released, finalizers the rules'
+// finalizers. What outlives one reconcile of a parent lives in one place, its memory.
 type Reconciler struct {
-	opts    Options
-	send    writer
-	metrics *metrics.Metrics
-	written *informers.Written
-	events  recorder
-	// batch is how many child writes one reconcile sends before it yields (batchSize).
-	batch int
-
-	// statusless remembers (Key -> UID) parents whose status cannot be written (no
-	// status subresource), so the error is reported once, not in a loop.
-	statusless sync.Map
-	// lastFailure holds the last failure reported per parent (Key -> "uid|reason|msg"),
-	// to record each failure once.
-	lastFailure sync.Map
-	// notReady remembers since when parents have been not Ready (notready.go).
-	notReady *notReady
+	opts     Options
+	children *children
+	report   *reporter
+	// memory is everything kept about each parent between its reconciles (memory.go).
+	memory *memory
 	// waiting holds the parents whose child's name another object holds.
 	waiting *waiters
-	// resume holds the work yielded reconciles left for the parents' next turns.
-	resume *resumePoints
-
 	// finalizers adds and removes the rules' finalizers on parents, and remembers the
 	// parents it added one to (finalize.go).
 	finalizers *finalizers
@@ -79,24 +63,25 @@ type Reconciler struct {
 
 // New returns a Reconciler.
 func New(opts Options) *Reconciler {
-	send := writer{client: opts.Client, dryRun: opts.DryRun}
+	send := writer{client: opts.Client, dryRun: opts.DryRun, written: opts.Written}
 	events := recorder{r: opts.Recorder}
 	batch := batchSize(opts)
-	fin := &finalizers{send: send}
+	mem := newMemory()
+	waiting := newWaiters()
+	fin := &finalizers{send: send, memory: mem}
 	return &Reconciler{
-		opts:       opts,
-		send:       send,
-		metrics:    opts.Metrics,
-		written:    opts.Written,
-		events:     events,
-		batch:      batch,
-		notReady:   newNotReady(),
-		waiting:    newWaiters(),
-		resume:     newResumePoints(),
+		opts: opts,
+		children: &children{
+			opts: opts, send: send, metrics: opts.Metrics, written: opts.Written, events: events,
+			batch: batch, memory: mem, waiting: waiting, finalizers: fin,
+		},
+		report:     &reporter{send: send, written: opts.Written, events: events, memory: mem},
+		memory:     mem,
+		waiting:    waiting,
 		finalizers: fin,
 		deletion: &deletion{
 			send: send, dryRun: opts.DryRun, batch: batch, metrics: opts.Metrics, events: events, finalizers: fin,
-			deleting: newDeleting(), gone: newGoneParents(),
+			deleting: newDeleting(), memory: mem,
 		},
 	}
 }
@@ -154,9 +139,9 @@ func batchSize(opts Options) int {
 }
 
 // ForgetRule drops what the reconciler keeps for a rule that stopped.
-func (c *Reconciler) ForgetRule(name string) { c.resume.dropRule(name) }
+func (c *Reconciler) ForgetRule(name string) { c.memory.forgetRule(name) }
 
-// ChildLeft is told of a child deleted (deleted) or whose parent changed (watch.Hooks),
+// ChildLeft is told of a child deleted (deleted) or whose parent changed (watch.Events),
 // and returns the parents that waited for its name, to queue.
 func (c *Reconciler) ChildLeft(o *informers.Object, deleted bool) []watch.Key {
 	if deleted {
@@ -165,7 +150,7 @@ func (c *Reconciler) ChildLeft(o *informers.Object, deleted bool) []watch.Key {
 	return c.waiting.take(watch.KeyOf(o).String())
 }
 
-// ParentDeleted records a parent its rule's informer saw deleted (watch.Hooks), for its
+// ParentDeleted records a parent its rule's informer saw deleted (watch.Events), for its
 // teardown.
 func (c *Reconciler) ParentDeleted(key watch.Key, uid types.UID, sure, orphan bool) {
 	c.deletion.parentDeleted(key, uid, sure, orphan)
@@ -186,10 +171,6 @@ func (c *Reconciler) ReleaseParent(ctx context.Context, st *watch.Rule, parent *
 
 // parentGone forgets what the reconciler kept about a parent its rule no longer holds.
 func (c *Reconciler) parentGone(st *watch.Rule, key watch.Key) {
-	c.statusless.Delete(key)
-	c.lastFailure.Delete(key)
-	c.notReady.forget(key)
-	c.resume.take(key)
-	c.finalizers.forget(key) // gone, or released below with what the server says
+	c.memory.forget(key) // its finalizer too: gone, or released with what the server says
 	st.DropReads(key)
 }

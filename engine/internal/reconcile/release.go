@@ -22,7 +22,7 @@ import (
 // longer selects is released. The API server is asked only when the delete event cannot
 // tell which it is: the informer filters by labels, or the delete was found by a relist.
 func (d *deletion) releaseGone(ctx context.Context, st *watch.Rule, key watch.Key) (Result, error) {
-	g, known := d.gone.get(key)
+	g, known := d.memory.gone(key)
 	if known && !g.done.IsZero() {
 		return Result{}, nil // its children were deleted; this is one of their events
 	}
@@ -41,10 +41,10 @@ func (d *deletion) releaseGone(ctx context.Context, st *watch.Rule, key watch.Ke
 			// Deleted and created again: the old parent's children go; the new one's
 			// events follow.
 		case st.Selects(parent):
-			d.gone.drop(key)
+			d.memory.dropGone(key)
 			return Result{}, nil // the cache has not caught up with it yet; its event follows
 		default:
-			d.gone.drop(key)
+			d.memory.dropGone(key)
 			return d.release(ctx, st, parent, "no longer selected by the rule")
 		}
 	}

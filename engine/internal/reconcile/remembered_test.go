@@ -26,12 +26,12 @@ func TestRememberedReplaysWhatItHeld(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Reconciler{written: informers.NewWritten(trustLabels)}
+			w := writer{written: informers.NewWritten(trustLabels)}
 			replayed := 0
 			func() {
 				defer func() { _ = recover() }()
-				_, _ = c.remembered("ns/c", func() (*unstructured.Unstructured, error) {
-					if !c.written.Echo("ns/c", event, func() { replayed++ }) {
+				_, _ = w.remembered("ns/c", func() (*unstructured.Unstructured, error) {
+					if !w.written.Echo("ns/c", event, func() { replayed++ }) {
 						t.Error("an event during the write was not held back")
 					}
 					return tc.write()
@@ -40,7 +40,7 @@ func TestRememberedReplaysWhatItHeld(t *testing.T) {
 			if replayed != 1 {
 				t.Errorf("the held event was replayed %d times, want 1", replayed)
 			}
-			if c.written.Echo("ns/c", event, func() {}) {
+			if w.written.Echo("ns/c", event, func() {}) {
 				t.Error("after the write, an event of the key is still taken for an echo")
 			}
 		})

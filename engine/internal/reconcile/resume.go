@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,45 +33,10 @@ type resumePoint struct {
 	todo      []rules.Desired // shaped (Reconciler.shape)
 }
 
-// resumePoints holds the work yielded turns left, by parent. The workqueue never hands
-// one key to two workers at once, so each entry has one user at a time.
-type resumePoints struct {
-	mu sync.Mutex
-	m  map[watch.Key]*resumePoint
-}
-
-func newResumePoints() *resumePoints { return &resumePoints{m: map[watch.Key]*resumePoint{}} }
-
-func (r *resumePoints) put(key watch.Key, p *resumePoint) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.m[key] = p
-}
-
-// take returns and forgets the parent's resume point, if any.
-func (r *resumePoints) take(key watch.Key) *resumePoint {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.m[key]
-	delete(r.m, key)
-	return p
-}
-
-// dropRule forgets the resume points of a stopped rule.
-func (r *resumePoints) dropRule(name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k := range r.m {
-		if k.Rule == name {
-			delete(r.m, k)
-		}
-	}
-}
-
 // resumeFrom is where a yielded turn stopped: its work left, if nothing changed since.
 // refEvents is the rule's count of ref events now (watch.Rule.RefEvents).
-func (c *Reconciler) resumeFrom(st *watch.Rule, parent *unstructured.Unstructured, refEvents uint64) []rules.Desired {
-	p := c.resume.take(watch.KeyFor(st.Rule.Name, parent))
+func (c *children) resumeFrom(st *watch.Rule, parent *unstructured.Unstructured, refEvents uint64) []rules.Desired {
+	p := c.memory.takeResume(watch.KeyFor(st.Rule.Name, parent))
 	if p == nil || p.rule != st || p.uid != parent.GetUID() || p.version != parent.GetResourceVersion() || p.refEvents != refEvents {
 		return nil
 	}
@@ -80,18 +44,19 @@ func (c *Reconciler) resumeFrom(st *watch.Rule, parent *unstructured.Unstructure
 }
 
 // saveResume keeps a yielded turn's work left for the parent's next turn.
-func (c *Reconciler) saveResume(st *watch.Rule, parent *unstructured.Unstructured, refEvents uint64, todo []rules.Desired) {
+func (c *children) saveResume(st *watch.Rule, parent *unstructured.Unstructured, refEvents uint64, todo []rules.Desired) {
 	if len(todo) == 0 {
 		return
 	}
-	c.resume.put(watch.KeyFor(st.Rule.Name, parent), &resumePoint{uid: parent.GetUID(), version: parent.GetResourceVersion(), rule: st, refEvents: refEvents, todo: todo})
+	point := &resumePoint{uid: parent.GetUID(), version: parent.GetResourceVersion(), rule: st, refEvents: refEvents, todo: todo}
+	c.memory.update(watch.KeyFor(st.Rule.Name, parent), func(p *parentMemo) { p.resume = point })
 }
 
 // continueWith writes the children a yielded turn left that still differ from their
 // cached copies, a batch at most, and returns what is left after this turn and how many
 // writes it sent. Failures are left to the full reconcile that follows, which tries
 // those children again and reports them.
-func (c *Reconciler) continueWith(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, todo []rules.Desired) (rest []rules.Desired, wrote int) {
+func (c *children) continueWith(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, todo []rules.Desired) (rest []rules.Desired, wrote int) {
 	logger := klog.FromContext(ctx)
 	uid := string(parent.GetUID())
 	mine := map[string]*unstructured.Unstructured{} // read before the caches: see observe
@@ -129,7 +94,7 @@ func (c *Reconciler) continueWith(ctx context.Context, st *watch.Rule, parent *u
 // liveChild is the parent's child of key k as observe would see it: the cached object,
 // or our newer write of it, when it is the rule's child of this parent; else our write
 // the cache does not show yet (from mine); else nil.
-func (c *Reconciler) liveChild(st *watch.Rule, parentUID string, k watch.ObjectKey, mine map[string]*unstructured.Unstructured) *unstructured.Unstructured {
+func (c *children) liveChild(st *watch.Rule, parentUID string, k watch.ObjectKey, mine map[string]*unstructured.Unstructured) *unstructured.Unstructured {
 	if cached, ok := st.Cached(k); ok && st.Owns(cached, parentUID) {
 		if w := c.written.Newer(k.String(), cached); w != nil {
 			return w

@@ -26,19 +26,21 @@ func TestResumeFrom(t *testing.T) {
 	todo := []rules.Desired{{ID: "part", Index: 7}}
 	tests := []struct {
 		name   string
-		change func(c *Reconciler, st **watch.Rule, p **unstructured.Unstructured, refEvents *uint64)
+		change func(c *children, st **watch.Rule, p **unstructured.Unstructured, refEvents *uint64)
 		want   bool
 	}{
 		{name: "unchanged", want: true},
-		{name: "parent edited", change: func(_ *Reconciler, _ **watch.Rule, p **unstructured.Unstructured, _ *uint64) { *p = parent("u1", "11") }},
-		{name: "parent replaced", change: func(_ *Reconciler, _ **watch.Rule, p **unstructured.Unstructured, _ *uint64) { *p = parent("u2", "10") }},
-		{name: "rule reloaded", change: func(_ *Reconciler, s **watch.Rule, _ **unstructured.Unstructured, _ *uint64) { *s = other }},
-		{name: "a ref changed", change: func(_ *Reconciler, _ **watch.Rule, _ **unstructured.Unstructured, n *uint64) { *n++ }},
-		{name: "rule stopped", change: func(c *Reconciler, _ **watch.Rule, _ **unstructured.Unstructured, _ *uint64) { c.resume.dropRule("r") }},
+		{name: "parent edited", change: func(_ *children, _ **watch.Rule, p **unstructured.Unstructured, _ *uint64) { *p = parent("u1", "11") }},
+		{name: "parent replaced", change: func(_ *children, _ **watch.Rule, p **unstructured.Unstructured, _ *uint64) { *p = parent("u2", "10") }},
+		{name: "rule reloaded", change: func(_ *children, s **watch.Rule, _ **unstructured.Unstructured, _ *uint64) { *s = other }},
+		{name: "a ref changed", change: func(_ *children, _ **watch.Rule, _ **unstructured.Unstructured, n *uint64) { *n++ }},
+		{name: "rule stopped", change: func(c *children, _ **watch.Rule, _ **unstructured.Unstructured, _ *uint64) {
+			c.memory.forgetRule("r")
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Reconciler{resume: newResumePoints()}
+			c := &children{memory: newMemory()}
 			p := parent("u1", "10")
 			c.saveResume(st, p, 0, todo)
 			use, events := st, uint64(0)

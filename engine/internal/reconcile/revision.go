@@ -17,7 +17,7 @@ import (
 // reconcile applied everything. A rule without a rollout policy records none, and takes
 // away what it recorded before, so that an annotation always names the revision a
 // policy rolled out.
-func (c *Reconciler) markRevision(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, out *outcome) error {
+func (c *reporter) markRevision(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, out *outcome) error {
 	if !out.synced() || out.statusErr != nil || out.result == nil || out.result.Skip || !st.Rule.HasStatus {
 		return nil
 	}
@@ -54,7 +54,7 @@ func (c *Reconciler) markRevision(ctx context.Context, st *watch.Rule, parent *u
 	if want != "" {
 		patch.SetAnnotations(map[string]string{key: want})
 	}
-	got, err := c.remembered(memo, func() (*unstructured.Unstructured, error) {
+	got, err := c.send.remembered(memo, func() (*unstructured.Unstructured, error) {
 		return c.send.apply(ctx, st.ParentKind.GVR, patch, contract.RevisionFieldManager(st.Rule.Name))
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine/internal/compare"
+	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/rules"
@@ -122,10 +123,21 @@ func evalReason(err error) string {
 	return contract.ReasonEvaluationFailed
 }
 
+// reporter tells what a reconcile found: the parent's status (writeStatus), the
+// revision it is at (markRevision), and an Event per distinct failure (recordOutcome).
+type reporter struct {
+	send    writer
+	written *informers.Written
+	events  recorder
+	// memory holds the parents whose kind has no status subresource and each parent's
+	// last failure reported (memory.go).
+	memory *memory
+}
+
 // writeStatus applies the desired status to the parent's status subresource when the
 // rule has a status block and something changed. Each rule applies with its own field
 // manager: rules sharing a parent own their own fields and conditions.
-func (c *Reconciler) writeStatus(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, out *outcome) error {
+func (c *reporter) writeStatus(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured, out *outcome) error {
 	if !st.Rule.HasStatus || out.result != nil && out.result.Skip {
 		// A parent the rule does not apply to (its `when` is false) is not the rule's
 		// to describe: its status is left alone.
@@ -137,8 +149,7 @@ func (c *Reconciler) writeStatus(ctx context.Context, st *watch.Rule, parent *un
 		// reported in an Event and the log.
 		return nil
 	}
-	uidKey := string(parent.GetUID())
-	if uid, bad := c.statusless.Load(watch.KeyFor(st.Rule.Name, parent)); bad && uid == uidKey {
+	if uid := c.memory.view(watch.KeyFor(st.Rule.Name, parent)).statusless; uid != "" && uid == parent.GetUID() {
 		return nil
 	}
 	current := parent
@@ -170,7 +181,7 @@ func (c *Reconciler) writeStatus(ctx context.Context, st *watch.Rule, parent *un
 		if parent.GetNamespace() == "" {
 			unstructured.RemoveNestedField(patch.Object, "metadata", "namespace")
 		}
-		return c.remembered(memo, func() (*unstructured.Unstructured, error) {
+		return c.send.remembered(memo, func() (*unstructured.Unstructured, error) {
 			return c.send.applyStatus(ctx, st.ParentKind.GVR, patch, manager)
 		})
 	}
@@ -192,7 +203,7 @@ func (c *Reconciler) writeStatus(ctx context.Context, st *watch.Rule, parent *un
 	switch {
 	case apierrors.IsNotFound(err) && c.parentExists(ctx, st, parent):
 		// The object exists but /status does not: the CRD has no status subresource.
-		c.statusless.Store(watch.KeyFor(st.Rule.Name, parent), uidKey)
+		c.memory.update(watch.KeyFor(st.Rule.Name, parent), func(p *parentMemo) { p.statusless = parent.GetUID() })
 		msg := fmt.Sprintf("rule %q has a status block but %s has no status subresource; add `subresources: {status: {}}` to the CRD version", st.Rule.Name, st.ParentKind.GVR.GroupResource())
 		klog.FromContext(ctx).Error(nil, "Cannot write status", "reason", msg)
 		c.events.event(parent, "Warning", "StatusNotWritable", "%s", msg)
@@ -270,7 +281,7 @@ func statusNeedsApply(want map[string]any, parent *unstructured.Unstructured, ma
 	return !compare.CoversAll(owned, map[string]any{"status": want})
 }
 
-func (c *Reconciler) parentExists(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) bool {
+func (c *reporter) parentExists(ctx context.Context, st *watch.Rule, parent *unstructured.Unstructured) bool {
 	_, err := c.send.get(ctx, st.ParentKind.GVR, parent.GetNamespace(), parent.GetName())
 	return err == nil
 }

@@ -49,90 +49,9 @@ const (
 // sooner (docs/benchmarks.md, *Noisy neighbour*).
 const teardownParallel = 4
 
-// goneTTL is how long a deleted parent is remembered after its children were deleted,
-// so that their delete events, which requeue its key, need no request to the API server.
-const goneTTL = 2 * time.Minute
-
-// goneParents remembers, per key, the UID of a parent whose delete the rule's informer
-// reported, until its children are deleted (and goneTTL after).
-type goneParents struct {
-	mu sync.Mutex
-	m  map[watch.Key]*goneParent
-	// swept is when done parents were last forgotten.
-	swept time.Time
-}
-
-type goneParent struct {
-	uid types.UID
-	// sure is true when the delete came from a watch event on an informer without a
-	// label selector: the parent was deleted, not relabelled out of the selector or
-	// missed during a relist.
-	sure bool
-	// orphan is true when the parent was deleted with the orphan propagation policy.
-	orphan bool
-	// done is when its children were all deleted; zero while some are left.
-	done time.Time
-}
-
-func newGoneParents() *goneParents { return &goneParents{m: map[watch.Key]*goneParent{}} }
-
-// add records the delete of a parent. Parents done for longer than goneTTL are forgotten,
-// in a sweep at most every goneTTL/4, so that deleting many parents at once does not
-// walk the whole map at every delete.
-func (g *goneParents) add(key watch.Key, p *goneParent) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if now := time.Now(); now.Sub(g.swept) > goneTTL/4 {
-		g.swept = now
-		for k, old := range g.m {
-			if !old.done.IsZero() && now.Sub(old.done) > goneTTL {
-				delete(g.m, k)
-			}
-		}
-	}
-	if old := g.m[key]; old != nil && old.uid == p.uid {
-		p.orphan = p.orphan || old.orphan
-	}
-	g.m[key] = p
-}
-
-func (g *goneParents) get(key watch.Key) (goneParent, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, ok := g.m[key]
-	if !ok {
-		return goneParent{}, false
-	}
-	return *p, true
-}
-
-// markOrphan records that the parent with this key and UID is deleted with the orphan
-// policy: its children are left where they are.
-func (g *goneParents) markOrphan(key watch.Key, uid types.UID) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.m[key] = &goneParent{uid: uid, orphan: true}
-}
-
-// drop forgets the key: its parent was not deleted after all.
-func (g *goneParents) drop(key watch.Key) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.m, key)
-}
-
-// finish marks the parent's children as deleted.
-func (g *goneParents) finish(key watch.Key, uid types.UID) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if p := g.m[key]; p != nil && p.uid == uid {
-		p.done = time.Now()
-	}
-}
-
 // parentDeleted records a parent its rule's informer saw deleted, for its teardown.
 func (d *deletion) parentDeleted(key watch.Key, uid types.UID, sure, orphan bool) {
-	d.gone.add(key, &goneParent{uid: uid, sure: sure, orphan: orphan})
+	d.memory.addGone(key, &goneParent{uid: uid, sure: sure, orphan: orphan})
 }
 
 // replaced tears down the children of an earlier parent of key, seen deleted and not
@@ -140,7 +59,7 @@ func (d *deletion) parentDeleted(key watch.Key, uid types.UID, sure, orphan bool
 // first. It asks for nothing (a zero Result) when there is no such parent or its
 // children are all gone.
 func (d *deletion) replaced(ctx context.Context, st *watch.Rule, key watch.Key, parent *unstructured.Unstructured) (Result, error) {
-	g, known := d.gone.get(key)
+	g, known := d.memory.gone(key)
 	if !known || !g.done.IsZero() || g.uid == parent.GetUID() {
 		return Result{}, nil
 	}
@@ -153,7 +72,7 @@ func (d *deletion) teardown(ctx context.Context, st *watch.Rule, key watch.Key, 
 	if orphan {
 		// Deleted with --cascade=orphan: the children stay, without their owner
 		// references (the garbage collector removes them).
-		d.gone.finish(key, uid)
+		d.memory.finishGone(key, uid)
 		return Result{}, nil
 	}
 	var doomed []*informers.Object
@@ -216,7 +135,7 @@ func (d *deletion) teardown(ctx context.Context, st *watch.Rule, key watch.Key, 
 	if len(doomed) > 0 {
 		klog.FromContext(ctx).Info("Deleted children of deleted parent", "parentUID", string(uid), "children", len(doomed), "dryRun", d.dryRun)
 	}
-	d.gone.finish(key, uid)
+	d.memory.finishGone(key, uid)
 	return Result{}, nil
 }
 

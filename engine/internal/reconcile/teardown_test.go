@@ -38,24 +38,24 @@ func TestSendDeleteExact(t *testing.T) {
 	}{
 		{name: "unchanged", wantGone: true},
 		{name: "already-gone", change: func(t *testing.T, obj *unstructured.Unstructured) {
-			if err := c.send.client.Resource(cmGVR).Namespace(ns).Delete(t.Context(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
+			if err := c.opts.Client.Resource(cmGVR).Namespace(ns).Delete(t.Context(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}, wantGone: true},
 		{name: "created-again", change: func(t *testing.T, obj *unstructured.Unstructured) {
-			if err := c.send.client.Resource(cmGVR).Namespace(ns).Delete(t.Context(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
+			if err := c.opts.Client.Resource(cmGVR).Namespace(ns).Delete(t.Context(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			again := obj.DeepCopy()
 			again.SetUID("")
 			again.SetResourceVersion("")
-			if _, err := c.send.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), again, metav1.CreateOptions{}); err != nil {
+			if _, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Create(t.Context(), again, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}, wantConflict: true},
 		{name: "changed", change: func(t *testing.T, obj *unstructured.Unstructured) {
 			patch := []byte(`{"metadata":{"labels":{"team":"x"}}}`)
-			if _, err := c.send.client.Resource(cmGVR).Namespace(ns).Patch(t.Context(), obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			if _, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Patch(t.Context(), obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}, wantConflict: true},
@@ -68,7 +68,7 @@ func TestSendDeleteExact(t *testing.T) {
 					contract.LabelManagedBy: contract.ManagedByValue, contract.LabelRule: "own", contract.LabelParentUID: "dddddddd-0000-0000-0000-000000000004", contract.LabelChild: "cm",
 				}},
 			}}
-			created, err := c.send.client.Resource(cmGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
+			created, err := c.opts.Client.Resource(cmGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +83,7 @@ func TestSendDeleteExact(t *testing.T) {
 			if got := apierrors.IsConflict(err); got != tt.wantConflict || (!tt.wantConflict && err != nil) {
 				t.Fatalf("sendDelete: %v; want conflict %v", err, tt.wantConflict)
 			}
-			_, err = c.send.client.Resource(cmGVR).Namespace(ns).Get(t.Context(), created.GetName(), metav1.GetOptions{})
+			_, err = c.opts.Client.Resource(cmGVR).Namespace(ns).Get(t.Context(), created.GetName(), metav1.GetOptions{})
 			if gone := apierrors.IsNotFound(err); gone != tt.wantGone {
 				t.Errorf("after sendDelete: get error %v; want gone %v", err, tt.wantGone)
 			}
@@ -139,42 +139,42 @@ func TestStillChildOf(t *testing.T) {
 // was seen terminating with the orphan policy, forgets a parent that was not deleted
 // after all, and forgets done parents once goneTTL has passed.
 func TestGoneParents(t *testing.T) {
-	g := newGoneParents()
+	g := newMemory()
 	a := watch.Key{Rule: "r", Namespace: "ns", Name: "a"}
 	b := watch.Key{Rule: "r", Namespace: "ns", Name: "b"}
 
-	g.markOrphan(a, "uid-a")
-	g.add(a, &goneParent{uid: "uid-a", sure: true})
-	if p, ok := g.get(a); !ok || !p.orphan || !p.sure {
-		t.Errorf("after markOrphan and add: %+v, %v; want sure and orphan", p, ok)
+	g.update(a, func(p *parentMemo) { p.gone = &goneParent{uid: "uid-a", orphan: true} })
+	g.addGone(a, &goneParent{uid: "uid-a", sure: true})
+	if p, ok := g.gone(a); !ok || !p.orphan || !p.sure {
+		t.Errorf("after the orphan mark and add: %+v, %v; want sure and orphan", p, ok)
 	}
-	g.add(a, &goneParent{uid: "uid-a2"}) // a new parent of the same name went too
-	if p, _ := g.get(a); p.orphan {
+	g.addGone(a, &goneParent{uid: "uid-a2"}) // a new parent of the same name went too
+	if p, _ := g.gone(a); p.orphan {
 		t.Errorf("a new parent of the same name inherited the orphan mark: %+v", p)
 	}
-	g.finish(a, "uid-other")
-	if p, _ := g.get(a); !p.done.IsZero() {
-		t.Error("finish with another UID marked the parent done")
+	g.finishGone(a, "uid-other")
+	if p, _ := g.gone(a); !p.done.IsZero() {
+		t.Error("finishing another UID marked the parent done")
 	}
-	g.finish(a, "uid-a2")
-	if p, _ := g.get(a); p.done.IsZero() {
-		t.Error("finish did not mark the parent done")
+	g.finishGone(a, "uid-a2")
+	if p, _ := g.gone(a); p.done.IsZero() {
+		t.Error("finishGone did not mark the parent done")
 	}
 
-	g.add(b, &goneParent{uid: "uid-b"})
-	g.drop(b)
-	if _, ok := g.get(b); ok {
-		t.Error("drop kept the parent")
+	g.addGone(b, &goneParent{uid: "uid-b"})
+	g.dropGone(b)
+	if _, ok := g.gone(b); ok {
+		t.Error("dropGone kept the parent")
 	}
 
 	// Once goneTTL has passed since a is done, the next sweep forgets it.
-	g.m[a].done = time.Now().Add(-2 * goneTTL)
+	g.m[a].gone.done = time.Now().Add(-2 * goneTTL)
 	g.swept = time.Time{}
-	g.add(b, &goneParent{uid: "uid-b"})
-	if _, ok := g.get(a); ok {
+	g.addGone(b, &goneParent{uid: "uid-b"})
+	if _, ok := g.gone(a); ok {
 		t.Error("a parent done long ago is still remembered")
 	}
-	if _, ok := g.get(b); !ok {
+	if _, ok := g.gone(b); !ok {
 		t.Error("the parent just added is not remembered")
 	}
 }

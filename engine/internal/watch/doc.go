@@ -1,7 +1,7 @@
 // Package watch is the controller's view of the cluster for its rules: for each
 // running rule (Rule), the informers of its parents, of the children it made and of the
 // objects its refs read, and the event handlers that turn their events into the keys of
-// the parents to reconcile (Key, queued through Hooks). Watcher resolves a rule's
+// the parents to reconcile (Key, queued through Events). Watcher resolves a rule's
 // kinds through discovery and starts and stops its watches; package informers below it
 // holds the shared informers themselves, the compact cached objects, the index from a
 // parent's UID to its children, and the memory of the controller's own writes.

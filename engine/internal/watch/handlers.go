@@ -7,28 +7,30 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/informers"
 )
 
-// Event handlers only compute a key and queue it (Hooks.Enqueue); all work happens in
+// Event handlers only compute a key and queue it (Events.Enqueue); all work happens in
 // the reconcile. An event that only echoes one of our own writes queues nothing
 // (informers.Written.Echo).
 
-// Hooks are what the watches tell the rest of the controller.
-type Hooks struct {
+// Events is what the watches tell the rest of the controller (the engine's
+// implementation is engine.watchEvents). Its methods are called from the informers'
+// handlers: they must return at once.
+type Events interface {
 	// Enqueue queues a parent's key.
-	Enqueue func(Key)
+	Enqueue(Key)
 	// Running reports whether a rule runs: a child's event queues its parent only then.
-	Running func(rule string) bool
+	Running(rule string) bool
 	// ParentDeleted is told of every parent a rule's informer saw deleted, with its UID.
 	// sure is set when the delete came from a watch event on an informer without a
 	// label selector: the parent was deleted, not relabelled out of the selector or
 	// missed during a relist. orphan is set when it was deleted with the orphan
 	// propagation policy (informers.Object.DeletedWithOrphan).
-	ParentDeleted func(key Key, uid types.UID, sure, orphan bool)
+	ParentDeleted(key Key, uid types.UID, sure, orphan bool)
 	// ChildLeft is told of a child deleted (deleted) or whose parent changed, and
 	// returns the keys of the parents that waited for its name.
-	ChildLeft func(o *informers.Object, deleted bool) []Key
+	ChildLeft(o *informers.Object, deleted bool) []Key
 	// ParentChanged is told of every event of a rule's parents, the echoes of the
 	// controller's own writes included (a rollout reads the parents' conditions).
-	ParentChanged func(rule string)
+	ParentChanged(rule string)
 }
 
 // asObject unwraps a delete tombstone and returns the cached object, if it is one.
@@ -45,26 +47,26 @@ func asObject(obj any) (*informers.Object, bool) {
 func (w *Watcher) parentHandler(rule string, selected bool) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if u, ok := asObject(obj); ok {
-			w.hooks.Enqueue(KeyFor(rule, u))
+			w.events.Enqueue(KeyFor(rule, u))
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			w.hooks.ParentChanged(rule)
+			w.events.ParentChanged(rule)
 			enqueue(obj)
 		},
 		UpdateFunc: func(_, newObj any) {
-			w.hooks.ParentChanged(rule)
+			w.events.ParentChanged(rule)
 			if u, ok := asObject(newObj); ok && w.written.Echo(StatusMemo(rule, u.GetUID()), u, func() { enqueue(newObj) }) {
 				return // our own status write: the reconcile that made it saw this state
 			}
 			enqueue(newObj)
 		},
 		DeleteFunc: func(obj any) {
-			w.hooks.ParentChanged(rule)
+			w.events.ParentChanged(rule)
 			_, unknown := obj.(cache.DeletedFinalStateUnknown)
 			if o, ok := asObject(obj); ok {
-				w.hooks.ParentDeleted(KeyFor(rule, o), o.GetUID(), !unknown && !selected, o.DeletedWithOrphan())
+				w.events.ParentDeleted(KeyFor(rule, o), o.GetUID(), !unknown && !selected, o.DeletedWithOrphan())
 			}
 			enqueue(obj)
 		},
@@ -81,13 +83,13 @@ func StatusMemo(rule string, uid types.UID) string { return "status/" + rule + "
 func (w *Watcher) setupChildInformer(cw *informers.Watch) error {
 	cw.Children = informers.NewChildIndex()
 	enqueue := func(o *informers.Object) {
-		if key, ok := parentOf(o); ok && w.hooks.Running(key.Rule) {
-			w.hooks.Enqueue(key)
+		if key, ok := parentOf(o); ok && w.events.Running(key.Rule) {
+			w.events.Enqueue(key)
 		}
 	}
 	left := func(o *informers.Object, deleted bool) {
-		for _, key := range w.hooks.ChildLeft(o, deleted) {
-			w.hooks.Enqueue(key)
+		for _, key := range w.events.ChildLeft(o, deleted) {
+			w.events.Enqueue(key)
 		}
 	}
 	// changed handles an add (oldObj nil) or an update.

@@ -172,7 +172,7 @@ func (w *Watcher) refHandler(st *Rule, gk schema.GroupKind) cache.ResourceEventH
 	changed := func(oldObj, newObj any) {
 		st.reads.event()
 		for _, key := range st.reads.readers(gk, oldObj, newObj) {
-			w.hooks.Enqueue(key)
+			w.events.Enqueue(key)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{

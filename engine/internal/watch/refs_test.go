@@ -82,11 +82,7 @@ func TestRefsCacheEachObjectOnce(t *testing.T) {
 	}
 	trust := func(*unstructured.Unstructured) bool { return true }
 	set := informers.NewSet(client, time.Minute, trust)
-	w := NewWatcher(set, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)), informers.NewWritten(trust), Hooks{
-		Enqueue: func(Key) {}, Running: func(string) bool { return true },
-		ParentDeleted: func(Key, types.UID, bool, bool) {}, ChildLeft: func(*informers.Object, bool) []Key { return nil },
-		ParentChanged: func(string) {},
-	}, true)
+	w := NewWatcher(set, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)), informers.NewWritten(trust), quiet{}, true)
 	rb, err := w.Rebucket(t.Context(), []int{served})
 	if err != nil {
 		t.Fatal(err)
@@ -133,3 +129,12 @@ func TestRefsCacheEachObjectOnce(t *testing.T) {
 		t.Errorf("child informer selects %q after the ring change", got)
 	}
 }
+
+// quiet takes the watches' events and does nothing with them.
+type quiet struct{}
+
+func (quiet) Enqueue(Key)                              {}
+func (quiet) Running(string) bool                      { return true }
+func (quiet) ParentDeleted(Key, types.UID, bool, bool) {}
+func (quiet) ChildLeft(*informers.Object, bool) []Key  { return nil }
+func (quiet) ParentChanged(string)                     {}

@@ -22,14 +22,13 @@ func TestDrainWaitsForReconciles(t *testing.T) {
 		st.Drain()
 		close(drained)
 	}()
-	// Drain cannot end while the reconcile is in: give it every chance to be wrong.
-	for range 100 {
-		select {
-		case <-drained:
-			t.Fatal("Drain returned while a reconcile that entered before the stop was still running")
-		default:
-			time.Sleep(time.Millisecond)
-		}
+	// Drain waits for the reconcile: once it is blocked on the lock, it must not have
+	// returned.
+	testenv.WaitBlocked(t, "watch.(*Rule).Drain")
+	select {
+	case <-drained:
+		t.Fatal("Drain returned while a reconcile that entered before the stop was still running")
+	default:
 	}
 	st.Leave()
 	testenv.Eventually(t, 30*time.Second, func() (bool, string) {

@@ -19,7 +19,7 @@ import (
 
 // Watcher starts and stops the watches of rules: it resolves a rule's kinds through
 // discovery, acquires the shared informers of its parents, children and refs, and
-// routes their events to Hooks. It keeps the rules it started, so that a change of the
+// routes their events to Events. It keeps the rules it started, so that a change of the
 // buckets (Rebucket) reaches every one of them, whoever started them and when. Its
 // lock covers only the informers it acquires and releases, never a request to the API
 // server (Resolve and StillServed ask discovery without it).
@@ -27,7 +27,7 @@ type Watcher struct {
 	set     *informers.Set
 	mapper  meta.ResettableRESTMapper
 	written *informers.Written
-	hooks   Hooks
+	events  Events
 
 	mu sync.Mutex
 	// served lists the buckets whose children the child informers hold under
@@ -40,8 +40,8 @@ type Watcher struct {
 // NewWatcher returns a Watcher over the informers of set, resolving kinds with mapper.
 // written is the controller's memory of its writes, whose echoes the handlers drop.
 // sharded starts it with no bucket: child informers hold nothing until Rebucket.
-func NewWatcher(set *informers.Set, mapper meta.ResettableRESTMapper, written *informers.Written, hooks Hooks, sharded bool) *Watcher {
-	w := &Watcher{set: set, mapper: mapper, written: written, hooks: hooks, started: map[*Rule]struct{}{}}
+func NewWatcher(set *informers.Set, mapper meta.ResettableRESTMapper, written *informers.Written, events Events, sharded bool) *Watcher {
+	w := &Watcher{set: set, mapper: mapper, written: written, events: events, started: map[*Rule]struct{}{}}
 	if sharded {
 		w.served = servedValues(nil)
 	}
@@ -109,7 +109,7 @@ func (w *Watcher) Resolve(r *rules.Rule, old *Rule, also ...*rules.Rule) (*Rule,
 }
 
 // Start acquires the watches of a resolved rule: its child kinds, its refs and its
-// parents, whose events it routes to the hooks. On error, whatever it acquired is
+// parents, whose events it routes to its Events. On error, whatever it acquired is
 // released.
 func (w *Watcher) Start(ctx context.Context, st *Rule) error {
 	w.mu.Lock()
@@ -142,7 +142,9 @@ func (w *Watcher) Start(ctx context.Context, st *Rule) error {
 		if st.Beside {
 			continue
 		}
-		reg, err := pw.Informer.AddEventHandler(w.parentHandler(r.Name, r.Parent.Selector != nil))
+		// A delete event of an informer that filters by labels may be an object
+		// relabelled out of its selector; labels.Everything filters nothing.
+		reg, err := pw.Informer.AddEventHandler(w.parentHandler(r.Name, pw.Key().Selector != ""))
 		if err != nil {
 			w.stopLocked(st)
 			return err
