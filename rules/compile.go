@@ -238,6 +238,10 @@ func undeclaredMessage(msg string, env *cel.Env) string {
 		return out + ": self (the observed child) exists only in readyWhen"
 	case varChildren:
 		return out + ": children cannot be read here; parent.when decides whether the rule applies before any child exists"
+	case "schema": // kro's name of the instance
+		if env != nil && declares(env, varParent) {
+			return out + ": kubecel names the parent object parent, where kro says schema: write parent.spec.x for schema.spec.x"
+		}
 	}
 	if env == nil {
 		return out

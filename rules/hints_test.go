@@ -72,6 +72,18 @@ func TestHints(t *testing.T) {
 			},
 		},
 		{
+			name: "kro's schema for parent",
+			file: `- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps}
+  children:
+  - id: cm
+    template: {apiVersion: v1, kind: ConfigMap, metadata: {name: '${schema.spec.name}'}}
+`,
+			want: []errView{
+				{Line: 8, Rule: "web", Child: "cm", Field: "template.metadata.name", Expr: "${schema.spec.name}", Column: 3, Message: "undeclared reference to 'schema': kubecel names the parent object parent, where kro says schema: write parent.spec.x for schema.spec.x"},
+			},
+		},
+		{
 			name: "tab in the indentation",
 			file: "- name: web\n  parent:\n\tapiVersion: v1\n",
 			want: []errView{{Line: 6, Message: "invalid YAML: tab character; YAML indents with spaces"}},
