@@ -75,6 +75,14 @@ Exit status: 0 nothing would change, 2 something would change, 1 an error (the r
 not load, the cluster cannot be read, or any parent could not be fully planned: the plan
 of every other parent is still printed). An error wins over changes, as with
 terraform plan -detailed-exitcode.`,
+		Example: `  # what an edited rules file would change in the cluster (exit 2: changes)
+  kubecel plan --rules rules.yaml
+
+  # one rule, in one namespace, as JSON
+  kubecel plan --rules rules.yaml --rule webapp -n team-a -o json
+
+  # the rules the installation runs, against the cluster as it is
+  kubecel plan`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}

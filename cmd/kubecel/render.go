@@ -56,6 +56,11 @@ redacted. Exit status 1 when the rules do not load or an expression fails.
 --rules may be given several times and may name a directory (its *.yaml files, sorted):
 all load as one rule set. A file given as - is the standard input: --rules - reads the
 rules from it, -f - the parents or observed objects (one of them only).`,
+		Example: `  # the children and status of each parent of a file
+  kubecel render --rules rules.yaml -f parents.yaml
+
+  # with the children as they exist, and the CRDs that default and check the parents
+  kubecel render --rules rules.yaml --crds crds/ -f parents.yaml -f observed.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}

@@ -32,6 +32,9 @@ labelled with the installation and the rule; the highest-numbered is the current
 
 The commands read and write only the revisions (and status lists the parents); they
 never read the installation's key.`,
+		Example: `  kubecel rollout status webapp
+  kubecel rollout pause webapp
+  kubecel rollout undo webapp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return &usageError{msg: "give a subcommand: status, history, pause, resume or undo", command: cmd.CommandPath()}

@@ -42,6 +42,11 @@ changes. Exit status 0.
 --watch (-w) reads the revision again every --interval and prints a line at each
 change until the rollout is no longer Progressing: exit status 0 when it is Complete,
 1 when it is Paused or RolledBack, and 1 when --timeout (0: none) passes first.`,
+		Example: `  # where the rollout of the rule's current revision stands
+  kubecel rollout status webapp
+
+  # follow it until it completes, fails or 10 minutes pass
+  kubecel rollout status webapp --watch --timeout 10m`,
 		Args: ruleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.interval <= 0 {
