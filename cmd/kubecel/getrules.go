@@ -99,6 +99,7 @@ proof does not verify, or the parents cannot be listed (the other rules are list
 	o.identity.addFlags(f)
 	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret: the revisions are in its namespace, and its key proves them (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
 	o.output.addFlag(f, "text", "wide", "json", "yaml")
+	cmd.ValidArgsFunction = ruleNames{cluster: o.cluster, identity: &o.identity}.complete(false)
 	return cmd
 }
 

@@ -95,6 +95,7 @@ terraform plan -detailed-exitcode.`,
 	o.output.addFlag(f, "text", "json", "yaml")
 	f.DurationVar(&o.timeout, "sync-timeout", 2*time.Minute, "how long to wait for the cluster's objects to be listed")
 	o.limits.addFlags(f)
+	_ = cmd.RegisterFlagCompletionFunc("rule", ruleNames{files: &o.source.files, cluster: o.cluster, identity: &o.identity}.complete(false))
 	return cmd
 }
 

@@ -52,6 +52,11 @@ type rolloutOptions struct {
 	identity identityFlags
 }
 
+// ruleNames completes the names of the rules the installation runs.
+func (o *rolloutOptions) ruleNames() ruleNames {
+	return ruleNames{cluster: o.cluster, identity: &o.identity}
+}
+
 func (o *rolloutOptions) addFlags(f *pflag.FlagSet) {
 	o.cluster = newClusterFlags()
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")

@@ -38,6 +38,7 @@ last row is the current revision. Exit status 0; 1 when the rule has no revision
 		},
 	}
 	o.addFlags(cmd.Flags())
+	cmd.ValidArgsFunction = o.ruleNames().complete(true)
 	return cmd
 }
 

@@ -94,6 +94,7 @@ rule has no revision, or the cluster refuses.`,
 		},
 	}
 	o.addFlags(cmd.Flags())
+	cmd.ValidArgsFunction = o.ruleNames().complete(true)
 	return cmd
 }
 

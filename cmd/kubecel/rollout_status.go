@@ -71,6 +71,7 @@ change until the rollout is no longer Progressing: exit status 0 when it is Comp
 	}
 	f := cmd.Flags()
 	o.addFlags(f)
+	cmd.ValidArgsFunction = o.ruleNames().complete(true)
 	f.BoolVarP(&o.watch, "watch", "w", false, "print each change until the rollout is no longer Progressing; exit 0 when Complete, 1 when Paused or RolledBack")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "with --watch, how often to read the revision and its parents")
 	f.DurationVar(&o.timeout, "timeout", 0, "with --watch, how long to wait before exiting 1 (0: no limit)")
