@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine"
@@ -201,7 +200,7 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 		return nil, nil, nil, err
 	}
 	if !o.source.running() {
-		if err := o.holdRolledBack(ctx, cfg, loaded, id, stderr); err != nil {
+		if err := loaded.holdRolledBack(ctx, cfg, &o.identity, id, warnTo(stderr)); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -229,22 +228,6 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 	}
 	dropped, droppedErr := ctrl.DroppedRules(ctx, o.namespace)
 	return plans, dropped, loaded, errors.Join(err, droppedErr)
-}
-
-// holdRolledBack reads the installation's revisions, so that a rule of the given rules
-// that the controller holds after a rollback is planned at the revision it is held at.
-// Revisions that cannot be listed leave the rules as given, with a warning.
-func (o *planOptions) holdRolledBack(ctx context.Context, cfg *rest.Config, loaded *loadedRules, id *rules.Identity, stderr io.Writer) error {
-	store, err := revisionStore(cfg, &o.identity, id)
-	if err != nil {
-		return err
-	}
-	byRule, err := listRevisions(ctx, store)
-	if err != nil {
-		fmt.Fprintf(stderr, "warning: a rule held after a rollback is planned as written: %v\n", err)
-		return nil
-	}
-	return loaded.holdRolledBack(store, byRule)
 }
 
 // planSummary counts a plan's changes.

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/identity"
@@ -213,8 +215,18 @@ func (l *loadedRules) planned() *rules.RuleSet {
 // holdRolledBack finds the rules, read from files or ConfigMaps, that the controller
 // holds at an older revision: a rule whose text is its current revision, which was
 // rolled back, runs the revision it was rolled back to until its text changes. planned
-// then evaluates that revision for them, as for the running revisions.
-func (l *loadedRules) holdRolledBack(store *rollout.Store, byRule map[string][]*appsv1.ControllerRevision) error {
+// (plan) and version (trace) then evaluate that revision for them, as for the running
+// revisions. Revisions that cannot be listed leave the rules as written, and warn says so.
+func (l *loadedRules) holdRolledBack(ctx context.Context, cfg *rest.Config, idf *identityFlags, id *rules.Identity, warn func(string)) error {
+	store, err := revisionStore(cfg, idf, id)
+	if err != nil {
+		return err
+	}
+	byRule, err := listRevisions(ctx, store)
+	if err != nil {
+		warn(fmt.Sprintf("warning: a rule held after a rollback is evaluated as written: %v", err))
+		return nil
+	}
 	var errs []error
 	for _, r := range l.rs.Rules {
 		if len(byRule[r.Name]) == 0 {
@@ -240,4 +252,9 @@ func (l *loadedRules) holdRolledBack(store *rollout.Store, byRule map[string][]*
 		l.running[r.Name] = rr
 	}
 	return errors.Join(errs...)
+}
+
+// warnTo returns a warn function that writes each warning as a line of w.
+func warnTo(w io.Writer) func(string) {
+	return func(s string) { fmt.Fprintln(w, s) }
 }

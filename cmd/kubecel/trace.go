@@ -226,6 +226,14 @@ func (o *traceOptions) setup(ctx context.Context, tio traceIO, typ string) (*tra
 	if err != nil {
 		return nil, err
 	}
+	// A rule held after a rollback runs the revision it is held at. Without the
+	// installation's key no revision is proven, so none holds a rule (and a trace of one
+	// parent says why the key cannot be read).
+	if id, err := loaded.identity(ctx, cfg, &o.identity); err == nil && !o.source.running() {
+		if err := loaded.holdRolledBack(ctx, cfg, &o.identity, id, warnTo(tio.stderr)); err != nil {
+			return nil, err
+		}
+	}
 	client, err := newTraceClient(cfg)
 	if err != nil {
 		return nil, err
