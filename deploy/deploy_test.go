@@ -379,8 +379,9 @@ func leaseAccess(verbs ...string) []access {
 
 // TestPermissions creates the RBAC objects of each kustomization for real, one after the
 // other, and asks the API server what they let the controller's ServiceAccount do. Both
-// grant the same, except on Leases: leader election gets, creates and renews one Lease; a
-// sharded replica also lists and watches the ring's Leases and deletes its own and stale
+// grant the same, except on Leases: leader election gets, creates and renews one Lease and
+// lists the ring's Leases to find sharded replicas it must not run beside; a sharded
+// replica also watches the ring's Leases and deletes its own and stale
 // ones.
 func TestPermissions(t *testing.T) {
 	tests := []struct {
@@ -388,7 +389,7 @@ func TestPermissions(t *testing.T) {
 		leases    []string // verbs allowed on Leases in kubecel-system
 		ring      bool     // act as a sharded replica with its Lease
 	}{
-		{name: "deploy", dir: base, leases: []string{"get", "create", "update"}},
+		{name: "deploy", dir: base, leases: []string{"get", "list", "create", "update"}},
 		{name: "sharded", dir: sharded, leases: []string{"get", "list", "watch", "create", "update", "delete"}, ring: true},
 	}
 	createNamespace(t)

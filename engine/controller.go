@@ -87,6 +87,12 @@ type Options struct {
 	RevisionNamespace string
 	// RevisionsKept is how many revisions of each rule are kept (default 10).
 	RevisionsKept int
+	// FairnessKey, when set, is a namespace label that names the tenant owning a
+	// namespace: the fair queue keeps the parents of every namespace with the same value
+	// in one flow, so that a tenant gets one share of the workers however many namespaces
+	// it spreads its parents over (see flowName). The controller then lists and watches
+	// namespaces (their metadata, those with the label).
+	FairnessKey string
 	// Notify, when set, is told once when a rule cannot run (reason contract.PendingNotServed,
 	// contract.PendingForbidden or contract.PendingError) with a message naming what is missing.
 	Notify func(ctx context.Context, rule, reason, message string)
@@ -138,6 +144,9 @@ type Controller struct {
 	pause sync.RWMutex
 	moved movedParents
 
+	// tenants reads the fairness key label of namespaces (nil without Options.FairnessKey).
+	tenants *tenants
+
 	busy       atomic.Int64  // reconciles in progress
 	reconciles atomic.Uint64 // reconciles started
 
@@ -186,6 +195,13 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		metrics: m,
 	}
 	c.view.Store(emptyView)
+	if opts.FairnessKey != "" {
+		if c.tenants, err = newTenants(metaClient, opts.FairnessKey); err != nil {
+			return nil, err
+		}
+	}
+	c.fair.fairnessKey, c.fair.owner = opts.FairnessKey, c.flowOwner
+	c.fair.limit = flowLimit(c.opts.Workers)
 	c.life = &lifecycle{opts: &c.opts, kube: kube, metrics: m, gate: gate{shard: opts.Shard}, view: &c.view,
 		running: map[string]*runningRule{}, pending: map[string]*pendingRule{}}
 	c.queue = newQueue(c.fair, m)
@@ -198,7 +214,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		recorder = nil // nothing of a dry run is recorded
 	}
 	c.life.revs = &rollouts.Revisions{DryRun: opts.DryRun, Keep: opts.RevisionsKept, Recorder: recorder}
-	c.life.rollouts = rollouts.New(c.life.revs, rolloutEngine{c})
+	c.life.rollouts = rollouts.New(c.life.revs, rolloutEngine{c}, m.QueueProvider())
 	if opts.RevisionNamespace != "" {
 		store := &rollout.Store{Client: kube, Namespace: opts.RevisionNamespace, Installation: opts.Identity.Name(), Signer: opts.Identity}
 		c.revInformers = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(opts.RevisionNamespace),
@@ -251,6 +267,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting controller", "workers", c.opts.Workers, "dryRun", c.opts.DryRun)
+	if c.tenants != nil {
+		if err := c.tenants.run(ctx, c.kube); err != nil {
+			return err
+		}
+	}
 	var wg sync.WaitGroup
 	for range c.opts.Workers {
 		wg.Go(func() {
@@ -297,11 +318,34 @@ func (c *Controller) SetRules(ctx context.Context, rs *rules.RuleSet) {
 // Idle reports whether no key is queued or being reconciled (keys waiting for a delayed
 // retry are not counted).
 func (c *Controller) Idle() bool {
-	return c.queue.Len() == 0 && c.busy.Load() == 0
+	return c.fair.waiting() == 0 && c.busy.Load() == 0
+}
+
+// flowLimit is the most reconciles one flow of the fair queue runs at once with this many
+// workers: all but one, from four workers up, so that a tenant with nothing running finds
+// a worker free however busy another is; with fewer, no limit.
+func flowLimit(workers int) int {
+	if workers < 4 {
+		return 0
+	}
+	return workers - 1
 }
 
 // Reconciles is the number of reconciles started so far. A caller that looks at Idle
 // now and then sees by it the work that came and went between two looks.
 func (c *Controller) Reconciles() uint64 {
 	return c.reconciles.Load()
+}
+
+// flowOwner says who owns a key's work, for the fair queue: the origin of its rule, and
+// the tenant its namespace's fairness key label names.
+func (c *Controller) flowOwner(key queueKey) flowOwner {
+	var o flowOwner
+	if st := c.view.Load().get(key.Rule); st != nil {
+		o.Origin = st.Rule.Origin
+	}
+	if c.tenants != nil && key.Namespace != "" {
+		o.Tenant = c.tenants.of(key.Namespace)
+	}
+	return o
 }

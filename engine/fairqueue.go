@@ -14,14 +14,20 @@ import (
 // queued once, never handed to two workers at once, requeued when it changed while
 // running); fairQueue only decides which waiting key a free worker takes next.
 //
-// Keys wait in flows, one FIFO per flow: the parent's namespace, or, for a
-// cluster-scoped parent, the parent itself. A free worker takes the head of the flow with
-// the fewest reconciles running, ties going round robin from the flow after the last one
-// served. So while a namespace with many or large parents keeps every worker busy, a key
-// of another namespace is taken by the next worker that comes free, and within a
-// namespace its parents take turns: a reconcile that has more writes to send than its
+// Keys wait in flows, one FIFO per flow: the owner of the work (flowName: the tenant a
+// namespace label names, the team whose ConfigMap the rule came from, else the
+// namespace; a rule's cluster-scoped parents share a few flows). A free worker takes the
+// head of the flow with the fewest reconciles running. Among those, a flow that had
+// nothing waiting or running when its key came (a fresh flow: a tenant with a small
+// change) goes first, oldest first; the others take turns, round robin from the flow
+// after the last one served. So while a tenant with many or large parents keeps every
+// worker busy, a key of another tenant is taken by the next worker that comes free, and
+// a busy tenant's parents take turns: a reconcile that has more writes to send than its
 // batch allows yields (see Options.MaxWritesPerReconcile), and its key goes to the back
-// of its flow. The order is work conserving: a flow alone gets every worker.
+// of its flow, its flow to the back of the round. One worker is kept for the others: a
+// flow runs at most limit reconciles at once (the workers but one), so that a key of a
+// flow with nothing running never waits for a busy tenant's batch to end; a tenant alone
+// gets every worker but that one.
 
 // newQueue is the controller's queue: client-go's rate-limiting, delaying workqueue
 // whose waiting keys fair orders, with its metrics in m.
@@ -34,32 +40,39 @@ func newQueue(fair *fairQueue, m *metrics.Metrics) workqueue.TypedRateLimitingIn
 		workqueue.TypedRateLimitingQueueConfig[queueKey]{Name: name, MetricsProvider: m.QueueProvider(), DelayingQueue: delaying})
 }
 
-// flowOf is the flow a key waits in.
-func flowOf(key queueKey) string {
-	if key.Namespace != "" {
-		return key.Namespace
-	}
-	return "/" + key.Name // cluster-scoped parents are each a flow of their own
-}
-
 // fairQueue is a workqueue.Queue (the order of the waiting keys). The workqueue calls
 // Push, Pop, Touch and Len under its own lock; running counts are also changed by the
 // worker (finished), so fairQueue has its own lock.
 type fairQueue struct {
 	mu    sync.Mutex
 	flows map[string]*flow
-	// active lists the flows with waiting keys, in round-robin order; next is the
-	// position at which the next search starts.
-	active []*flow
-	next   int
-	len    int
-	now    func() time.Time
+	// fresh lists the flows that had nothing waiting or running when a key came, oldest
+	// first; they have nothing running until served, so they go first. old lists the
+	// other flows with waiting keys, in round-robin order; next is the position in old
+	// at which the next search starts, and so the back of the round is just before it.
+	fresh []*flow
+	old   []*flow
+	next  int
+	len   int
+	// running holds the flow each key taken and not finished was taken from (a key that
+	// yields is queued again before its worker finishes it, so two may be held).
+	running map[queueKey][]*flow
+	now     func() time.Time
+	// fairnessKey is the namespace label that names tenants (Options.FairnessKey), and
+	// owner says who owns a key's work; nil knows nothing but the key.
+	fairnessKey string
+	owner       func(queueKey) flowOwner
+	// limit is the most reconciles one flow runs at once (0: no limit). Keys of a flow
+	// at its limit are not counted by Len, so a worker that finds only such keys waits
+	// for a key of another flow, or until a reconcile of that flow ends (the worker that
+	// ran it then asks again).
+	limit int
 	// waited, when set, observes each popped key's time in the queue, by whether its flow
 	// was busy (another of its keys running or waiting) when the key was taken.
 	waited func(busy bool, d time.Duration)
 }
 
-// flow is one namespace's (or cluster-scoped parent's) waiting keys and running count.
+// flow is one owner's waiting keys and running count.
 type flow struct {
 	name    string
 	keys    []waitingKey
@@ -72,7 +85,7 @@ type waitingKey struct {
 }
 
 func newFairQueue() *fairQueue {
-	return &fairQueue{flows: map[string]*flow{}, now: time.Now}
+	return &fairQueue{flows: map[string]*flow{}, running: map[queueKey][]*flow{}, now: time.Now}
 }
 
 // Touch is called for a key added again while it waits: it keeps its place.
@@ -80,66 +93,121 @@ func (q *fairQueue) Touch(queueKey) {}
 
 // Push adds a key at the back of its flow.
 func (q *fairQueue) Push(key queueKey) {
+	var o flowOwner
+	if q.owner != nil {
+		o = q.owner(key) // outside the lock: it reads caches
+	}
+	name := flowName(key, q.fairnessKey, o)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	name := flowOf(key)
 	f := q.flows[name]
 	if f == nil {
 		f = &flow{name: name}
 		q.flows[name] = f
 	}
-	if len(f.keys) == 0 {
-		q.active = append(q.active, f)
+	switch {
+	case len(f.keys) > 0:
+	case f.running == 0:
+		q.fresh = append(q.fresh, f)
+	default:
+		q.toBack(f)
 	}
 	f.keys = append(f.keys, waitingKey{key: key, since: q.now()})
 	q.len++
 }
 
-// Len is the number of waiting keys.
+// toBack puts a flow in the round at its back: the search from next reaches it last.
+func (q *fairQueue) toBack(f *flow) {
+	q.old = slices.Insert(q.old, q.next, f)
+	q.next = (q.next + 1) % len(q.old)
+}
+
+// Len is the number of waiting keys that a worker may take now: those of flows below
+// their limit.
 func (q *fairQueue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := q.len
+	if q.limit > 0 {
+		// Fresh flows run nothing; the others are in the round.
+		for _, f := range q.old {
+			if q.full(f) {
+				n -= len(f.keys)
+			}
+		}
+	}
+	return n
+}
+
+// waiting is the number of waiting keys, those of flows at their limit too.
+func (q *fairQueue) waiting() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.len
 }
 
-// Pop takes the head of the active flow with the fewest running reconciles, searching
-// round robin from q.next, and counts the key as running until finished is called.
-// The workqueue calls Pop only when Len is above zero.
+// full reports whether a flow runs as many reconciles as one flow may.
+func (q *fairQueue) full(f *flow) bool { return q.limit > 0 && f.running >= q.limit }
+
+// Pop takes the head of the oldest fresh flow, else of the flow in the round with the
+// fewest running reconciles (searching from q.next) below its limit, and counts the key
+// as running until finished is called. The workqueue calls Pop only when Len is above
+// zero, and so when such a flow waits: only Pop adds to the running counts, and the
+// workqueue's lock keeps Len and Pop together.
 func (q *fairQueue) Pop() queueKey {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.active) == 0 {
-		return queueKey{} // not called so by the workqueue
-	}
-	best := -1
-	for i := range len(q.active) {
-		at := (q.next + i) % len(q.active)
-		if best < 0 || q.active[at].running < q.active[best].running {
-			best = at
-			if q.active[at].running == 0 {
-				break
+	var f *flow
+	switch {
+	case len(q.fresh) > 0:
+		f = q.fresh[0]
+		q.fresh[0] = nil
+		q.fresh = q.fresh[1:]
+		if len(f.keys) > 1 {
+			q.toBack(f)
+		}
+	case len(q.old) > 0:
+		best := -1
+		for i := range len(q.old) {
+			at := (q.next + i) % len(q.old)
+			if q.full(q.old[at]) {
+				continue
+			}
+			if best < 0 || q.old[at].running < q.old[best].running {
+				best = at
+				if q.old[at].running == 0 {
+					break
+				}
 			}
 		}
+		if best < 0 {
+			return queueKey{} // every flow at its limit: Len said 0, so not called
+		}
+		f = q.old[best]
+		if len(f.keys) == 1 {
+			q.old = slices.Delete(q.old, best, best+1)
+			q.next = best // the flow after it moved into its place
+		} else {
+			q.next = best + 1
+		}
+		if len(q.old) > 0 {
+			q.next %= len(q.old)
+		} else {
+			q.next = 0
+		}
+	default:
+		return queueKey{} // not called so by the workqueue
 	}
-	f := q.active[best]
 	head := f.keys[0]
 	f.keys[0] = waitingKey{}
 	f.keys = f.keys[1:]
-	busy := f.running > 0 || len(f.keys) > 0
-	f.running++
-	q.len--
 	if len(f.keys) == 0 {
 		f.keys = nil
-		q.active = slices.Delete(q.active, best, best+1)
-		q.next = best // the flow after it moved into its place
-	} else {
-		q.next = best + 1
 	}
-	if len(q.active) > 0 {
-		q.next %= len(q.active)
-	} else {
-		q.next = 0
-	}
+	busy := f.running > 0 || len(f.keys) > 0
+	f.running++
+	q.running[head.key] = append(q.running[head.key], f)
+	q.len--
 	if q.waited != nil {
 		q.waited(busy, q.now().Sub(head.since))
 	}
@@ -153,13 +221,17 @@ func (q *fairQueue) finished(key queueKey) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	f := q.flows[flowOf(key)]
-	if f == nil {
+	held := q.running[key]
+	if len(held) == 0 {
 		return
 	}
-	if f.running > 0 {
-		f.running--
+	f := held[0]
+	if len(held) == 1 {
+		delete(q.running, key)
+	} else {
+		q.running[key] = held[1:]
 	}
+	f.running--
 	if f.running == 0 && len(f.keys) == 0 {
 		delete(q.flows, f.name)
 	}

@@ -65,9 +65,30 @@ func TestFairQueueOrder(t *testing.T) {
 			want: []string{"a/1", "b/1", "a/2", "b/2", "b/3"},
 		},
 		{
-			name:  "cluster-scoped parents are each a flow",
-			steps: []step{{push: []queueKey{key("", "x"), key("", "x2"), key("a", "1"), key("a", "2")}, pop: 4}},
-			want:  []string{"x", "x2", "a/1", "a/2"},
+			name: "a fresh flow goes before the round",
+			steps: []step{
+				{push: []queueKey{key("a", "1"), key("a", "2"), key("b", "1"), key("b", "2")}, pop: 2},
+				{finish: []queueKey{key("a", "1"), key("b", "1")}, push: []queueKey{key("c", "1")}, pop: 1},
+			},
+			want: []string{"a/1", "b/1", "c/1"},
+		},
+		{
+			name: "fresh flows go oldest first",
+			steps: []step{
+				{push: []queueKey{key("a", "1"), key("a", "2")}, pop: 1},
+				{push: []queueKey{key("c", "1"), key("b", "1")}, pop: 3},
+			},
+			want: []string{"a/1", "c/1", "b/1", "a/2"},
+		},
+		{
+			name: "a flow that runs is not fresh",
+			steps: []step{
+				{push: []queueKey{key("a", "1"), key("b", "1"), key("b", "2")}, pop: 2},
+				// a's key is queued again while it runs (it yielded): a goes to the
+				// back of the round, behind b.
+				{push: []queueKey{key("a", "1")}, finish: []queueKey{key("a", "1"), key("b", "1")}, pop: 2},
+			},
+			want: []string{"a/1", "b/1", "b/2", "a/1"},
 		},
 		{
 			name: "a yielded key goes to the back of its flow",
@@ -113,8 +134,8 @@ func TestFairQueueForgets(t *testing.T) {
 	for q.Len() > 0 {
 		q.finished(q.Pop())
 	}
-	if len(q.flows) != 0 || len(q.active) != 0 {
-		t.Errorf("after every key finished: %d flows, %d active; want none", len(q.flows), len(q.active))
+	if len(q.flows) != 0 || len(q.fresh) != 0 || len(q.old) != 0 || len(q.running) != 0 {
+		t.Errorf("after every key finished: %d flows, %d fresh, %d in the round, %d running; want none", len(q.flows), len(q.fresh), len(q.old), len(q.running))
 	}
 }
 
@@ -199,4 +220,60 @@ func gatheredGauges(t *testing.T, reg *prometheus.Registry, names ...string) map
 		}
 	}
 	return out
+}
+
+// TestFairQueueLimit: a flow runs at most limit reconciles at once, so a worker stays
+// free for a key of another flow: while the heavy flow runs its limit, its backlog is not
+// counted as ready (a worker asking waits), a light key is taken at once, and the heavy
+// flow's next key is ready again as soon as one of its reconciles ends. A flow alone runs
+// its limit and no more; without a limit (fewer than four workers) it runs them all.
+func TestFairQueueLimit(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fair := newFairQueue()
+	fair.limit = 3
+	q := newQueue(fair, m)
+	defer q.ShutDown()
+	for i := range 10 {
+		q.Add(key("heavy", fmt.Sprint(i)))
+	}
+	take := func() queueKey {
+		t.Helper()
+		if q.Len() == 0 {
+			t.Fatal("no key ready: Get would wait")
+		}
+		k, quit := q.Get()
+		if quit {
+			t.Fatal("queue shut down")
+		}
+		return k
+	}
+	var running []queueKey
+	for range 3 {
+		running = append(running, take())
+	}
+	if n := q.Len(); n != 0 || fair.waiting() != 7 {
+		t.Fatalf("heavy at its limit: %d keys ready, %d waiting; want 0 ready of 7 waiting", n, fair.waiting())
+	}
+	q.Add(key("light", "a"))
+	if got := take(); got != key("light", "a") {
+		t.Errorf("next key = %s, want light/a", short(got))
+	}
+	q.Done(running[0])
+	fair.finished(running[0])
+	if got := take(); got != key("heavy", "3") {
+		t.Errorf("after a heavy reconcile ended, next key = %s, want heavy/3", short(got))
+	}
+	if n := q.Len(); n != 0 {
+		t.Errorf("heavy at its limit again: %d keys ready, want 0", n)
+	}
+
+	for _, tt := range []struct{ workers, want int }{{1, 0}, {3, 0}, {4, 3}, {16, 15}} {
+		if got := flowLimit(tt.workers); got != tt.want {
+			t.Errorf("flowLimit(%d) = %d, want %d", tt.workers, got, tt.want)
+		}
+	}
 }

@@ -48,8 +48,9 @@ type lifecycle struct {
 	loaded  bool
 	// rs is the rule set running rules come from (stable revisions compile in it).
 	rs *rules.RuleSet
-	// beforeStart, when set (by tests), is called before a rule starts in set.
-	beforeStart func(rule string)
+	// beforeStart and started, when set (by tests), are called before a rule starts in
+	// set and once it started, before the view with it is published.
+	beforeStart, started func(rule string)
 }
 
 // publish makes the lifecycle's state the view the controller reads. The caller holds
@@ -98,6 +99,9 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 			}
 			continue
 		}
+		if l.started != nil {
+			l.started(name)
+		}
 		l.running[name] = next
 		started = append(started, next)
 		if old != nil {
@@ -119,6 +123,12 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 	}
 	for _, st := range requeue {
 		enqueueAll(l.enqueue, st)
+	}
+	// The watches of a started rule queued its parents as they started, before the
+	// view had the rule: a worker that took one then found no rule (or the version
+	// replaced) and let it go. Queued again, each is reconciled by the version published.
+	for _, rr := range started {
+		enqueueAll(l.enqueue, rr.st)
 	}
 	l.notice(started...)
 }

@@ -91,6 +91,9 @@ type fixture struct {
 	rule  string
 	ctrl  *engine.Controller
 	ropts rules.Options // for loadRules
+	// origin, when set, is the origin of the rules loadRules loads (rules.Document.Origin):
+	// rules read from a team's ConfigMap.
+	origin string
 
 	rulesTemplate string
 	opts          engine.Options
@@ -107,9 +110,18 @@ func startController(t *testing.T, rulesTemplate string) *fixture {
 	return startControllerWith(t, rulesTemplate, rules.Options{}, engine.Options{Workers: 4})
 }
 
+// testEvalTimeout is the evaluation deadline of the tests' rules unless they set one:
+// the default (100 ms) is met by a wide margin on an idle machine, but not always by a
+// race-built test on two busy cores, where a deadline missed is a write the test did
+// not expect. The tests of the deadline itself set their own.
+const testEvalTimeout = 5 * time.Second
+
 // startControllerWith is startController with the given rules and engine options.
 func startControllerWith(t *testing.T, rulesTemplate string, ropts rules.Options, opts engine.Options) *fixture {
 	t.Helper()
+	if ropts.EvalTimeout == 0 {
+		ropts.EvalTimeout = testEvalTimeout
+	}
 	f := &fixture{t: t, ns: testenv.Namespace(t), rule: fmt.Sprintf("r%04x", rand.IntN(1<<16)), ropts: ropts,
 		rulesTemplate: rulesTemplate, opts: opts}
 	f.run()
@@ -170,6 +182,9 @@ func (f *fixture) loadRules(rulesTemplate string) *rules.RuleSet {
 	f.t.Helper()
 	data := f.renderRules(rulesTemplate)
 	rs, err := rules.Load(data, f.ropts)
+	if f.origin != "" {
+		rs, err = rules.LoadDocuments([]rules.Document{{Source: f.origin + " key rules.yaml", Origin: f.origin, Data: data}}, f.ropts)
+	}
 	if err != nil {
 		f.t.Fatalf("load rules: %v\n%s", err, data)
 	}

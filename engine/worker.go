@@ -29,8 +29,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	if quit {
 		return false
 	}
-	defer c.queue.Done(key)
+	// The fair queue counts the key running until after Done: a key that yielded (queued
+	// again while it ran) goes back by Done while its flow still runs it, so its flow
+	// goes to the back of the round, not among the fresh ones.
 	defer c.fair.finished(key)
+	defer c.queue.Done(key)
 	if c.opts.Shard != nil {
 		end, ok := c.opts.Shard.Begin(key.Bucket())
 		if !ok {

@@ -60,7 +60,7 @@ func (c *compiler) compileBatch(env *cel.Env, src string) *batch {
 	if iss.Err() != nil {
 		return nil
 	}
-	prg, err := env.Program(checked, c.programOptions(env, checked)...)
+	prg, err := env.Program(checked, c.cost.programOptions(env, checked)...)
 	if err != nil {
 		return nil
 	}

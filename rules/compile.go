@@ -74,11 +74,11 @@ type compiler struct {
 	// childIDs are the ids of the rule's children, for resolving children.X; refIDs
 	// those of its refs, for refs.X.
 	childIDs, refIDs []string
-	// costLimit bounds the runtime cost of each expression and its static estimate.
-	costLimit uint64
-	sizes     *sizeEstimator
+	cost             costs
 	// progs records every program compiled, so that a child's reads can be collected.
 	progs []*program
+	// warnings are what loads but deserves a second look (Rule.warnings).
+	warnings []*Error
 }
 
 // compile compiles src, the CEL found at byte offset off of the field text source (0
@@ -109,10 +109,11 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 	if !c.checkRanges(w, source, src, off, checked) {
 		return nil
 	}
-	if !c.checkCost(env, w, source, checked) {
+	if why := c.cost.check(env, checked); why != "" {
+		c.fail(w, source, 0, why)
 		return nil
 	}
-	prg, err := env.Program(checked, c.programOptions(env, checked)...)
+	prg, err := env.Program(checked, c.cost.programOptions(env, checked)...)
 	if err != nil {
 		c.fail(w, source, 0, "cannot build the program: "+err.Error())
 		return nil

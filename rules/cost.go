@@ -47,30 +47,36 @@ const (
 // load, and the runtime limit guards them instead.
 func unknownSize() *checker.SizeEstimate { return &checker.SizeEstimate{Min: 0, Max: 1} }
 
-// checkCost estimates the worst-case cost of an expression and reports it when it
-// exceeds the limit.
-func (c *compiler) checkCost(env *cel.Env, w where, source string, checked *cel.Ast) bool {
-	est, err := env.EstimateCost(checked, newEstimator(c.sizes))
+// costs are a rule's cost limit and the sizes its parent's schema states: what the
+// static estimate of each expression and the options of its program depend on.
+type costs struct {
+	// limit bounds the runtime cost of each expression and its static estimate.
+	limit uint64
+	sizes *sizeEstimator
+}
+
+// check estimates the worst-case cost of an expression and says why it is refused ("" when
+// it is within the limit).
+func (k costs) check(env *cel.Env, checked *cel.Ast) string {
+	est, err := env.EstimateCost(checked, newEstimator(k.sizes))
 	if err != nil {
-		c.fail(w, source, 0, "cannot estimate the cost: "+err.Error())
-		return false
+		return "cannot estimate the cost: " + err.Error()
 	}
-	if est.Max > c.costLimit {
-		c.fail(w, source, 0, fmt.Sprintf("estimated cost %d exceeds the limit %d: it iterates over too many elements in the worst case; bound the lists it reads (maxItems in the schema) or iterate less", est.Max, c.costLimit))
-		return false
+	if est.Max > k.limit {
+		return fmt.Sprintf("estimated cost %d exceeds the limit %d: it iterates over too many elements in the worst case; bound the lists it reads (maxItems in the schema) or iterate less", est.Max, k.limit)
 	}
-	return true
+	return ""
 }
 
 // programOptions returns the options of the program of a checked expression: a cost
 // limit unless the expression is bounded below it whatever the sizes of its inputs.
-func (c *compiler) programOptions(env *cel.Env, checked *cel.Ast) []cel.ProgramOption {
+func (k costs) programOptions(env *cel.Env, checked *cel.Ast) []cel.ProgramOption {
 	opts := append([]cel.ProgramOption{
 		cel.InterruptCheckFrequency(interruptCheckFrequency),
 		cel.EvalOptions(cel.OptOptimize),
-	}, growthOptions(c.costLimit)...)
-	if !c.bounded(env, checked) {
-		opts = append(opts, cel.CostLimit(c.costLimit), cel.CostTracking(&runtimeCost{}))
+	}, growthOptions(k.limit)...)
+	if !k.bounded(env, checked) {
+		opts = append(opts, cel.CostLimit(k.limit), cel.CostTracking(&runtimeCost{}))
 	}
 	return opts
 }
@@ -79,10 +85,10 @@ func (c *compiler) programOptions(env *cel.Env, checked *cel.Ast) []cel.ProgramO
 // does not state taken as the largest a stored object allows, is well within the cost
 // limit. CEL's runtime counts a few units more than its estimate for some nodes (a
 // field read costs one more), so the estimate must fit twice, with room to spare.
-func (c *compiler) bounded(env *cel.Env, checked *cel.Ast) bool {
-	honest := &sizeEstimator{parent: c.sizes.parent, worstCase: true}
+func (k costs) bounded(env *cel.Env, checked *cel.Ast) bool {
+	honest := &sizeEstimator{parent: k.sizes.parent, worstCase: true}
 	est, err := env.EstimateCost(checked, newEstimator(honest))
-	return err == nil && est.Max <= (c.costLimit-boundMargin)/2 && c.costLimit > boundMargin
+	return err == nil && est.Max <= (k.limit-boundMargin)/2 && k.limit > boundMargin
 }
 
 // boundMargin is the room left between twice a bounded expression's estimate and the

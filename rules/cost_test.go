@@ -132,7 +132,7 @@ func TestBoundedExpressionsSkipTracking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &compiler{envs: e, costLimit: DefaultCostLimit, sizes: &sizeEstimator{}}
+	c := &compiler{envs: e, cost: costs{limit: DefaultCostLimit, sizes: &sizeEstimator{}}}
 	parent := map[string]any{
 		"metadata": map[string]any{"name": "shop", "labels": map[string]any{"a": "b"}},
 		"spec":     map[string]any{"replicas": int64(3), "hosts": []any{"a", "b", "c"}, "expose": true},
@@ -164,7 +164,7 @@ func TestBoundedExpressionsSkipTracking(t *testing.T) {
 			if iss.Err() != nil {
 				t.Fatal(iss.Err())
 			}
-			if got := c.bounded(e.ready, checked); got != tt.bounded {
+			if got := c.cost.bounded(e.ready, checked); got != tt.bounded {
 				t.Errorf("bounded(%s) = %v, want %v", tt.expr, got, tt.bounded)
 			}
 			if !tt.bounded {

@@ -133,12 +133,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		return nil
 	}
 	c := &compiler{
-		envs:      e,
-		errs:      errs,
-		childIDs:  ids,
-		refIDs:    refIDs,
-		costLimit: opts.costLimit(),
-		sizes:     &sizeEstimator{parent: parentType},
+		envs:     e,
+		errs:     errs,
+		childIDs: ids,
+		refIDs:   refIDs,
+		cost:     costs{limit: opts.costLimit(), sizes: &sizeEstimator{parent: parentType}},
 	}
 	r := &Rule{
 		Name:         src.name,
@@ -213,7 +212,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		return nil
 	}
 	r.sens = markSensitive(r, c.progs)
-	r.warnings = append(r.sens.nameWarnings(r, c.progs), r.sens.flowWarnings(r, c.progs)...)
+	r.warnings = append(append(c.warnings, r.sens.nameWarnings(r, c.progs)...), r.sens.flowWarnings(r, c.progs)...)
 	// Only a CRD's schema says which fields its objects may leave out: the embedded
 	// schemas of the built-in kinds do not list what the API server always sets.
 	if opts.Schemas != nil && !gvr.Empty() {

@@ -159,6 +159,7 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 	if !c.refScope(r, rs, ref, parentNamespaced, w) {
 		return nil
 	}
+	c.computedNamespace(rs, ref, w)
 	mark := len(c.progs)
 	env := c.envs.refs
 	if rs.name != "" {
@@ -207,6 +208,32 @@ func (c *compiler) refScope(r *ruleSource, rs *refSource, ref *Ref, parentNamesp
 		return false
 	}
 	return true
+}
+
+// ownNamespace is the template of a ref's namespace (or a Namespace's name) that names
+// the parent's own namespace, which every ref may read.
+const ownNamespace = "${parent.metadata.namespace}"
+
+// computedNamespace warns about a ref whose namespace (a Namespace's name, for a ref to
+// Namespaces) is computed with ${}, under a parent that is or may be namespaced, without
+// crossNamespace: true. Only the parent's own namespace passes then, and any other value
+// fails the parent's reconcile when the ref is evaluated, which loading cannot see: a
+// namespace taken from the parent's spec works in tests where it equals the parent's
+// and fails in use.
+func (c *compiler) computedNamespace(rs *refSource, ref *Ref, w where) {
+	if rs.crossNamespace || c.clusterParent {
+		return
+	}
+	field, text := "namespace", rs.namespace
+	if ref.GVK.GroupKind() == (schema.GroupKind{Kind: "Namespace"}) {
+		field, text = "name", rs.name
+	}
+	if !strings.Contains(text, "${") || strings.TrimSpace(text) == ownNamespace {
+		return
+	}
+	at := w.key(field)
+	c.warnings = append(c.warnings, &Error{Rule: at.rule, Ref: at.ref, Field: string(at.field), Expr: text, path: string(at.path),
+		Message: "the namespace is computed with ${}: without crossNamespace: true on the ref, any namespace but the parent's own fails the parent's reconcile when evaluated; say crossNamespace: true to read other namespaces, or use " + ownNamespace})
 }
 
 // refReads returns the ids of the refs that a checked expression reads through

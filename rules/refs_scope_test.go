@@ -3,6 +3,8 @@ package rules
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestRefReach checks that every ref that can reach beyond the parent's own namespace
@@ -87,5 +89,62 @@ func TestRefReachWhenEvaluated(t *testing.T) {
 	_, err = r.EvaluateWithRefs(t.Context(), ns(map[string]any{"target": "prod"}), Observed{}, objs)
 	if err == nil || !strings.Contains(err.Error(), "needs crossNamespace: true") {
 		t.Errorf("another namespace: err %v, want crossNamespace asked for", err)
+	}
+}
+
+// TestRefComputedNamespaceWarning: a ref whose namespace (or Namespace name) is computed
+// from the parent's data, under a parent that is or may be namespaced and without
+// crossNamespace, loads with a warning naming the ref, the field and the expression:
+// only the parent's own namespace passes when it is evaluated.
+func TestRefComputedNamespaceWarning(t *testing.T) {
+	tests := []struct {
+		name, parent, ref string
+		want              []string // "field: expression" of each warning
+	}{
+		{name: "a Namespace named by the parent's spec", parent: "example.com/v1, resource: webapps",
+			ref: "{id: r, apiVersion: v1, kind: Namespace, name: '${parent.spec.team}'}", want: []string{"name: ${parent.spec.team}"}},
+		{name: "a ConfigMap in a namespace from the parent's labels", parent: "apps/v1, resource: deployments",
+			ref: "{id: r, apiVersion: v1, kind: ConfigMap, name: c, namespace: '${parent.metadata.labels.ns}'}", want: []string{"namespace: ${parent.metadata.labels.ns}"}},
+		{name: "a selector in a computed namespace", parent: "example.com/v1, resource: webapps",
+			ref: "{id: r, apiVersion: v1, kind: ConfigMap, namespace: 'x-${parent.spec.env}', selector: {matchLabels: {a: b}}}", want: []string{"namespace: x-${parent.spec.env}"}},
+		{name: "the parent's own Namespace", parent: "example.com/v1, resource: webapps",
+			ref: "{id: r, apiVersion: v1, kind: Namespace, name: '${parent.metadata.namespace}'}"},
+		{name: "the parent's own namespace", parent: "example.com/v1, resource: webapps",
+			ref: "{id: r, apiVersion: v1, kind: ConfigMap, name: c, namespace: '${parent.metadata.namespace}'}"},
+		{name: "with crossNamespace", parent: "example.com/v1, resource: webapps",
+			ref: "{id: r, apiVersion: v1, kind: Namespace, name: '${parent.spec.team}', crossNamespace: true}"},
+		{name: "a literal namespace", parent: "example.com/v1, resource: webapps",
+			ref: "{id: r, apiVersion: v1, kind: ConfigMap, name: c, namespace: shared, crossNamespace: true}"},
+		{name: "a computed name in the parent's namespace", parent: "example.com/v1, resource: webapps",
+			ref: "{id: r, apiVersion: v1, kind: ConfigMap, name: '${parent.spec.config}'}"},
+		{name: "a cluster-scoped parent's Namespace by name", parent: "rbac.authorization.k8s.io/v1, resource: clusterroles",
+			ref: "{id: r, apiVersion: v1, kind: Namespace, name: '${parent.metadata.labels.ns}'}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs, err := Load(ruleFile(`- name: reach
+  parent: {apiVersion: `+tt.parent+`}
+  refs:
+    - `+tt.ref+`
+  status:
+    fields:
+      found: '${has(refs.r) ? "yes" : "no"}'
+`), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range rs.Warnings {
+				if strings.Contains(w.Message, "the namespace is computed") {
+					if w.Rule != "reach" || w.Ref != "r" {
+						t.Errorf("warning names rule %q ref %q, want reach and r", w.Rule, w.Ref)
+					}
+					got = append(got, w.Field+": "+w.Expr)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("computed namespace warnings (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -27,6 +27,10 @@ import (
 var (
 	//go:embed testdata/crd.yaml
 	crdYAML []byte
+	// clusterCRDYAML is the cluster-scoped parents' CRD, for the noisy neighbour's
+	// cluster shape (noisyshape.go).
+	//go:embed testdata/crd-cluster.yaml
+	clusterCRDYAML []byte
 	//go:embed testdata/rules.yaml
 	rulesYAML []byte
 	//go:embed testdata/rules-refs.yaml
@@ -74,9 +78,13 @@ func setup(ctx context.Context, c config) (*bench, error) {
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return nil, err
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(crdYAML, crd); err != nil {
-		return nil, fmt.Errorf("testdata/crd.yaml: %w", err)
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for name, data := range map[string][]byte{"testdata/crd.yaml": crdYAML, "testdata/crd-cluster.yaml": clusterCRDYAML} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		crds = append(crds, crd)
 	}
 	logf("starting the control plane (etcd, kube-apiserver with audit log, kube-controller-manager)")
 	start := time.Now()
@@ -84,7 +92,7 @@ func setup(ctx context.Context, c config) (*bench, error) {
 		Dir:               filepath.Join(c.dir, "controlplane"),
 		ControllerManager: true,
 		AuditWrites:       true,
-		CRDs:              []*apiextensionsv1.CustomResourceDefinition{crd},
+		CRDs:              crds,
 		StartTimeout:      2 * time.Minute,
 	})
 	if err != nil {

@@ -213,7 +213,7 @@ func (p *crdsPhase) rolloutStep(ctx context.Context) error {
 	p.res.rolloutSteps = clock.since(p.res.rollout.readAt)
 	p.res.rolloutPhase = "?"
 	if parent := p.w.parent(k.rule, k.parentName(0)); parent != nil {
-		if rev := rollout.RevisionOf(parent, "Synced"); rev != "" {
+		if rev := rollout.RevisionOf(parent, k.rule); rev != "" {
 			p.res.rolloutPhase = revisionPhase(ctx, p.b.kube, rev)
 		}
 	}

@@ -115,7 +115,7 @@ type editPhase struct{ b *bench }
 func (e editPhase) run(ctx context.Context) (*editResult, error) {
 	b := e.b
 	rulesPath := filepath.Join(b.cfg.dir, "rules.yaml")
-	synced, err := syncedCondition()
+	rule, err := benchRule()
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (e editPhase) run(ctx context.Context) (*editResult, error) {
 	}
 	logf("edit: immediate: the rules without a policy, edit value 1")
 	if res.immediate, err = e.editTo(ctx, rulesPath, data, "immediate edit", func() (bool, string) {
-		return b.watch.edited("1", synced, func(string) bool { return true }, nil)
+		return b.watch.edited("1", rule, func(string) bool { return true }, nil)
 	}); err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (e editPhase) run(ctx context.Context) (*editResult, error) {
 	}
 	logf("edit: adding the rollout policy with edit value 2 (not timed against the immediate edit)")
 	if res.policy, err = e.editTo(ctx, rulesPath, data, "rollout policy", func() (bool, string) {
-		return b.watch.edited("2", synced, func(rev string) bool { return rev != "" }, &res.from)
+		return b.watch.edited("2", rule, func(rev string) bool { return rev != "" }, &res.from)
 	}); err != nil {
 		return nil, err
 	}
@@ -151,8 +151,8 @@ func (e editPhase) run(ctx context.Context) (*editResult, error) {
 	logf("edit: rollout: edit value 3 with steps %v%%, no pause", rolloutSteps)
 	reached := stepClock{steps: rolloutSteps}
 	if res.rollout, err = e.editTo(ctx, rulesPath, data, "rollout edit", func() (bool, string) {
-		ok, progress := b.watch.edited("3", synced, func(rev string) bool { return rev != "" && rev != res.from }, &res.to)
-		reached.see(b.watch.at(synced, res.from), b.cfg.n)
+		ok, progress := b.watch.edited("3", rule, func(rev string) bool { return rev != "" && rev != res.from }, &res.to)
+		reached.see(b.watch.at(rule, res.from), b.cfg.n)
 		return ok, progress
 	}); err != nil {
 		return nil, err
@@ -164,13 +164,13 @@ func (e editPhase) run(ctx context.Context) (*editResult, error) {
 	return res, nil
 }
 
-// syncedCondition is the type of the Synced condition the bench's rule writes.
-func syncedCondition() (string, error) {
+// benchRule is the name of the bench's rule, under which parents record their revision.
+func benchRule() (string, error) {
 	rs, err := rules.Load(rulesYAML, rules.Options{})
 	if err != nil {
 		return "", fmt.Errorf("testdata/rules.yaml: %w", err)
 	}
-	return rs.Rules[0].SyncedCondition, nil
+	return rs.Rules[0].Name, nil
 }
 
 // editTo writes data to the rules file, waits until every replica logged the reload and
@@ -268,9 +268,9 @@ func klogTime(line string, now time.Time) (time.Time, error) {
 }
 
 // edited: every config child carries value, and every parent is Ready and Synced at
-// its generation with value in its status and a revision that keep accepts, the same
-// for all; into, when not nil, gets that revision.
-func (t *tracker) edited(value, synced string, keep func(string) bool, into *string) (bool, string) {
+// its generation with value in its status and a revision of rule that keep accepts,
+// the same for all; into, when not nil, gets that revision.
+func (t *tracker) edited(value, rule string, keep func(string) bool, into *string) (bool, string) {
 	children := 0
 	for _, o := range t.configs.GetStore().List() {
 		if o.(*corev1.ConfigMap).Data["edit"] == value {
@@ -281,7 +281,7 @@ func (t *tracker) edited(value, synced string, keep func(string) bool, into *str
 	for _, o := range t.parents.GetStore().List() {
 		p := o.(*unstructured.Unstructured)
 		got, _, _ := unstructured.NestedString(p.Object, "status", "edit")
-		rev := rollout.RevisionOf(p, synced)
+		rev := rollout.RevisionOf(p, rule)
 		if got == value && parentConverged(p) && keep(rev) {
 			parents++
 			revs[rev]++
@@ -299,11 +299,11 @@ func (t *tracker) edited(value, synced string, keep func(string) bool, into *str
 	return true, progress
 }
 
-// at counts the parents whose Synced condition names a revision other than from.
-func (t *tracker) at(synced, from string) int {
+// at counts the parents that record a revision of rule other than from.
+func (t *tracker) at(rule, from string) int {
 	n := 0
 	for _, o := range t.parents.GetStore().List() {
-		if rev := rollout.RevisionOf(o.(*unstructured.Unstructured), synced); rev != "" && rev != from {
+		if rev := rollout.RevisionOf(o.(*unstructured.Unstructured), rule); rev != "" && rev != from {
 			n++
 		}
 	}

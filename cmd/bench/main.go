@@ -75,6 +75,8 @@ type config struct {
 	// noisy runs the noisy-neighbour phase after the others (not sharded); onlyNoisy
 	// runs it alone.
 	noisy, onlyNoisy bool
+	// noisyShape is how the heavy tenant lays out its work (noisyshape.go).
+	noisyShape string
 	// edit runs the rules-edit phase (edit.go) after the update phase.
 	edit bool
 	// crds, when above 0, runs only the phase of that many rules on as many CRDs
@@ -104,11 +106,16 @@ func main() {
 	flag.StringVar(&c.note, "note", "", "free text for the row's note column")
 	flag.BoolVar(&c.noisy, "noisy", true, "after the other phases, run the noisy-neighbour phase (noisy.go) on a controller of its own; not with sharding")
 	flag.BoolVar(&c.onlyNoisy, "only-noisy", false, "run only the noisy-neighbour phase and add only its row")
+	flag.StringVar(&c.noisyShape, "noisy-shape", defaultShape, "the heavy tenant's 16,000 children in the noisy-neighbour phase: one-namespace (16 parents), namespaces (50 namespaces of one parent each) or cluster (1,000 cluster-scoped parents); rows of the last two go to their own table")
 	flag.BoolVar(&c.edit, "edit", false, "after the update phase, time an edit of the rules applied at once and the same kind of edit rolled out in steps 1/10/50/100% (edit.go), and add a row to the rules-edit table")
 	flag.IntVar(&c.crds, "crds", 0, "run only the phase of K rules on K CRDs, one parent each (crds.go): start, convergence, writes, memory, and the longest lock waits while a CRD appears, a reload and a rollout; add a row to its own table")
 	flag.Parse()
 	if c.refs {
 		rulesYAML = rulesRefsYAML
+	}
+	if _, err := shapeNamed(c.noisyShape); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
 	}
 	if c.replicas < 1 {
 		fmt.Fprintln(os.Stderr, "bench: --replicas must be at least 1")
@@ -198,7 +205,7 @@ func run(ctx context.Context, c config) error {
 			logf("appended a rules-edit row to %s", c.doc)
 		}
 		if noisy != nil {
-			if err := addRow(c.doc, noisyHeading, noisyHeader, noisy.row(res)); err != nil {
+			if err := noisy.addTo(c.doc, res); err != nil {
 				return err
 			}
 			logf("appended a noisy-neighbour row to %s", c.doc)
@@ -218,7 +225,7 @@ func noisyOnly(ctx context.Context, b *bench, res *results) error {
 	if b.cfg.doc == "" {
 		return nil
 	}
-	if err := addRow(b.cfg.doc, noisyHeading, noisyHeader, noisy.row(res)); err != nil {
+	if err := noisy.addTo(b.cfg.doc, res); err != nil {
 		return err
 	}
 	logf("appended a noisy-neighbour row to %s", b.cfg.doc)

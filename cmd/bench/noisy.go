@@ -21,12 +21,15 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // The noisy-neighbour phase: one tenant builds and then deletes a lot of children while
 // another makes small changes, on a controller of its own (a fresh process, so its peak
 // memory is this phase's). The heavy tenant, namespace noisy-heavy, has 16 parents of
-// 1,000 ConfigMaps each (the rule heavy). The light tenant, namespace noisy-light, has
+// 1,000 ConfigMaps each (the rule heavy), or the same 16,000 children spread over 50
+// namespaces or 1,000 cluster-scoped parents (--noisy-shape, noisyshape.go). The light tenant, namespace noisy-light, has
 // parents of the bench's own rule, created and then edited one at a time, each timed
 // until its status shows the change (Ready and Synced for its generation, with the
 // image). The light tenant's times are taken on the idle controller first, then while
@@ -47,41 +50,25 @@ const (
 	lightPace = 500 * time.Millisecond
 )
 
-// heavyRule is the heavy tenant's rule, appended to the bench's rules.
-var heavyRule = fmt.Sprintf(`
-  - name: heavy
-    parent:
-      apiVersion: bench.kubecel.dev/v1
-      resource: webapps
-      namespaces: [%s]
-    children:
-      - id: part
-        forEach: lists.range(%d)
-        template:
-          apiVersion: v1
-          kind: ConfigMap
-          metadata: {name: "${parent.metadata.name}-${string(each)}"}
-          data: {image: "${parent.spec.image}"}
-`, heavyNS, heavyChildren)
-
 // noisyRules are the bench's rules with the light tenant's namespace added to the bench
-// rule, and the heavy rule.
-func noisyRules() ([]byte, error) {
+// rule, and the heavy rule of the shape.
+func noisyRules(shape noisyShape) ([]byte, error) {
 	const one = "namespaces: [bench]"
 	if !bytes.Contains(rulesYAML, []byte(one)) {
 		return nil, fmt.Errorf("the bench's rules no longer say %q", one)
 	}
 	out := bytes.Replace(rulesYAML, []byte(one), []byte("namespaces: [bench, "+lightNS+"]"), 1)
-	return append(bytes.TrimRight(out, "\n"), heavyRule...), nil
+	return append(bytes.TrimRight(out, "\n"), shape.rule()...), nil
 }
 
 // noisyResult is what the phase measured.
 type noisyResult struct {
+	shape noisyShape
 	// idle, build and teardown are the light tenant's operation times on the idle
 	// controller, while the heavy tenant builds, and while it is torn down.
 	idle, build, teardown []time.Duration
-	heavyBuild            time.Duration // until all 16,000 children exist
-	heavyTeardown         time.Duration // from deleting the 16 parents until no child is left
+	heavyBuild            time.Duration // until all the heavy tenant's children exist
+	heavyTeardown         time.Duration // from deleting its parents until no child is left
 	rssBefore             uint64        // settled, before the heavy tenant starts
 	rssPeak, rssAfter     uint64
 	yields                float64
@@ -95,7 +82,11 @@ func (p noisyPhase) run(ctx context.Context) (*noisyResult, error) {
 	b := p.b
 	b.ctrls.stop()
 	b.ctrls = nil
-	data, err := noisyRules()
+	shape, err := shapeNamed(b.cfg.noisyShape)
+	if err != nil {
+		return nil, err
+	}
+	data, err := noisyRules(shape)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +98,9 @@ func (p noisyPhase) run(ctx context.Context) (*noisyResult, error) {
 	if err := os.WriteFile(rulesPath, data, 0o644); err != nil {
 		return nil, err
 	}
-	for _, ns := range []string{heavyNS, lightNS} {
-		_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	tenants := shape.tenants()
+	for _, ns := range shape.ownNamespaces() {
+		_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{tenantLabel: tenants[ns]}}}, metav1.CreateOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 		}
@@ -133,7 +125,7 @@ func (p noisyPhase) run(ctx context.Context) (*noisyResult, error) {
 	}
 	defer w.stop()
 	light := &lightTenant{b: b, w: w}
-	res := &noisyResult{}
+	res := &noisyResult{shape: shape}
 
 	// One parent first, untimed: the first event after the controller starts its watches
 	// came about 2 s late in every run (the API server's new watch), which is not what
@@ -148,21 +140,14 @@ func (p noisyPhase) run(ctx context.Context) (*noisyResult, error) {
 	logf("noisy neighbour: idle light operations: %s", summary(res.idle))
 	res.rssBefore = ctrl.rss().current
 
-	logf("noisy neighbour: the heavy tenant creates %d parents of %d children", heavyParents, heavyChildren)
-	create := func(ctx context.Context, c dynamic.Interface, i int) error {
-		_, err := c.Resource(webapps).Namespace(heavyNS).Create(ctx, newParent(heavyNS, i), metav1.CreateOptions{})
-		return err
-	}
-	if res.heavyBuild, res.build, err = p.alongside(ctx, w, light, create, heavyParents*heavyChildren); err != nil {
+	logf("noisy neighbour: the heavy tenant creates %s", shape.label)
+	if res.heavyBuild, res.build, err = p.alongside(ctx, w, light, shape.parents, shape.create, shape.total()); err != nil {
 		return nil, fmt.Errorf("heavy build: %w", err)
 	}
 	logf("noisy neighbour: heavy build %s; light operations meanwhile: %s", secs(res.heavyBuild), summary(res.build))
 
-	logf("noisy neighbour: the heavy tenant deletes its %d parents", heavyParents)
-	remove := func(ctx context.Context, c dynamic.Interface, i int) error {
-		return c.Resource(webapps).Namespace(heavyNS).Delete(ctx, parentName(i), metav1.DeleteOptions{})
-	}
-	if res.heavyTeardown, res.teardown, err = p.alongside(ctx, w, light, remove, 0); err != nil {
+	logf("noisy neighbour: the heavy tenant deletes its %d parents", shape.parents)
+	if res.heavyTeardown, res.teardown, err = p.alongside(ctx, w, light, shape.parents, shape.remove, 0); err != nil {
 		return nil, fmt.Errorf("heavy teardown: %w", err)
 	}
 	logf("noisy neighbour: heavy teardown %s; light operations meanwhile: %s", secs(res.heavyTeardown), summary(res.teardown))
@@ -180,17 +165,17 @@ func (p noisyPhase) run(ctx context.Context) (*noisyResult, error) {
 	return res, nil
 }
 
-// alongside runs heavy (the heavy tenant's writes, one per parent) and waits until the
-// heavy tenant has n children, while the light tenant works, paced; it returns the heavy
-// tenant's time and the light tenant's operation times.
-func (p noisyPhase) alongside(ctx context.Context, w *noisyWatch, light *lightTenant, heavy func(context.Context, dynamic.Interface, int) error, n int) (time.Duration, []time.Duration, error) {
+// alongside runs heavy (the heavy tenant's writes, one per parent, of parents) and waits
+// until the heavy tenant has n children, while the light tenant works, paced; it returns
+// the heavy tenant's time and the light tenant's operation times.
+func (p noisyPhase) alongside(ctx context.Context, w *noisyWatch, light *lightTenant, parents int, heavy func(context.Context, dynamic.Interface, int) error, n int) (time.Duration, []time.Duration, error) {
 	b := p.b
 	start := time.Now()
 	var took time.Duration
 	var finished atomic.Bool
 	done := make(chan error, 1)
 	go func() {
-		err := b.parallel(ctx, heavyParents, heavy)
+		err := b.parallel(ctx, parents, heavy)
 		if err == nil {
 			err = w.waitChildren(ctx, b.cfg.timeout, n)
 		}
@@ -275,7 +260,10 @@ func startNoisyWatch(ctx context.Context, b *bench) (*noisyWatch, error) {
 		return nil, err
 	}
 	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(b.clients[0], 0, lightNS, nil)
-	mf := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, heavyNS, nil)
+	// The heavy tenant's children, in whichever namespaces: those of its rule.
+	mf := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) {
+		o.LabelSelector = contract.LabelRule + "=heavy"
+	})
 	w := &noisyWatch{parents: df.ForResource(webapps).Informer(), children: mf.ForResource(configmaps).Informer(), cancel: cancel}
 	df.Start(ctx.Done())
 	mf.Start(ctx.Done())

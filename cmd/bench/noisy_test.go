@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubecel/kubecel/rules"
 )
@@ -42,34 +43,72 @@ func TestQuantile(t *testing.T) {
 	}
 }
 
-// TestNoisyRules: the noisy phase's rules load, the bench rule serves the light
-// tenant's namespace too, and the heavy rule makes 1,000 children per parent.
+// TestNoisyRules: the noisy phase's rules load in every shape, the bench rule serves the
+// light tenant's namespace too, and the heavy rule makes the shape's children per parent,
+// in the parent's namespace or, for cluster-scoped parents, in the heavy namespace; the
+// heavy tenant has 16,000 children in every shape.
 func TestNoisyRules(t *testing.T) {
-	data, err := noisyRules()
-	if err != nil {
-		t.Fatal(err)
+	for _, shape := range noisyShapes {
+		t.Run(shape.name, func(t *testing.T) {
+			data, err := noisyRules(shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, err := rules.Load(data, rules.Options{})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, data)
+			}
+			var names []string
+			for _, r := range rs.Rules {
+				names = append(names, r.Name)
+			}
+			if diff := cmp.Diff([]string{"bench", "heavy"}, names); diff != "" {
+				t.Fatalf("rules (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{benchNS, lightNS}, rs.Rules[0].Parent.Namespaces); diff != "" {
+				t.Errorf("bench rule's namespaces (-want +got):\n%s", diff)
+			}
+			if shape.total() != 16000 {
+				t.Errorf("%d heavy children, want 16,000 in every shape", shape.total())
+			}
+			last := shape.parents - 1
+			ns := ""
+			if !shape.cluster {
+				ns = shape.namespaces[last%len(shape.namespaces)]
+				if !rs.Rules[1].Selects(ns, true, nil) {
+					t.Errorf("the heavy rule does not select namespace %s", ns)
+				}
+			}
+			p := newParent(ns, last)
+			p.SetUID("00000000-0000-0000-0000-000000000001")
+			res, err := rs.Rules[1].EvaluateWithRefs(t.Context(), p.Object, rules.Observed{}, settingsSource{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Children) != shape.children {
+				t.Fatalf("heavy parent's children = %d, want %d", len(res.Children), shape.children)
+			}
+			// A namespaced parent's children are in its namespace (the template sets none);
+			// a cluster-scoped parent's in the heavy namespace.
+			want := ""
+			if shape.cluster {
+				want = heavyNS
+			}
+			if got, _, _ := unstructured.NestedString(res.Children[0].Object, "metadata", "namespace"); got != want {
+				t.Errorf("heavy child's template namespace %q, want %q", got, want)
+			}
+		})
 	}
-	rs, err := rules.Load(data, rules.Options{})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, data)
+}
+
+// TestShapeNamed: --noisy-shape takes the shapes' names, and says which they are.
+func TestShapeNamed(t *testing.T) {
+	for _, s := range noisyShapes {
+		if got, err := shapeNamed(s.name); err != nil || got.name != s.name {
+			t.Errorf("shapeNamed(%q) = %q, %v", s.name, got.name, err)
+		}
 	}
-	var names []string
-	for _, r := range rs.Rules {
-		names = append(names, r.Name)
-	}
-	if diff := cmp.Diff([]string{"bench", "heavy"}, names); diff != "" {
-		t.Fatalf("rules (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{benchNS, lightNS}, rs.Rules[0].Parent.Namespaces); diff != "" {
-		t.Errorf("bench rule's namespaces (-want +got):\n%s", diff)
-	}
-	p := newParent(heavyNS, 0)
-	p.SetUID("00000000-0000-0000-0000-000000000001")
-	res, err := rs.Rules[1].EvaluateWithRefs(t.Context(), p.Object, rules.Observed{}, settingsSource{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Children) != heavyChildren {
-		t.Errorf("heavy parent's children = %d, want %d", len(res.Children), heavyChildren)
+	if _, err := shapeNamed("spread"); err == nil || err.Error() != `--noisy-shape "spread": want one of one-namespace, namespaces, cluster` {
+		t.Errorf("shapeNamed(spread): %v", err)
 	}
 }

@@ -33,7 +33,7 @@ func cellTimes(times []time.Duration) string {
 
 func (n *noisyResult) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nnoisy neighbour: %d heavy parents of %d children, light parents one at a time\n", heavyParents, heavyChildren)
+	fmt.Fprintf(tw, "\nnoisy neighbour: the heavy tenant's %s, light parents one at a time\n", n.shape.label)
 	fmt.Fprintf(tw, "measure\tvalue\tgoal\n")
 	row := func(name, value, goal string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, value, goal) }
 	idle := quantile(n.idle, 0.5)
@@ -56,4 +56,31 @@ func (n *noisyResult) row(r *results) string {
 		time.Now().UTC().Format("2006-01-02 15:04"), r.machine.cpus, r.machine.load, r.machine.loadAfter,
 		cellTimes(n.idle), cellTimes(n.build), cellTimes(n.teardown), n.heavyBuild.Seconds(), n.heavyTeardown.Seconds(),
 		mb(n.rssBefore), mb(n.rssPeak), mb(n.rssAfter), n.yields, r.flags(), r.note)
+}
+
+// spreadHeading starts the table of noisy-neighbour runs of the other shapes.
+const spreadHeading = "\n## Runs with a spread noisy neighbour\n"
+
+const spreadHeader = spreadHeading + `
+Appended by ` + "`make bench`" + ` and ` + "`--only-noisy`" + ` with ` + "`--noisy-shape namespaces`" + ` or ` + "`cluster`" + ` (cmd/bench,
+noisyshape.go): the noisy-neighbour phase with the heavy tenant's 16,000 ConfigMaps spread
+over 50 namespaces (one parent of 320 children in each, every namespace labelled
+` + "`" + tenantLabel + "=heavy`" + `, the light tenant's ` + "`" + tenantLabel + "=light`" + `) or over 1,000
+cluster-scoped parents of 16 children each. The columns are those of *Runs with a noisy
+neighbour*.
+
+| date (UTC) | CPUs | load | shape | light idle | light during build | light during teardown | heavy build | heavy teardown | RSS before / peak / after | yields | kubecel flags | note |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
+`
+
+// addTo adds the run's row to the table of its shape in doc.
+func (n *noisyResult) addTo(doc string, r *results) error {
+	if n.shape.name == defaultShape {
+		return addRow(doc, noisyHeading, noisyHeader, n.row(r))
+	}
+	row := fmt.Sprintf("| %s | %d | %s -> %s | %s | %s | %s | %s | %.1f | %.1f | %.0f / %.0f / %.0f | %.0f | %s | %s |\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), r.machine.cpus, r.machine.load, r.machine.loadAfter, n.shape.label,
+		cellTimes(n.idle), cellTimes(n.build), cellTimes(n.teardown), n.heavyBuild.Seconds(), n.heavyTeardown.Seconds(),
+		mb(n.rssBefore), mb(n.rssPeak), mb(n.rssAfter), n.yields, r.flags(), r.note)
+	return addRow(doc, spreadHeading, spreadHeader, row)
 }

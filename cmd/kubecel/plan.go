@@ -90,6 +90,7 @@ terraform plan -detailed-exitcode.`,
 	o.source.addFlags(f)
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	o.identity.addFlags(f)
+	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret, read (get) and never created: its key tells the installation's children and revisions from look-alikes (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
 	f.StringVar(&o.rule, "rule", "", "plan only this rule")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "plan only the parents in this namespace")
 	o.output.addFlag(f, "text", "json", "yaml")

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubecel/kubecel/internal/lease"
@@ -30,6 +31,13 @@ func refuseShardedPeers(ctx context.Context, kube kubernetes.Interface, installa
 	list, err := kube.CoordinationV1().Leases(ring.opts.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{shard.LabelRing: ring.opts.Ring}.AsSelector().String(),
 	})
+	if apierrors.IsForbidden(err) {
+		// RBAC of an older release (leader election only got, created and updated its
+		// Lease): the controller runs, and says what it could not check.
+		klog.FromContext(ctx).Error(err, "Cannot look for sharded processes of this installation; running without that check (grant list on leases in this namespace)",
+			"installation", installation, "namespace", ring.opts.Namespace)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("look for sharded processes of installation %q (Leases of ring %q in %s): %w", installation, ring.opts.Ring, ring.opts.Namespace, err)
 	}

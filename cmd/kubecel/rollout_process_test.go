@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -237,10 +239,53 @@ func (w *rolloutWorld) waitParents(want map[string]string, hash map[string]strin
 // servingMetrics matches the log line that says where a process serves its metrics.
 var servingMetrics = regexp.MustCompile(`"Serving" endpoint="metrics" addr="([^"]+)"`)
 
-// idle waits until a process has reconciled every parent at least once and its queue
-// is empty, as its metrics say.
+// idle waits until a process has reconciled every parent at least once and its queues
+// are empty, as its metrics say.
 func (w *rolloutWorld) idle(r *replica) {
 	w.t.Helper()
+	w.settle(r, queueFigures{reconciles: float64(len(w.parents))})
+}
+
+// looked makes a process look at every parent again, and at the rule's rollout when
+// one is under way, and waits until it has: it annotates each parent (nothing the rule
+// reads), which queues the parent's reconcile and a look at a rollout under way, and
+// waits until the process counted a reconcile of each (and a look at the rollout) more,
+// with its queues empty. A write the process would make at rest has been made by then: a check that
+// it wrote nothing has given it the chance to.
+func (w *rolloutWorld) looked(r *replica, underWay bool) {
+	w.t.Helper()
+	before := w.figures(r)
+	w.annotate()
+	want := queueFigures{reconciles: before.reconciles + float64(len(w.parents)), rolloutLooks: before.rolloutLooks}
+	if underWay {
+		want.rolloutLooks++
+	}
+	w.settle(r, want)
+}
+
+// annotate sets an annotation no rule reads on every parent, and returns how many.
+func (w *rolloutWorld) annotate() int {
+	w.t.Helper()
+	for _, p := range w.parents {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.kubecel.dev/looked":%q}}}`, strconv.FormatInt(time.Now().UnixNano(), 10))
+		if _, err := w.dyn.Resource(rolloutGVR).Namespace(w.ns).Patch(w.t.Context(), p, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	return len(w.parents)
+}
+
+// queueFigures are what a process's metrics say of its work on the rule.
+type queueFigures struct {
+	reconciles   float64 // kubecel_reconcile_total of the rule
+	rolloutLooks float64 // workqueue_adds_total{name="rollouts"}
+	busy         float64 // workqueue_depth and workqueue_unfinished_work_seconds, all queues
+}
+
+// figures reads a process's metrics.
+func (w *rolloutWorld) figures(r *replica) queueFigures {
+	w.t.Helper()
+	var got queueFigures
 	testenv.Eventually(w.t, 3*time.Minute, func() (bool, string) {
 		m := servingMetrics.FindStringSubmatch(readFile(r.log))
 		if m == nil {
@@ -250,22 +295,35 @@ func (w *rolloutWorld) idle(r *replica) {
 		if code != 200 {
 			return false, fmt.Sprintf("/metrics: %d %s", code, body)
 		}
-		var reconciles, depth float64
+		got = queueFigures{}
 		for line := range strings.Lines(body) {
 			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+				continue
+			}
 			switch {
 			case strings.HasPrefix(line, `kubecel_reconcile_total{`) && strings.Contains(line, `rule="`+rolloutRule+`"`):
-				if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
-					reconciles += v
-				}
-			case strings.HasPrefix(line, "workqueue_depth"):
-				if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
-					depth += v
-				}
+				got.reconciles += v
+			case strings.HasPrefix(line, `workqueue_adds_total{name="rollouts"}`):
+				got.rolloutLooks += v
+			case strings.HasPrefix(line, "workqueue_depth"), strings.HasPrefix(line, "workqueue_unfinished_work_seconds"):
+				got.busy += v
 			}
 		}
-		return reconciles >= float64(len(w.parents)) && depth == 0,
-			fmt.Sprintf("%g reconciles of rule %s, queue depth %g; want at least %d and 0", reconciles, rolloutRule, depth, len(w.parents))
+		return true, ""
+	})
+	return got
+}
+
+// settle waits until a process's figures reach at least want's counts with its queues
+// empty.
+func (w *rolloutWorld) settle(r *replica, want queueFigures) {
+	w.t.Helper()
+	testenv.Eventually(w.t, 3*time.Minute, func() (bool, string) {
+		got := w.figures(r)
+		return got.reconciles >= want.reconciles && got.rolloutLooks >= want.rolloutLooks && got.busy == 0,
+			fmt.Sprintf("%g reconciles of rule %s, %g looks at rollouts, queues busy %g; want at least %g and %g, and 0",
+				got.reconciles, rolloutRule, got.rolloutLooks, got.busy, want.reconciles, want.rolloutLooks)
 	})
 }
 
@@ -339,8 +397,7 @@ func TestRolloutProcessKilledMidStep(t *testing.T) {
 
 	second := w.run("second")
 	w.idle(second)
-	time.Sleep(5 * time.Second) // a few rollout ticks
-	w.idle(second)
+	w.looked(second, true)
 	after := w.current()
 	if after.Phase != rollout.Progressing || after.Step != 1 || !after.StepStarted.Equal(before.StepStarted) || !after.HealthySince.Equal(before.HealthySince) {
 		t.Errorf("after the restart: %s at step %d, started %v, healthy since %v; want Progressing at step 1, started %v, healthy since %v",
@@ -371,8 +428,7 @@ func TestRolloutProcessKilledMidStep(t *testing.T) {
 	// At rest after the undo: nothing more.
 	w.idle(second)
 	mark = len(auditEvents(t, w.cp))
-	time.Sleep(5 * time.Second)
-	w.idle(second)
+	w.looked(second, false)
 	if objs := objectWrites(w.kubecelWrites(mark)); len(objs) > 0 {
 		t.Errorf("at rest after the undo the process wrote %v, want nothing", objs)
 	}

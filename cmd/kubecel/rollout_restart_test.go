@@ -67,8 +67,7 @@ func TestRolloutProcessRestartKeepsMembers(t *testing.T) {
 		r = w.run(fmt.Sprintf("restart-%d", i), "--workers", "16")
 		all = append(all, r)
 		w.idle(r)
-		time.Sleep(3 * time.Second) // a few rollout ticks
-		w.idle(r)
+		w.looked(r, true)
 		watch.Stop()
 		<-drained
 		if len(back) > 0 {

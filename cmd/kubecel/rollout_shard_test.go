@@ -152,7 +152,7 @@ func rolloutSharded(t *testing.T, leave bool) {
 		}
 		return true, ""
 	})
-	sw.quiet()
+	atRest(t, w.cp, sw.urls(names), w.annotate)
 	if objs := objectWrites(w.kubecelWrites(mark)); len(objs) > 0 {
 		t.Errorf("after the rollout was Complete the replicas wrote %v, want nothing", objs)
 	}

@@ -34,6 +34,7 @@ type runOptions struct {
 	dryRun         bool
 	workers        int
 	batch          int
+	fairnessKey    string
 	qps            float32
 	burst          int
 	metricsAddr    string
@@ -93,6 +94,7 @@ other. --dry-run writes nothing and takes no Lease.`,
 	f.IntVar(&o.workers, "workers", 16, "parallel reconciles")
 	f.IntVar(&o.revisionsKept, "revision-history-limit", rollout.DefaultKeep, "revisions of each rule kept in the cluster (ControllerRevisions in the identity Secret's namespace), for kubecel rollout history and undo")
 	f.IntVar(&o.batch, "max-writes-per-reconcile", engine.DefaultMaxWritesPerReconcile, "child writes (applies and deletes) one reconcile sends before it hands its worker to the next parent and continues on a later turn")
+	f.StringVar(&o.fairnessKey, "fairness-key", "", "namespace label that names the tenant owning a namespace: the workers are shared fairly between tenants (every namespace with the same value is one), not between namespaces; needs list and watch on namespaces")
 	f.Float32Var(&o.qps, "qps", 1000, "client-side rate limit on API requests per second")
 	f.IntVar(&o.burst, "burst", 2000, "client-side burst of API requests")
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
@@ -230,7 +232,7 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, DryRun: o.dryRun, Registry: reg, Identity: inst.id, KeyReplaced: inst.keyReplaced, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader, o.report),
+	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, FairnessKey: o.fairnessKey, DryRun: o.dryRun, Registry: reg, Identity: inst.id, KeyReplaced: inst.keyReplaced, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader, o.report),
 		RevisionNamespace: ref.Namespace, RevisionsKept: o.revisionsKept}
 	if member != nil {
 		opts.Shard = member

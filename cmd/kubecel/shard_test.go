@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,7 +105,7 @@ func TestSharding(t *testing.T) {
 	ring = w.ring("a", "c", "d")
 	w.handover("SIGKILL", ring, func() { w.signal("c", syscall.SIGKILL) }, "4", "a", "d")
 	// At rest, with two replicas, nothing writes but the Lease renewals.
-	w.quiet()
+	w.quiet("a", "d")
 
 	// One freezes: the other takes its parents over once its Lease expires; woken up,
 	// it finds its writes fenced and its Lease gone, and exits non-zero without a write.
@@ -142,17 +143,69 @@ func TestSharding(t *testing.T) {
 			t.Errorf("the frozen replica wrote after SIGSTOP: %s %s", e.Verb, e.RequestURI)
 		}
 	}
-	w.quiet()
+	w.quiet("a")
 }
 
-// quiet checks that at rest no replica writes anything but its Lease renewals.
-func (w *shardWorld) quiet() {
+// quiet checks that at rest the live replicas write nothing but their Lease renewals,
+// having had the chance to (atRest): every parent is annotated.
+func (w *shardWorld) quiet(live ...string) {
 	w.t.Helper()
-	mark := len(auditEvents(w.t, w.cp))
-	time.Sleep(10 * time.Second)
-	for _, e := range auditEvents(w.t, w.cp)[mark:] {
+	atRest(w.t, w.cp, w.urls(live), func() int {
+		for i := range shardParents {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.kubecel.dev/quiet":%q}}}`, strconv.FormatInt(time.Now().UnixNano(), 10))
+			if _, err := w.kube.CoreV1().ConfigMaps(w.ns).Patch(w.t.Context(), parentName(i), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				w.t.Fatal(err)
+			}
+		}
+		return shardParents
+	})
+}
+
+// urls are the base URLs of the named replicas' /metrics.
+func (w *shardWorld) urls(names []string) []string {
+	var out []string
+	for _, name := range names {
+		out = append(out, w.metrics[name])
+	}
+	return out
+}
+
+// atRest checks that at rest the processes serving metrics at urls write nothing but
+// their Lease renewals, having had the chance to: poke changes each parent in a way no
+// rule reads (an annotation) and returns how many it changed, which has each parent's
+// owner reconcile it; the writes are looked at once the processes counted that many
+// reconciles more, with their queues empty.
+func atRest(t *testing.T, cp *controlplane.ControlPlane, urls []string, poke func() int) {
+	t.Helper()
+	figures := func() (reconciles, busy float64) {
+		for _, url := range urls {
+			_, body := httpGet(url + "/metrics")
+			for line := range strings.Lines(body) {
+				var v float64
+				if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+					continue
+				}
+				switch {
+				case strings.HasPrefix(line, "kubecel_reconcile_total{"):
+					reconciles += v
+				case strings.HasPrefix(line, "workqueue_depth"), strings.HasPrefix(line, "workqueue_unfinished_work_seconds"):
+					busy += v
+				}
+			}
+		}
+		return reconciles, busy
+	}
+	before, _ := figures()
+	mark := len(auditEvents(t, cp))
+	n := poke()
+	testenv.Eventually(t, time.Minute, func() (bool, string) {
+		reconciles, busy := figures()
+		return reconciles >= before+float64(n) && busy == 0,
+			fmt.Sprintf("%g reconciles since %d parents were annotated, queues busy %g; want at least %d and 0", reconciles-before, n, busy, n)
+	})
+	for _, e := range auditEvents(t, cp)[mark:] {
 		if strings.HasPrefix(e.UserAgent, "kubecel/") && e.ObjectRef.Resource != "leases" {
-			w.t.Errorf("a write at rest: %s %s by %s", e.Verb, e.RequestURI, e.UserAgent)
+			t.Errorf("a write at rest: %s %s by %s", e.Verb, e.RequestURI, e.UserAgent)
 		}
 	}
 }

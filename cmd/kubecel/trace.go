@@ -90,6 +90,7 @@ and -o yaml print the same as data, -o dot a Graphviz digraph (dot -Tsvg). Exit 
 	o.source.addFlags(f)
 	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	o.identity.addFlags(f)
+	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret, read (get) and never created: its key tells the installation's children and revisions from look-alikes (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the parent's namespace (default: the kubeconfig's namespace, else default); without NAME, only this namespace")
 	o.output.addFlag(f, "text", "wide", "json", "yaml", "dot")
 	o.limits.addFlags(f)

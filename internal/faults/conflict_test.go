@@ -14,7 +14,7 @@ import (
 // no more writes from it (no status loop).
 func TestConflictingSpecWrites(t *testing.T) {
 	w := newWorld(t, "conflict")
-	startKubecel(t, w.Rules, cp.Kubeconfig)
+	ctrl := startKubecel(t, w.Rules, cp.Kubeconfig)
 	const parents = 4
 	for i := range parents {
 		w.create(fmt.Sprintf("w%d", i), 0)
@@ -39,7 +39,7 @@ func TestConflictingSpecWrites(t *testing.T) {
 	}
 
 	quietFrom := kubecelWrites(t, inNamespaces(w.NS, w.Other))
-	time.Sleep(3 * time.Second)
+	w.looked(ctrl, w.names()...)
 	if n := kubecelWrites(t, inNamespaces(w.NS, w.Other)) - quietFrom; n != 0 {
 		t.Errorf("%d writes while nothing changed, want none", n)
 	}

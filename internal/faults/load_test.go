@@ -117,8 +117,10 @@ func TestLoad(t *testing.T) {
 	t.Logf("every widget edited once in %s; converged %s after the first edit", edited.Round(time.Millisecond), (edited + converge).Round(100*time.Millisecond))
 
 	// Random edits at a steady rate, sampling the metrics.
+	start = time.Now()
 	samples, edits := l.edit(ctrl, size, want)
-	t.Logf("%d edits in %s (%.1f/s)", edits, size.edits, float64(edits)/size.edits.Seconds())
+	spent := time.Since(start)
+	t.Logf("%d edits in %s (%.1f/s)", edits, spent.Round(100*time.Millisecond), float64(edits)/spent.Seconds())
 	took = eventually(t, size.converge, every(size.poll, func() (bool, string) { return l.converged(want) }))
 	t.Logf("converged to the last edits %s after they ended", took.Round(time.Millisecond))
 
@@ -288,6 +290,7 @@ func (l *loadWorld) edit(ctrl *controller, size loadShape, want []int64) ([]samp
 
 	ctx, stop := context.WithCancel(context.Background())
 	var samples []sample
+	var taken atomic.Int64 // len(samples), read by the edit loop
 	began := time.Now()
 	sampled := make(chan struct{})
 	go func() {
@@ -306,6 +309,7 @@ func (l *loadWorld) edit(ctrl *controller, size loadShape, want []int64) ([]samp
 				if err == nil {
 					s.at, s.edits = time.Since(began), sent.Load()
 					samples = append(samples, s)
+					taken.Add(1)
 				}
 			}
 		}
@@ -313,7 +317,11 @@ func (l *loadWorld) edit(ctrl *controller, size loadShape, want []int64) ([]samp
 
 	edits := 0
 	tick := time.NewTicker(time.Second / time.Duration(size.rate))
-	for end := time.Now().Add(size.edits); time.Now().Before(end); edits++ {
+	// The edits go on past size.edits until there are enough samples for the leak
+	// check (a busy machine answers the heap profile slowly), for at most five times
+	// as long.
+	end, last := time.Now().Add(size.edits), time.Now().Add(5*size.edits)
+	for ; time.Now().Before(end) || taken.Load() < minSamples && time.Now().Before(last); edits++ {
 		<-tick.C
 		i := rand.IntN(len(want))
 		want[i] = rand.Int64N(1_000_000)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,7 +42,7 @@ rules:
 // replicas back; once converged it sends no writes to the Deployment at all.
 func TestForeignFieldManager(t *testing.T) {
 	w := newWorldRules(t, "manager", deploymentRules)
-	startKubecel(t, w.Rules, cp.Kubeconfig)
+	ctrl := startKubecel(t, w.Rules, cp.Kubeconfig)
 	w.apply("app", nil, map[string]any{"image": "example.com/app:1"})
 	waitImage(t, w.NS, "app", "example.com/app:1")
 
@@ -71,7 +70,7 @@ func TestForeignFieldManager(t *testing.T) {
 		}
 	}
 	imageWrites := kubecelWrites(t, toDeployment) - afterScale
-	time.Sleep(3 * time.Second)
+	w.looked(ctrl, "app")
 	quiet := kubecelWrites(t, toDeployment) - afterScale - imageWrites
 	t.Logf("kubecel writes to the Deployment: %d for the new image, %d while quiet", imageWrites, quiet)
 	if imageWrites > 2 || quiet != 0 {

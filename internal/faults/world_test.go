@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -234,4 +235,27 @@ func kubecelWrites(t testing.TB, keep func(controlplane.AuditEvent) bool) int {
 // inNamespaces accepts events on objects in any of the namespaces.
 func inNamespaces(nss ...string) func(controlplane.AuditEvent) bool {
 	return func(e controlplane.AuditEvent) bool { return slices.Contains(nss, e.ObjectRef.Namespace) }
+}
+
+// looked has kubecel look at the named widgets again and waits until it has: it
+// annotates each (nothing a rule reads), which queues its reconcile, and waits until
+// the controller counted that many reconciles more with its queue empty. A check that
+// nothing was written afterwards has given kubecel the chance to write.
+func (w *world) looked(ctrl *controller, names ...string) {
+	w.t.Helper()
+	before := scrape(w.t, ctrl)
+	for _, name := range names {
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"faults.kubecel.dev/looked":%q}}}`, strconv.FormatInt(time.Now().UnixNano(), 10))
+		if _, err := dyn(w.t).Resource(widgets).Namespace(w.NS).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			w.t.Fatalf("annotate widget %s: %v", name, err)
+		}
+	}
+	eventually(w.t, settle, func() (bool, string) {
+		now, err := ctrl.scrape()
+		if err != nil {
+			return false, err.Error()
+		}
+		return now.reconciles >= before.reconciles+float64(len(names)) && now.depth == 0,
+			fmt.Sprintf("%g reconciles since %d widgets were annotated, queue depth %g; want at least %d and 0", now.reconciles-before.reconciles, len(names), now.depth, len(names))
+	})
 }

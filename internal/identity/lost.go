@@ -22,6 +22,10 @@ import (
 // (internal/rollout.LabelRevision).
 const labelRevision = "kubecel.dev/revision"
 
+// annotationOrigin is the annotation of a stored revision that holds the origin of its
+// text (internal/rollout.AnnotationOrigin).
+const annotationOrigin = "rollout.kubecel.dev/origin"
+
 // KeyError reports an identity Secret that is missing, or holds another key, while the
 // installation's stored revisions show it made objects with a key.
 type KeyError struct {
@@ -55,14 +59,14 @@ func revisions(ctx context.Context, kube kubernetes.Interface, s Secret) ([]revi
 	out := make([]revision, 0, len(list.Items))
 	for _, cr := range list.Items {
 		out = append(out, revision{name: cr.Name, rule: cr.Labels[contract.LabelRule], hash: cr.Labels[labelRevision],
-			proof: cr.Annotations[contract.AnnotationProof], document: cr.Data.Raw})
+			origin: cr.Annotations[annotationOrigin], proof: cr.Annotations[contract.AnnotationProof], document: cr.Data.Raw})
 	}
 	return out, nil
 }
 
 type revision struct {
-	name, rule, hash, proof string
-	document                []byte
+	name, rule, origin, hash, proof string
+	document                        []byte
 }
 
 // checkMade returns a KeyError when the installation has stored revisions: made when
@@ -86,7 +90,7 @@ func CheckKey(ctx context.Context, kube kubernetes.Interface, s Secret, id *rule
 	}
 	proven := 0
 	for _, r := range revs {
-		if r.hash != "" && r.proof == id.RevisionProof(r.rule, r.hash, r.document) {
+		if r.hash != "" && r.proof == id.RevisionProof(r.rule, r.origin, r.hash, r.document) {
 			proven++
 		}
 	}

@@ -53,6 +53,11 @@ const (
 	AnnotationParentResource  = "rollout.kubecel.dev/parent-resource"
 	AnnotationReadyCondition  = "rollout.kubecel.dev/ready-condition"
 	AnnotationSyncedCondition = "rollout.kubecel.dev/synced-condition"
+	// AnnotationOrigin is the origin of the rule's text (rules.Rule.Origin: the team's
+	// ConfigMap it was read from), absent for rules from files and the named ConfigMap;
+	// the revision's proof covers it, so that a rule never takes a revision of the same
+	// name from another source for its own.
+	AnnotationOrigin = "rollout.kubecel.dev/origin"
 )
 
 // State is the rollout state a revision carries.
@@ -72,9 +77,11 @@ type State struct {
 	Steps []float64
 }
 
-// Where says where a revision's parents are and which of their conditions tell their
-// revision (Synced) and readiness (Ready).
+// Where says where a revision's text came from, where its parents are and which of
+// their conditions tell their revision (Synced) and readiness (Ready).
 type Where struct {
+	// Origin is the rule's rules.Rule.Origin ("" for files and the named ConfigMap).
+	Origin string
 	// ParentResource is group/version/resource ("" group for the core group: /v1/pods).
 	ParentResource                  string
 	ReadyCondition, SyncedCondition string

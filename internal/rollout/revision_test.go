@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -172,6 +173,75 @@ func TestStoreStateProof(t *testing.T) {
 	if _, err := keyless.Create(t.Context(), "web", "h3", nil, Where{}, 3, State{Phase: Progressing}); err == nil ||
 		err.Error() != `rule "web": cannot store a revision without the installation's key` {
 		t.Errorf("Create without a signer: error %v", err)
+	}
+}
+
+// TestStoreOriginProof: a revision stored from a team's source carries its origin, and
+// its proof covers it: the same revision with another origin, or none, does not verify,
+// so that a rule of the same name from another source cannot take it for its own. A
+// revision without an origin has the proof earlier versions wrote.
+func TestStoreOriginProof(t *testing.T) {
+	key, err := rules.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := rules.NewIdentity("kubecel", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Store{Client: fake.NewClientset(), Namespace: "kubecel-system", Installation: "kubecel", Signer: id}
+	doc := []byte(`{"name":"web"}`)
+	created, err := s.Create(t.Context(), "web", "h2", doc, Where{Origin: "configmap rules/team-a"}, 2, State{Phase: Complete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !created.Proven || created.Origin != "configmap rules/team-a" || created.Object.Annotations[AnnotationOrigin] != "configmap rules/team-a" {
+		t.Fatalf("created revision: proven %v, origin %q (annotation %q); want proven, team a's", created.Proven, created.Origin, created.Object.Annotations[AnnotationOrigin])
+	}
+	plain, err := s.Create(t.Context(), "web", "h1", doc, Where{}, 1, State{Phase: Complete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, has := plain.Object.Annotations[AnnotationOrigin]; has || plain.Object.Annotations[contract.AnnotationProof] != id.RevisionProof("web", "", "h1", doc) {
+		t.Errorf("a revision without origin: annotations %v; want no origin and the proof of rule, hash and document", plain.Object.Annotations)
+	}
+	// A revision an earlier version stored for the rule, without its origin, is replaced
+	// by one that records it.
+	legacy, err := s.Create(t.Context(), "web", "h3", doc, Where{}, 3, State{Phase: Progressing, Step: 1, From: "h2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced, err := s.CreateOrReplace(t.Context(), "web", "h3", doc, Where{Origin: "configmap rules/team-a"}, 4, State{Phase: Complete})
+	if err != nil {
+		t.Fatalf("CreateOrReplace over a revision without origin: %v", err)
+	}
+	if !replaced.Proven || replaced.Origin != "configmap rules/team-a" || replaced.Phase != Complete || replaced.Object.UID != legacy.Object.UID {
+		t.Errorf("replaced revision: proven %v, origin %q, %s, same object %v; want proven, team a's, Complete, the same object",
+			replaced.Proven, replaced.Origin, replaced.Phase, replaced.Object.UID == legacy.Object.UID)
+	}
+	if _, err := s.CreateOrReplace(t.Context(), "web", "h3", doc, Where{Origin: "configmap rules/team-a"}, 4, State{Phase: Complete}); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("CreateOrReplace over the installation's revision of the same origin: error %v, want AlreadyExists", err)
+	}
+
+	tests := []struct {
+		name   string
+		origin func(map[string]string)
+	}{
+		{name: "another team's origin", origin: func(a map[string]string) { a[AnnotationOrigin] = "configmap rules/team-b" }},
+		{name: "no origin", origin: func(a map[string]string) { delete(a, AnnotationOrigin) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cr := created.Object.DeepCopy()
+			tt.origin(cr.Annotations)
+			revs, err := s.Decode([]*appsv1.ControllerRevision{cr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if revs[0].Proven {
+				t.Errorf("a revision with %s decodes as proven", tt.name)
+			}
+		})
 	}
 }
 

@@ -19,11 +19,12 @@ import (
 // DefaultKeep is how many revisions of a rule are kept by default.
 const DefaultKeep = 10
 
-// Signer proves that a revision's document, and its rollout state, were stored by the
-// installation: whoever can write a ControllerRevision in kubecel's namespace must not
-// be able to hand the engine a rule to run, or move a rollout. rules.Identity is one.
+// Signer proves that a revision's document and origin, and its rollout state, were
+// stored by the installation: whoever can write a ControllerRevision in kubecel's
+// namespace must not be able to hand the engine a rule to run, or move a rollout.
+// rules.Identity is one.
 type Signer interface {
-	RevisionProof(rule, hash string, document []byte) string
+	RevisionProof(rule, origin, hash string, document []byte) string
 	RolloutStateProof(rule, hash string, number int64, state []byte) string
 }
 
@@ -75,12 +76,13 @@ func (s *Store) Decode(crs []*appsv1.ControllerRevision) ([]*Revision, error) {
 			Rule: cr.Labels[contract.LabelRule], Hash: cr.Labels[LabelRevision], Number: cr.Revision,
 			State: st, Document: cr.Data.Raw, Object: cr,
 			Where: Where{
+				Origin:         cr.Annotations[AnnotationOrigin],
 				ParentResource: cr.Annotations[AnnotationParentResource],
 				ReadyCondition: cr.Annotations[AnnotationReadyCondition], SyncedCondition: cr.Annotations[AnnotationSyncedCondition],
 			},
 		}
 		if s.Signer != nil && r.Hash != "" {
-			want := s.Signer.RevisionProof(r.Rule, r.Hash, r.Document)
+			want := s.Signer.RevisionProof(r.Rule, r.Origin, r.Hash, r.Document)
 			r.Proven = cr.Annotations[contract.AnnotationProof] == want
 			r.StateProven = cr.Annotations[AnnotationStateProof] == s.Signer.RolloutStateProof(r.Rule, r.Hash, cr.Revision, stateText(stateAnnotations(st)))
 		}
@@ -111,9 +113,10 @@ func (s *Store) Create(ctx context.Context, rule, hash string, document []byte, 
 }
 
 // CreateOrReplace stores a new revision as Create does. When an object of its name exists
-// that is this installation's (its proof verifies: another replica stored it first), the
-// AlreadyExists error is returned, to be read again; one that is not (written under
-// another key, or by someone else) is replaced, on the version read.
+// that is this installation's, of the same origin (its proof verifies: another replica
+// stored it first), the AlreadyExists error is returned, to be read again; one that is not
+// (written under another key, or by someone else, or by an earlier version that recorded
+// no origin) is replaced, on the version read.
 func (s *Store) CreateOrReplace(ctx context.Context, rule, hash string, document []byte, where Where, number int64, st State) (*Revision, error) {
 	got, err := s.Create(ctx, rule, hash, document, where, number, st)
 	if !apierrors.IsAlreadyExists(err) {
@@ -123,7 +126,7 @@ func (s *Store) CreateOrReplace(ctx context.Context, rule, hash string, document
 	if gerr != nil {
 		return nil, err
 	}
-	if revs, derr := s.Decode([]*appsv1.ControllerRevision{cr}); derr == nil && revs[0].Proven {
+	if revs, derr := s.Decode([]*appsv1.ControllerRevision{cr}); derr == nil && revs[0].Proven && revs[0].Origin == where.Origin {
 		return nil, err
 	}
 	fresh := s.revisionObject(rule, hash, document, where, number, st)
@@ -145,7 +148,10 @@ func (s *Store) revisionObject(rule, hash string, document []byte, where Where, 
 	l[LabelRevision] = hash
 	ann := stateAnnotations(st)
 	ann[AnnotationStateProof] = s.Signer.RolloutStateProof(rule, hash, number, stateText(stateAnnotations(st)))
-	ann[contract.AnnotationProof] = s.Signer.RevisionProof(rule, hash, document)
+	ann[contract.AnnotationProof] = s.Signer.RevisionProof(rule, where.Origin, hash, document)
+	if where.Origin != "" {
+		ann[AnnotationOrigin] = where.Origin
+	}
 	ann[AnnotationParentResource] = where.ParentResource
 	ann[AnnotationReadyCondition], ann[AnnotationSyncedCondition] = where.ReadyCondition, where.SyncedCondition
 	cr := &appsv1.ControllerRevision{

@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Flow is the state of one flow of the controller's fair queue (a namespace, or a
-// cluster-scoped parent) at a scrape.
+// Flow is the state of one flow of the controller's fair queue (a tenant, a team's
+// ConfigMap, a namespace, or a share of a rule's cluster-scoped parents) at a scrape.
 type Flow struct {
 	Name    string
 	Waiting int           // keys waiting
@@ -38,8 +38,8 @@ type flowCollector struct {
 func (m *Metrics) RegisterFlows(read func() []Flow) error {
 	return m.reg.Register(&flowCollector{
 		read:    read,
-		flows:   prometheus.NewDesc("kubecel_queue_flows", "Flows (namespaces, or cluster-scoped parents) with parents waiting in the queue or being reconciled.", nil, nil),
-		waiting: prometheus.NewDesc("kubecel_queue_flow_waiting", "Parents waiting in the queue, for the busiest flows (namespaces; \"/NAME\" for a cluster-scoped parent) and \"(other)\".", []string{"flow"}, nil),
+		flows:   prometheus.NewDesc("kubecel_queue_flows", "Flows (tenants, teams' ConfigMaps, namespaces, shares of a rule's cluster-scoped parents) with parents waiting in the queue or being reconciled.", nil, nil),
+		waiting: prometheus.NewDesc("kubecel_queue_flow_waiting", "Parents waiting in the queue, for the busiest flows (\"KEY=VALUE\" for a tenant, \"configmap NS/NAME\", a namespace, \"/RULE/N\" for cluster-scoped parents) and \"(other)\".", []string{"flow"}, nil),
 		running: prometheus.NewDesc("kubecel_queue_flow_running", "Parents being reconciled, for the busiest flows and \"(other)\".", []string{"flow"}, nil),
 		oldest:  prometheus.NewDesc("kubecel_queue_flow_oldest_wait_seconds", "How long the oldest waiting parent of each of the busiest flows (and of the others) has waited.", []string{"flow"}, nil),
 	})

@@ -282,7 +282,12 @@ rules:
 // newFakeRig starts the rule (fakeRuleHead + children) on a fakeAPI holding objects.
 func newFakeRig(t *testing.T, children string, dryRun bool, objects ...*unstructured.Unstructured) *fakeRig {
 	t.Helper()
-	api := newFakeAPI(t, objects...)
+	return newFakeRigOn(t, newFakeAPI(t, objects...), children, dryRun)
+}
+
+// newFakeRigOn starts the rule (fakeRuleHead + children) on api.
+func newFakeRigOn(t *testing.T, api *fakeAPI, children string, dryRun bool) *fakeRig {
+	t.Helper()
 	rs, err := rules.Load([]byte(fakeRuleHead+children), rules.Options{})
 	if err != nil {
 		t.Fatal(err)

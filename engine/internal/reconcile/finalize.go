@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/engine/internal/watch"
@@ -157,11 +158,31 @@ func (d *deletion) finalize(ctx context.Context, st *watch.Rule, parent *unstruc
 	case more:
 		return Result{Yield: true}, nil
 	}
-	if len(children) > 0 {
+	switch {
+	case len(children) > 0:
 		// Child delete events requeue the parent; the delay is a safety net.
 		return Result{RequeueAfter: 5 * time.Second}, nil
+	case d.unseen(parent.GetUID(), children):
+		// A child we made is not in the caches yet: its event requeues the parent,
+		// which deletes it then. Without the finalizer it would be left behind.
+		return Result{RequeueAfter: time.Second}, nil
 	}
 	return Result{}, d.finalizers.remove(ctx, st, parent)
+}
+
+// unseen reports whether a child of the parent with UID uid that we wrote is not among
+// the cached children yet (informers.Written): the caches lag behind our writes, and a
+// parent let go of before they catch up would leave that child behind.
+func (d *deletion) unseen(uid types.UID, cached []*informers.Object) bool {
+	if d.send.written == nil {
+		return false
+	}
+	for _, w := range d.send.written.Children(string(uid)) {
+		if !slices.ContainsFunc(cached, func(o *informers.Object) bool { return o.GetUID() == w.GetUID() }) {
+			return true
+		}
+	}
+	return false
 }
 
 // deletedWithOrphan reports whether parent, which is being deleted, was deleted with the

@@ -76,7 +76,8 @@ func (d *deletion) teardown(ctx context.Context, st *watch.Rule, key watch.Key, 
 		return Result{}, nil
 	}
 	var doomed []*informers.Object
-	for _, child := range st.OwnedChildren(string(uid)) {
+	owned := st.OwnedChildren(string(uid))
+	for _, child := range owned {
 		if len(doomed) > d.batch {
 			break // enough to know there is more than a batch
 		}
@@ -134,6 +135,10 @@ func (d *deletion) teardown(ctx context.Context, st *watch.Rule, key watch.Key, 
 	}
 	if len(doomed) > 0 {
 		klog.FromContext(ctx).Info("Deleted children of deleted parent", "parentUID", string(uid), "children", len(doomed), "dryRun", d.dryRun)
+	}
+	if d.unseen(uid, owned) {
+		// A child we made is not in the caches yet: its event requeues the parent.
+		return Result{RequeueAfter: time.Second}, nil
 	}
 	d.memory.finishGone(key, uid)
 	return Result{}, nil

@@ -40,11 +40,12 @@ type Controller struct {
 	queue  workqueue.TypedRateLimitingInterface[string]
 }
 
-// New returns a controller of the rules' rollouts; Run starts it.
-func New(revs *Revisions, engine Engine) *Controller {
+// New returns a controller of the rules' rollouts; Run starts it. Its queue's metrics
+// (workqueue_*{name="rollouts"}) go to provider.
+func New(revs *Revisions, engine Engine, provider workqueue.MetricsProvider) *Controller {
 	return &Controller{revs: revs, engine: engine, queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "rollouts"})}
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "rollouts", MetricsProvider: provider})}
 }
 
 // Notice asks for a look at the rule's rollout: one of its parents or its stored

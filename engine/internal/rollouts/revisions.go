@@ -70,7 +70,10 @@ func (v *Revisions) Prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rul
 	// Revisions whose source this installation's key does not prove are not its own
 	// (written by someone else, or under an earlier key: kubecel run --new-identity):
 	// they are left out, and one of the same name is replaced when stored.
-	ours := slices.DeleteFunc(slices.Clone(revs), func(rev *rollout.Revision) bool { return !rev.Proven })
+	// A revision of the same name whose text came from another source (another team's
+	// ConfigMap that used the name before) is not this rule's either: the rule never
+	// rolls from it, nor goes back to it.
+	ours := slices.DeleteFunc(slices.Clone(revs), func(rev *rollout.Revision) bool { return !rev.Proven || rev.Origin != r.Origin })
 	if top := rollout.Current(ours); top != nil && !top.StateProven {
 		return nil, fmt.Errorf("rule %q: the rollout state of stored revision %d (%s) does not carry this installation's proof: it was written by someone else, and is not acted on; `kubecel rollout undo %s` or `resume` writes one that does", r.Name, top.Number, top.Hash, r.Name)
 	}
@@ -154,9 +157,7 @@ func (v *Revisions) Commit(ctx context.Context, r *rules.Rule, p *Prepared, targ
 	}
 	logger := klog.FromContext(ctx).WithValues("rule", r.Name, "revision", r.Revision)
 	for _, old := range p.change.Supersede {
-		st := old.State
-		st.Phase, st.Message = rollout.Superseded, fmt.Sprintf("superseded by revision %d (%s)", p.change.Number, r.Revision)
-		if _, err := v.Store.Update(ctx, old, old.Number, st); err != nil {
+		if err := v.supersede(ctx, old, p.change.Number, r.Revision); err != nil {
 			logger.Error(err, "Cannot mark a rollout superseded", "superseded", old.Hash)
 		}
 	}
@@ -182,10 +183,33 @@ func (v *Revisions) Commit(ctx context.Context, r *rules.Rule, p *Prepared, targ
 	return got
 }
 
+// supersede marks a rollout under way superseded by revision number (hash). The rollout
+// controller may have written its state since Prepare read it (a step's progress): on a
+// conflict the revision is read again and, while it is still under way, marked again.
+func (v *Revisions) supersede(ctx context.Context, old *rollout.Revision, number int64, hash string) error {
+	var err error
+	for range 5 {
+		st := old.State
+		st.Phase, st.Message = rollout.Superseded, fmt.Sprintf("superseded by revision %d (%s)", number, hash)
+		if _, err = v.Store.Update(ctx, old, old.Number, st); !apierrors.IsConflict(err) {
+			return err
+		}
+		revs, lerr := v.Store.List(ctx, old.Rule)
+		if lerr != nil {
+			return lerr
+		}
+		if old = rollout.Find(revs, old.Hash); old == nil || old.Phase != rollout.Progressing && old.Phase != rollout.Paused {
+			return nil
+		}
+	}
+	return err
+}
+
 // whereOf says where a rule's parents are, for the commands.
 func whereOf(st *watch.Rule) rollout.Where {
 	gvr := st.ParentKind.GVR
 	return rollout.Where{
+		Origin:         st.Rule.Origin,
 		ParentResource: gvr.Group + "/" + gvr.Version + "/" + gvr.Resource,
 		ReadyCondition: st.Rule.ReadyCondition, SyncedCondition: st.Rule.SyncedCondition,
 	}

@@ -51,10 +51,17 @@ func (r *Rule) StopStable(stable *watch.Rule) bool { return r.stable.CompareAndS
 // Revision is the stored revision as last seen.
 func (r *Rule) Revision() *rollout.Revision { return r.rev.Load() }
 
-// Pick is the version of the rule a parent's reconcile runs.
+// Pick is the version of the rule a parent's reconcile runs. A parent that the version
+// rolled from does not select (its namespaces or label selector leave it out: a parent
+// that the edit brings in) runs the target in every phase, since no other version would
+// serve it; the others run what their step says.
 func (r *Rule) Pick(key watch.Key) *watch.Rule {
 	stable := r.stable.Load()
 	if stable == nil {
+		return r.target
+	}
+	parent, held, _ := r.target.Get(key)
+	if held && !stable.Selects(parent) {
 		return r.target
 	}
 	switch r.Revision().Phase {
@@ -66,7 +73,7 @@ func (r *Rule) Pick(key watch.Key) *watch.Rule {
 			// The worker has not looked at the parents yet (the rule just started): a
 			// parent already at the new revision stays there, the others wait for it.
 			t := r.target.Rule
-			if u, ok, _ := r.target.Get(key); ok && rollout.RevisionOf(u, t.Name) == t.Revision {
+			if held && rollout.RevisionOf(parent, t.Name) == t.Revision {
 				return r.target
 			}
 			return stable
