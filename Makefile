@@ -69,7 +69,7 @@ schemas: controlplane ## regenerate rules/builtin.json.gz, the built-in kinds' s
 	$(GO) generate ./rules
 
 .PHONY: rules-schema
-rules-schema: ## regenerate rules/rules.schema.json, the JSON Schema of rules files, from the Go types in rules/internal/format (a test fails when it is stale)
+rules-schema: ## regenerate rules/rules.schema.json and rules/ruletest.schema.json, the JSON Schemas of rules and test files, from the Go types in rules/internal/format (a test fails when it is stale)
 	$(GO) test ./rules/internal/format -run '^TestSchemaIsCurrent$$' -count=1 -update
 
 .PHONY: monitoring-check

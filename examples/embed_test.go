@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/examples"
 	"github.com/kubecel/kubecel/rules"
@@ -54,6 +56,24 @@ func TestEmbedded(t *testing.T) {
 	rs, err := rules.Load(data, rules.Options{})
 	if err != nil {
 		t.Fatalf("combined rules do not load:\n%v\n%s", err, data)
+	}
+	// kubecel dev prints the warnings of every load: the examples have none, with
+	// their CRDs as the controller reads them from the cluster, or without (issue 40:
+	// a Secret's key names were taken for its values).
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, c := range examples.CRDs() {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(c, crd); err != nil {
+			t.Fatal(err)
+		}
+		crds = append(crds, crd)
+	}
+	typed, err := rules.Load(data, rules.Options{Schemas: rules.SchemasFromCRDs(crds...)})
+	if err != nil {
+		t.Fatalf("combined rules do not load with the examples' CRDs:\n%v", err)
+	}
+	for _, w := range append(rs.Warnings, typed.Warnings...) {
+		t.Errorf("warning: %v", w)
 	}
 	var names []string
 	for _, r := range rs.Rules {

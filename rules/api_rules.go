@@ -123,6 +123,12 @@ func parentGVR(src *ruleSource) schema.GroupVersionResource {
 	return gv.WithResource(src.parent.resource)
 }
 
+// definesAPI reports whether the rule set being loaded defines the resource gvr (api:).
+func definesAPI(opts Options, gvr schema.GroupVersionResource) bool {
+	as, ok := opts.Schemas.(*apiSchemas)
+	return ok && as.defs[gvr] != nil
+}
+
 // checkDeclaredStatus reports the status fields a rule writes on a defined API that the
 // API does not declare: the API server would drop them.
 func checkDeclaredStatus(src *ruleSource, def *apischema.Definition, errs *ErrorList) {

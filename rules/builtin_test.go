@@ -151,7 +151,7 @@ func TestTypeChecked(t *testing.T) {
 			got[r.Name+"/"+c.ID] = c.TypeChecked()
 		}
 	}
-	want := map[string]bool{"web": false, "web/deploy": true, "web/backend": false, "web/cm": false, "pods": true, "pods/svc": true}
+	want := map[string]bool{"web": false, "web/deploy": true, "web/backend": false, "web/cm": true, "pods": true, "pods/svc": true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("type-checked (-want +got):\n%s", diff)
 	}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -215,7 +216,7 @@ func (c *compiler) issues(w where, source, src string, off int, iss *cel.Issues,
 		}
 		switch {
 		case strings.HasPrefix(msg, "undeclared reference to '"):
-			msg = undeclaredMessage(msg, env)
+			msg = c.undeclaredMessage(msg, env)
 		case strings.HasPrefix(msg, "undefined field '") && env != nil:
 			msg += c.suggestField(env, parsed, e.ExprID, msg)
 		case strings.Contains(msg, "optional_type("):
@@ -226,11 +227,18 @@ func (c *compiler) issues(w where, source, src string, off int, iss *cel.Issues,
 }
 
 // undeclaredMessage rewrites CEL's "undeclared reference" message with a hint.
-func undeclaredMessage(msg string, env *cel.Env) string {
+func (c *compiler) undeclaredMessage(msg string, env *cel.Env) string {
 	name, _, _ := strings.Cut(strings.TrimPrefix(msg, "undeclared reference to '"), "'")
 	out := fmt.Sprintf("undeclared reference to '%s'", name)
 	if env != nil && declares(env, varParents) && name != varParents {
 		return out + ": rollout.healthy reads only parents, the list of the parents the rollout has reached"
+	}
+	// kro reads a resource by its id; kubecel, a child in children and a ref in refs.
+	switch {
+	case env != nil && slices.Contains(c.childIDs, name) && declares(env, varChildren):
+		return out + fmt.Sprintf(": %s is a child of this rule: read it as children.%s", name, name)
+	case env != nil && slices.Contains(c.refIDs, name) && declares(env, varRefs):
+		return out + fmt.Sprintf(": %s is a ref of this rule: read it as refs.%s", name, name)
 	}
 	switch name {
 	case varEach, varIndex:
@@ -239,6 +247,10 @@ func undeclaredMessage(msg string, env *cel.Env) string {
 		return out + ": self (the observed child) exists only in readyWhen"
 	case varChildren:
 		return out + ": children cannot be read here; parent.when decides whether the rule applies before any child exists"
+	case "schema": // kro's name of the instance
+		if env != nil && declares(env, varParent) {
+			return out + ": kubecel names the parent object parent, where kro says schema: write parent.spec.x for schema.spec.x"
+		}
 	}
 	if env == nil {
 		return out

@@ -31,6 +31,8 @@ type CRDSchemas struct {
 	names map[schema.GroupResource]string
 	// status says whether a version of a CRD has the status subresource.
 	status map[schema.GroupVersionResource]bool
+	// admit is what Admit builds of each kind (admit.go).
+	admit admissions
 }
 
 // SchemasFromCRDs indexes the schemas of every version of the given CRDs.

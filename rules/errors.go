@@ -186,19 +186,22 @@ func isPlainKey(k string) bool {
 // didYouMean returns ` (did you mean 'x'?)` for the candidate closest to name, or "" when
 // none is close enough to be an obvious typo.
 func didYouMean(name string, candidates []string) string {
-	best, bestDist := "", 0
+	best, bestDist, bestRaw := "", 0, 0
 	for _, c := range candidates {
 		if c == name {
 			continue
 		}
 		lname, lc := strings.ToLower(name), strings.ToLower(c)
-		d := editDistance(lname, lc)
+		raw := editDistance(lname, lc)
+		d := raw
 		if min(len(lname), len(lc)) >= 3 && (strings.HasPrefix(lc, lname) || strings.HasPrefix(lname, lc)) {
 			// A shortened or extended name: deploy for deployment.
 			d = min(d, 1)
 		}
-		if best == "" || d < bestDist || (d == bestDist && c < best) {
-			best, bestDist = c, d
+		// Between names as near, the one spelt nearest wins: imagePullPolicy, not
+		// image, for imagePullPolice.
+		if best == "" || d < bestDist || (d == bestDist && (raw < bestRaw || raw == bestRaw && c < best)) {
+			best, bestDist, bestRaw = c, d, raw
 		}
 	}
 	limit := 2

@@ -185,8 +185,8 @@ func TestEvaluate(t *testing.T) {
   children:
   - id: cm
     template:
-      apiVersion: v1
-      kind: ConfigMap
+      apiVersion: example.com/v1
+      kind: Thing  # free-form: no schema
       metadata: {name: "${parent.metadata.name}", namespace: "${parent.metadata.namespace}"}
       typed:
         int: ${parent.spec.replicas}
@@ -216,7 +216,7 @@ func TestEvaluate(t *testing.T) {
 				"labels": map[string]any{"tier": "web"}, "hosts": []any{"a", "b"},
 			}),
 			want: &Result{Children: []Desired{{ID: "cm", Index: -1, Object: map[string]any{
-				"apiVersion": "v1", "kind": "ConfigMap",
+				"apiVersion": "example.com/v1", "kind": "Thing",
 				"metadata": map[string]any{"name": "shop", "namespace": "team-a"},
 				"typed": map[string]any{
 					"int": int64(3), "bool": false, "double": 3.0, "map": map[string]any{"tier": "web"},
@@ -383,7 +383,7 @@ func TestEvaluate(t *testing.T) {
     forEach: '["x", "x"]'
     expr: '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": each, "namespace": parent.metadata.namespace}}'
   - id: ns
-    expr: '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n", "namespace": 1}}'
+    expr: '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n", "namespace": dyn(1)}}'
 `,
 			parent: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "p", "namespace": "a"}, "data": map[string]any{"empty": ""}},
 			want: &Result{

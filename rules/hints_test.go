@@ -72,6 +72,35 @@ func TestHints(t *testing.T) {
 			},
 		},
 		{
+			name: "kro's schema for parent",
+			file: `- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps}
+  children:
+  - id: cm
+    template: {apiVersion: v1, kind: ConfigMap, metadata: {name: '${schema.spec.name}'}}
+`,
+			want: []errView{
+				{Line: 8, Rule: "web", Child: "cm", Field: "template.metadata.name", Expr: "${schema.spec.name}", Column: 3, Message: "undeclared reference to 'schema': kubecel names the parent object parent, where kro says schema: write parent.spec.x for schema.spec.x"},
+			},
+		},
+		{
+			name: "kro's resource ids for children and refs",
+			file: `- name: web
+  parent: {apiVersion: example.com/v1, resource: webapps}
+  refs:
+  - {id: defaults, apiVersion: v1, kind: ConfigMap, name: defaults}
+  children:
+  - id: deployment
+    template: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
+  - id: cm
+    template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}, data: {a: '${deployment.metadata.name}', b: '${defaults.data.b}'}}
+`,
+			want: []errView{
+				{Line: 12, Rule: "web", Child: "cm", Field: "template.data.a", Expr: "${deployment.metadata.name}", Column: 3, Message: "undeclared reference to 'deployment': deployment is a child of this rule: read it as children.deployment"},
+				{Line: 12, Rule: "web", Child: "cm", Field: "template.data.b", Expr: "${defaults.data.b}", Column: 3, Message: "undeclared reference to 'defaults': defaults is a ref of this rule: read it as refs.defaults"},
+			},
+		},
+		{
 			name: "tab in the indentation",
 			file: "- name: web\n  parent:\n\tapiVersion: v1\n",
 			want: []errView{{Line: 6, Message: "invalid YAML: tab character; YAML indents with spaces"}},

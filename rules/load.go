@@ -175,6 +175,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	if len(*errs) == before {
 		checkServed(src, r, children, opts.Served, errs)
 	}
+	checkKnownKinds(src, r, children, opts, errs)
 	if len(*errs) == before {
 		r.Children = c.orderChildren(src.name, src.at, children, reads)
 	}
@@ -193,6 +194,13 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 			}
 		}
 		for _, name := range names {
+			// Only a CRD's status is checked for undeclared fields: a built-in kind's
+			// status is its controller's, and checkStatusSubresource says what a CRD's
+			// status must declare besides.
+			// A rule set's own API says so itself (checkDeclaredStatus, with its advice).
+			if msg := vs.unknownField(name); msg != "" && opts.Schemas != nil && opts.Schemas.ResourceSchema(gvr) != nil && !definesAPI(opts, gvr) {
+				fail(c.errs, fw.key(name), msg)
+			}
 			mark := len(c.progs)
 			v := c.compileValue(e.base, src.status.fields[name], fw.key(name), vs.key(name))
 			reads, refReads := c.readsSince(mark)
@@ -268,7 +276,7 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 			return nil
 		}
 		ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
-		vs := valueSchema{kind: gvk.Kind, schema: opts.schemas().KindSchema(gvk)}
+		vs := objectSchema(gvk.Kind, opts.schemas().KindSchema(gvk))
 		ch.typed = vs.schema != nil
 		ch.template = c.compileValue(env, cs.template, tw, vs)
 	} else {
@@ -279,6 +287,9 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 				c.fail(w.key("expr"), cs.expr, 0, msg)
 			}
 			ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
+			if msg == "" {
+				ch.typed = c.checkExprFields(ch.expr, 0, objectSchema(gvk.Kind, opts.schemas().KindSchema(gvk)))
+			}
 		}
 	}
 	ch.fast = c.fastChild(env, ch)

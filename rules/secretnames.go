@@ -71,6 +71,12 @@ func namesObject(field string) bool {
 // readsSecret reports whether the expression reads Secret data, or a name computed from
 // it (see the comment at the top); each is true when `each` holds Secret data.
 func (s *sensitivity) readsSecret(p *program, each bool) bool {
+	return s.reads(p, each, true)
+}
+
+// reads is readsSecret; keys is false to leave out the reads of a Secret's data that
+// read only its keys (secretkeys.go).
+func (s *sensitivity) reads(p *program, each, keys bool) bool {
 	if p == nil || p.checked == nil {
 		return false
 	}
@@ -83,7 +89,11 @@ func (s *sensitivity) readsSecret(p *program, each bool) bool {
 			return
 		}
 		if e.Kind() == celast.IdentKind {
-			if s.secretAccess(e.AsIdent(), selections(e, ancestors), each) {
+			fields := selections(e, ancestors)
+			if !keys && keysOnly(fields, ancestors) {
+				return
+			}
+			if s.secretAccess(e.AsIdent(), fields, each) {
 				found = true
 			}
 			return

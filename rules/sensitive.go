@@ -123,7 +123,7 @@ func (s *sensitivity) flowWarnings(r *Rule, progs []*program) []*Error {
 		// Only what reads Secret data itself: the other fields of a child that reads
 		// some are sensitive for their errors, but carry no Secret data. A name
 		// computed from Secret data has its own warning (nameWarnings).
-		if !p.sensitive || s.parent || !s.readsSecret(p, s.eachData[p.w.child]) ||
+		if !p.sensitive || s.parent || !s.readsSecretValues(p, s.eachData[p.w.child]) ||
 			p.w.child != "" && s.namedChildren[p.w.child] && namesObject(string(p.w.field)) && string(p.w.field) != "expr" {
 			continue
 		}

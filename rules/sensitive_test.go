@@ -138,12 +138,29 @@ func TestSensitiveMarks(t *testing.T) {
         apiVersion: v1
         kind: ConfigMap
         metadata: {name: reader}
-        data: {n: "${string(size(children.secret.data))}"}
+        data: {value: "${string(children.secret.data.p)}"}
     - id: clean
       template:
         apiVersion: v1
         kind: ConfigMap
         metadata: {name: clean}
+    - id: keys
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: keys}
+        data:
+          names: '${refs.creds.?data.orValue({}).map(k, k).join(",")}'
+          count: "${string(size(children.secret.data))}"
+          member: "${string('p' in refs.creds.data)}"
+          has: "${string(has(refs.creds.data.p))}"
+    - id: values
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: values}
+        data:
+          all: '${refs.creds.data.map(k, refs.creds.data[k]).join(",")}'
   status:
     fields:
       p: "${refs.creds.data.p}"
@@ -157,7 +174,7 @@ func TestSensitiveMarks(t *testing.T) {
 	for _, ch := range r.Children {
 		got[ch.ID] = ch.Sensitive
 	}
-	want := map[string]bool{"secret": true, "leaky": true, "reader": true, "clean": false}
+	want := map[string]bool{"secret": true, "leaky": true, "reader": true, "clean": false, "keys": true, "values": true}
 	for id, w := range want {
 		if got[id] != w {
 			t.Errorf("child %q Sensitive = %v, want %v", id, got[id], w)
@@ -171,12 +188,14 @@ func TestSensitiveMarks(t *testing.T) {
 		warnings = append(warnings, w.Error())
 	}
 	all := strings.Join(warnings, "\n")
-	for _, want := range []string{`child "leaky"`, "the parent's status", "refs.creds", `child "reader"`} {
+	for _, want := range []string{`child "leaky"`, "the parent's status", "refs.creds", `child "reader"`, `child "values"`} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings lack %q:\n%s", want, all)
 		}
 	}
-	for _, unwanted := range []string{`child "secret"`, `child "clean"`, "parent.metadata.name"} {
+	// The keys of a Secret's data (which, how many) are not its values: kubectl
+	// describe shows them (issue 40: the worker example's key names were warned about).
+	for _, unwanted := range []string{`child "secret"`, `child "clean"`, "parent.metadata.name", `child "keys"`} {
 		if strings.Contains(all, unwanted) {
 			t.Errorf("warnings name %q:\n%s", unwanted, all)
 		}

@@ -59,20 +59,23 @@ type valueSchema struct {
 	// kind and at name the place in messages: `Deployment` and `.spec.replicas`.
 	kind string
 	at   string
+	// resource is true at the root of an object or of an embedded resource, which always
+	// has apiVersion, kind and metadata (fields.go).
+	resource bool
+}
+
+// objectSchema is the valueSchema of the root of an object of a kind.
+func objectSchema(kind string, s *apiextensionsv1.JSONSchemaProps) valueSchema {
+	return valueSchema{kind: kind, schema: s, resource: s != nil}
 }
 
 func (vs valueSchema) key(k string) valueSchema {
 	vs.at += "." + k
-	if vs.schema == nil {
+	if vs.schema == nil && !vs.resource {
 		return vs
 	}
-	if p, ok := vs.schema.Properties[k]; ok {
-		vs.schema = &p
-	} else if ap := vs.schema.AdditionalProperties; ap != nil && ap.Schema != nil {
-		vs.schema = ap.Schema
-	} else {
-		vs.schema = nil
-	}
+	vs.schema, _ = fieldOf(vs.schema, k, vs.resource)
+	vs.resource = vs.schema != nil && vs.schema.XEmbeddedResource
 	return vs
 }
 
@@ -83,6 +86,7 @@ func (vs valueSchema) item(i int) valueSchema {
 	} else {
 		vs.schema = nil
 	}
+	vs.resource = vs.schema != nil && vs.schema.XEmbeddedResource
 	return vs
 }
 
@@ -103,10 +107,14 @@ func (c *compiler) compileValue(env *cel.Env, v any, w where, vs valueSchema) *n
 		n.elems = make([]*node, len(n.keys))
 		for i, k := range n.keys {
 			kw := w.key(k)
-			if key, ok := c.literalKey(k, kw); ok {
+			key, ok := c.literalKey(k, kw)
+			if ok {
 				n.keys[i] = key
+				if msg := vs.unknownField(key); msg != "" {
+					fail(c.errs, kw, msg)
+				}
 			}
-			n.elems[i] = c.compileValue(env, x[k], kw, vs.key(k))
+			n.elems[i] = c.compileValue(env, x[k], kw, vs.key(key))
 		}
 		return n
 	case []any:
@@ -160,11 +168,7 @@ func (c *compiler) compileString(env *cel.Env, s string, w where, vs valueSchema
 		return &node{kind: constNode, value: text}
 	case isWholeExpr(s, segs):
 		p := c.compile(env, w, s, segs[0].text, segs[0].offset, wantAny)
-		if p != nil {
-			if msg := schemaMismatch(p.out, vs); msg != "" {
-				c.fail(w, s, 0, msg)
-			}
-		}
+		c.checkExprFields(p, segs[0].offset, vs)
 		return &node{kind: exprNode, prog: p}
 	}
 	if vs.schema != nil && !vs.schema.XIntOrString && vs.schema.Type != "" && vs.schema.Type != "string" {

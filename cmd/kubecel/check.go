@@ -57,6 +57,14 @@ error, warning or notice with file, line and column (the 1-based position in the
 where in the expression the problem is when CEL says, else the field's line and column
 0; 0 when unknown), rule, child, field, expression, message and severity
 ("error", "warning" or "notice"). The exit status is the same: 1 when the rules do not load.`,
+		Example: `  # every error of a rules file, offline, with the CRDs of a directory
+  kubecel check --rules rules.yaml --crds crds/
+
+  # against the resources and CRDs of a cluster (read only)
+  kubecel check --rules rules/ --kubeconfig ~/.kube/config
+
+  # positions in the file, for editors and CI annotations
+  kubecel check --rules rules.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -128,7 +136,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	}
 	warnings := append(append([]*rules.Error(nil), rs.Warnings...), checkWarnings(rs)...)
 	placeWarnings(rs, warnings)
-	notices := typeCheckNotices(rs, opts.Schemas, from)
+	notices := typeCheckNotices(rs, from)
 	lifecycle := append(lifecycleNotes(rs), apiNotices...)
 	placeWarnings(rs, notices)
 	placeWarnings(rs, lifecycle)

@@ -48,9 +48,9 @@ func clusterSchemas(ctx context.Context, c *clusterFlags) (rules.SchemaSource, r
 }
 
 // typeCheckNotices lists the parents and children whose expressions and values were not
-// checked against a schema, and how to get one. src is what --crds or --kubeconfig gave
-// (nil without either), and from names it in the notices.
-func typeCheckNotices(rs *rules.RuleSet, src rules.SchemaSource, from string) []*rules.Error {
+// checked against a schema, and how to get one. from names what --crds or --kubeconfig
+// gave ("" without either) in the notices.
+func typeCheckNotices(rs *rules.RuleSet, from string) []*rules.Error {
 	var out []*rules.Error
 	for _, r := range rs.Rules {
 		if !r.ParentTypeChecked() {
@@ -65,11 +65,6 @@ func typeCheckNotices(rs *rules.RuleSet, src rules.SchemaSource, from string) []
 				continue
 			}
 			kind := c.GVK.GroupVersion().String() + " " + c.GVK.Kind
-			if (src != nil && src.KindSchema(c.GVK) != nil) || rules.BuiltinSchemas().KindSchema(c.GVK) != nil {
-				out = append(out, &rules.Error{Rule: r.Name, Child: c.ID, Field: "expr",
-					Message: fmt.Sprintf("not type-checked: the object of an expr child is not checked against the schema of %s; write it as a template to have its fields checked", kind)})
-				continue
-			}
 			out = append(out, &rules.Error{Rule: r.Name, Child: c.ID,
 				Message: noSchema(kind, c.GVK.GroupVersion(), from, "a value of the wrong type fails only when applied")})
 		}

@@ -70,6 +70,11 @@ never pulls: its Pod stays Pending in ImagePullBackOff, to show a bad rollout. W
 --minimal, only etcd, kube-apiserver and kube-controller-manager's garbage collector
 and namespace controllers run: no Pod is ever created, and nothing becomes ready by
 itself.`,
+		Example: `  # the examples on a local control plane, with the controller; Ctrl-C stops all
+  kubecel dev
+
+  # your own CRDs, rules and parents, without the examples
+  kubecel dev --no-examples --crds crds/ --rules rules.yaml -f parents.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}

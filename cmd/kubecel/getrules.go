@@ -23,7 +23,8 @@ func newGetCommand() *cobra.Command {
 		Short: "List kubecel's own objects in the cluster: get rules",
 		Long: `get lists what kubecel keeps in the cluster, as kubectl get lists objects. Its one
 type is rules (kubecel get rules): the installation's rules, from their stored revisions.`,
-		Args: cobra.ArbitraryArgs,
+		Example: `  kubecel get rules`,
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return &usageError{msg: "give a type: kubecel get rules", command: cmd.CommandPath()}
@@ -74,6 +75,11 @@ data. NAME... lists only those rules.
 A rule removed from the rules keeps its revisions (for kubecel rollout history and undo)
 and is still listed. Exit status 0; 1 when a rule named has no revision, a revision's
 proof does not verify, or the parents cannot be listed (the other rules are listed).`,
+		Example: `  # every rule the installation runs
+  kubecel get rules
+
+  # one rule, with its revision's hash and the parents' reasons
+  kubecel get rules webapp -o wide`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, err := o.get(cmd.Context(), args)
 			if list == nil {
@@ -93,6 +99,7 @@ proof does not verify, or the parents cannot be listed (the other rules are list
 	o.identity.addFlags(f)
 	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret: the revisions are in its namespace, and its key proves them (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
 	o.output.addFlag(f, "text", "wide", "json", "yaml")
+	cmd.ValidArgsFunction = ruleNames{cluster: o.cluster, identity: &o.identity}.complete(false)
 	return cmd
 }
 

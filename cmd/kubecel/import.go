@@ -13,7 +13,10 @@ func newImportCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import",
 		Short: "Convert definitions of other tools into kubecel rules",
-		Args:  cobra.NoArgs,
+		Example: `  # a kro ResourceGraphDefinition into a rules file, then check it
+  kubecel import kro webapp-rgd.yaml > rules.yaml
+  kubecel check --rules rules.yaml`,
+		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newImportKroCommand())
 	return cmd

@@ -75,6 +75,14 @@ Exit status: 0 nothing would change, 2 something would change, 1 an error (the r
 not load, the cluster cannot be read, or any parent could not be fully planned: the plan
 of every other parent is still printed). An error wins over changes, as with
 terraform plan -detailed-exitcode.`,
+		Example: `  # what an edited rules file would change in the cluster (exit 2: changes)
+  kubecel plan --rules rules.yaml
+
+  # one rule, in one namespace, as JSON
+  kubecel plan --rules rules.yaml --rule webapp -n team-a -o json
+
+  # the rules the installation runs, against the cluster as it is
+  kubecel plan`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -88,6 +96,7 @@ terraform plan -detailed-exitcode.`,
 	o.output.addFlag(f, "text", "json", "yaml")
 	f.DurationVar(&o.timeout, "sync-timeout", 2*time.Minute, "how long to wait for the cluster's objects to be listed")
 	o.limits.addFlags(f)
+	_ = cmd.RegisterFlagCompletionFunc("rule", ruleNames{files: &o.source.files, cluster: o.cluster, identity: &o.identity}.complete(false))
 	return cmd
 }
 
@@ -190,8 +199,7 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 	if err != nil {
 		return nil, nil, nil, nil, err // each problem names its file and line
 	}
-	rs := loaded.planned()
-	if o.rule != "" && !slices.ContainsFunc(rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
+	if o.rule != "" && !slices.ContainsFunc(loaded.rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
 		return nil, nil, nil, nil, fmt.Errorf("%s has no rule %q", loaded.from, o.rule)
 	}
 	// The installation's key tells its children from look-alikes; plan only reads it.
@@ -199,6 +207,12 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	if !o.source.running() {
+		if err := loaded.holdRolledBack(ctx, cfg, &o.identity, id, warnTo(stderr)); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	rs := loaded.planned()
 	ctrl, err := engine.New(cfg, engine.Options{DryRun: true, Workers: 1, Identity: id})
 	if err != nil {
 		return nil, nil, nil, nil, err

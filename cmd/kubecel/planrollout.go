@@ -69,6 +69,9 @@ func planRollouts(ctx context.Context, cfg *rest.Config, store rollout.Store, rs
 				continue // nothing to roll out
 			}
 			pr.State = fmt.Sprintf("revision %d is the current revision, %s at step %d of %d", cur.Number, cur.Phase, cur.Step, len(r.Rollout.Steps))
+			if from := rollout.Find(revs, cur.From); cur.Phase == rollout.RolledBack && from != nil {
+				pr.State += fmt.Sprintf("; held at %s until the rule's text changes", revisionText(from))
+			}
 		case ch.State.Phase != rollout.Progressing:
 			pr.AtOnce = "the rule's first revision"
 			if ch.Update != nil {

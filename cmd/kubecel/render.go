@@ -56,6 +56,11 @@ redacted. Exit status 1 when the rules do not load or an expression fails.
 --rules may be given several times and may name a directory (its *.yaml files, sorted):
 all load as one rule set. A file given as - is the standard input: --rules - reads the
 rules from it, -f - the parents or observed objects (one of them only).`,
+		Example: `  # the children and status of each parent of a file
+  kubecel render --rules rules.yaml -f parents.yaml
+
+  # with the children as they exist, and the CRDs that default and check the parents
+  kubecel render --rules rules.yaml --crds crds/ -f parents.yaml -f observed.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -136,6 +141,13 @@ func (o *renderOutput) renderParent(ctx context.Context, rs *rules.RuleSet, crds
 	matched, gr, err := rs.Matching(parent, crds)
 	if err != nil {
 		return nil, err
+	}
+	if crds != nil {
+		// The parent as the API server would store it: with its CRD's defaults, or
+		// refused, which is the parent's error and not the rules'.
+		if parent, err = crds.Admit(ctx, parent); err != nil {
+			return []error{fmt.Errorf("%w: the API server would refuse this parent, so no rule evaluates it", err)}, nil
+		}
 	}
 	ref := o.parentRef(parent, gr)
 	for _, r := range matched {

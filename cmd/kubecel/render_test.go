@@ -103,6 +103,11 @@ func TestRender(t *testing.T) {
 		// for it (the gallery's README commands).
 		{name: "several-parents", args: []string{"--rules", "../../examples/webapp/rules.yaml", "-f", "../../examples/webapp/parents.yaml",
 			"-f", "../../examples/webapp/observed.yaml", "--crds", "../../examples/webapp"}},
+		// With --crds, a parent is admitted as the API server would create it: one
+		// that misses a required field is an error of that parent (not a hint to read
+		// the field with ? and orValue), and the CRD's defaults fill the other.
+		{name: "invalid-parent", args: []string{"--rules", "../../examples/webapp/rules.yaml", "-f", dir + "/invalid-parents.yaml",
+			"--crds", "../../examples/webapp"}, code: 1},
 		// - is the standard input, for the rules or for one -f.
 		{name: "stdin-parents", args: []string{"--rules", dir + "/rules.yaml", "-f", "-", "-f", dir + "/observed.yaml", "--crds", crds}, stdin: dir + "/parent.yaml"},
 		{name: "stdin-rules", args: []string{"--rules", "-", "-f", dir + "/parent.yaml"}, stdin: dir + "/rules.yaml"},

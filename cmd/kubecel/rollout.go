@@ -32,6 +32,9 @@ labelled with the installation and the rule; the highest-numbered is the current
 
 The commands read and write only the revisions (and status lists the parents); they
 never read the installation's key.`,
+		Example: `  kubecel rollout status webapp
+  kubecel rollout pause webapp
+  kubecel rollout undo webapp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return &usageError{msg: "give a subcommand: status, history, pause, resume or undo", command: cmd.CommandPath()}
@@ -47,6 +50,11 @@ never read the installation's key.`,
 type rolloutOptions struct {
 	cluster  *clusterFlags
 	identity identityFlags
+}
+
+// ruleNames completes the names of the rules the installation runs.
+func (o *rolloutOptions) ruleNames() ruleNames {
+	return ruleNames{cluster: o.cluster, identity: &o.identity}
 }
 
 func (o *rolloutOptions) addFlags(f *pflag.FlagSet) {

@@ -23,7 +23,8 @@ func newRolloutHistoryCommand() *cobra.Command {
 does: its number, hash, phase, the step its rollout reached, when it was created (RFC
 3339, UTC) and the start of its message (kubecel rollout status shows it whole). The
 last row is the current revision. Exit status 0; 1 when the rule has no revision.`,
-		Args: ruleArg,
+		Example: `  kubecel rollout history webapp`,
+		Args:    ruleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.connect(cmd.Context(), false)
 			if err != nil {
@@ -37,6 +38,7 @@ last row is the current revision. Exit status 0; 1 when the rule has no revision
 		},
 	}
 	o.addFlags(cmd.Flags())
+	cmd.ValidArgsFunction = o.ruleNames().complete(true)
 	return cmd
 }
 

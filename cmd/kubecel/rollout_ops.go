@@ -78,7 +78,8 @@ It writes the revision's rollout annotations, on the version it read (a conflict
 write is read again and retried), and prints one line saying what happened. Exit
 status 0 when done; 1 when the operation does not apply to the revision's phase, the
 rule has no revision, or the cluster refuses.`,
-		Args: ruleArg,
+		Example: "  kubecel rollout " + op.name + " webapp",
+		Args:    ruleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.connect(cmd.Context(), true)
 			if err != nil {
@@ -93,6 +94,7 @@ rule has no revision, or the cluster refuses.`,
 		},
 	}
 	o.addFlags(cmd.Flags())
+	cmd.ValidArgsFunction = o.ruleNames().complete(true)
 	return cmd
 }
 

@@ -42,6 +42,11 @@ changes. Exit status 0.
 --watch (-w) reads the revision again every --interval and prints a line at each
 change until the rollout is no longer Progressing: exit status 0 when it is Complete,
 1 when it is Paused or RolledBack, and 1 when --timeout (0: none) passes first.`,
+		Example: `  # where the rollout of the rule's current revision stands
+  kubecel rollout status webapp
+
+  # follow it until it completes, fails or 10 minutes pass
+  kubecel rollout status webapp --watch --timeout 10m`,
 		Args: ruleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.interval <= 0 {
@@ -66,6 +71,7 @@ change until the rollout is no longer Progressing: exit status 0 when it is Comp
 	}
 	f := cmd.Flags()
 	o.addFlags(f)
+	cmd.ValidArgsFunction = o.ruleNames().complete(true)
 	f.BoolVarP(&o.watch, "watch", "w", false, "print each change until the rollout is no longer Progressing; exit 0 when Complete, 1 when Paused or RolledBack")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "with --watch, how often to read the revision and its parents")
 	f.DurationVar(&o.timeout, "timeout", 0, "with --watch, how long to wait before exiting 1 (0: no limit)")

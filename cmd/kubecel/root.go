@@ -12,6 +12,13 @@ func newRootCommand() *cobra.Command {
 file: CEL expressions compute each parent's desired children and status, and a generic
 reconcile loop applies them with server-side apply, prunes what is no longer wanted,
 repairs drift and reports status.`,
+		Example: `  # try rules offline: check them, then print what they make of a parent
+  kubecel check --rules rules.yaml --crds crds/
+  kubecel render --rules rules.yaml --crds crds/ -f parents.yaml
+
+  # see what they would change in a cluster, then run them there
+  kubecel plan --rules rules.yaml
+  kubecel run --rules rules.yaml`,
 		Version:       readBuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

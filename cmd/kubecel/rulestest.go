@@ -58,6 +58,14 @@ its indentation and quoting.
 
 Exit status 0 when every test passes; 1 when a test fails, when a test file, its rules
 or the objects it names do not load, or when no test file is found.`,
+		Example: `  # every test file (*_test.yaml) under a directory
+  kubecel test examples/
+
+  # the tests of one file whose name matches, each listed
+  kubecel test examples/webapp/webapp_test.yaml --run shop --verbose
+
+  # write what the rules compute into the tests' expectations
+  kubecel test examples/webapp/webapp_test.yaml --update`,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.runTests(cmd, args) },
 	}
 	cmd.Flags().StringVar(&o.run, "run", "", "run only the tests whose name matches this regular expression")

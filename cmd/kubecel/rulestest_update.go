@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -160,7 +161,7 @@ func setEncoded(m *yamlv3.Node, key string, v any) error {
 	return nil
 }
 
-// writeObjects writes objects to a file as YAML documents.
+// writeObjects writes objects to a file as YAML documents, creating its directory.
 func writeObjects(file string, objs []any) error {
 	var out bytes.Buffer
 	for i, obj := range objs {
@@ -172,6 +173,9 @@ func writeObjects(file string, objs []any) error {
 			return err
 		}
 		out.Write(data)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
 	}
 	return os.WriteFile(file, out.Bytes(), 0o644)
 }

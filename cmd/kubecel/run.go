@@ -70,6 +70,14 @@ Lease stops and exits non-zero. With --sharding, every replica runs the controll
 share of the parents: each holds a membership Lease, and the parents are spread over the
 live members. A process of one mode refuses to start while the installation runs in the
 other. --dry-run writes nothing and takes no Lease.`,
+		Example: `  # the rules of a file, against the cluster of your kubeconfig
+  kubecel run --rules rules.yaml
+
+  # log each change instead of making it
+  kubecel run --rules rules.yaml --dry-run
+
+  # in a cluster: the rules of a ConfigMap, one active replica at a time
+  kubecel run --rules-configmap kubecel-system/kubecel-rules --leader-elect`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.stdin = cmd.InOrStdin()

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/internal/identity"
@@ -154,35 +156,38 @@ func compileStable(rs *rules.RuleSet, running map[string]*runningRule) error {
 			errs = append(errs, mismatch(r.Name, rr.cur, r.Revision))
 			continue
 		}
-		switch rr.cur.Phase {
-		case rollout.Progressing, rollout.Paused, rollout.RolledBack:
-		default:
-			continue
-		}
-		rr.from = rollout.Find(rr.revs, rr.cur.From)
-		switch {
-		case rr.from == nil && rr.held():
-			errs = append(errs, fmt.Errorf("rule %q: revision %d (%s) was rolled back to revision %s, which is no longer stored", r.Name, rr.cur.Number, rr.cur.Hash, rr.cur.From))
-			continue
-		case rr.from == nil:
-			continue // its parents not moved yet are shown at the current revision
-		case !rr.from.Proven:
-			errs = append(errs, fmt.Errorf("rule %q: its revision %d (%s), which revision %d rolls from, does not carry the installation's proof: it was not stored by this installation, so it is not read as the installation's rules",
-				r.Name, rr.from.Number, rr.from.Hash, rr.cur.Number))
-			continue
-		}
-		stable, err := engine.StableVersion(rs, r, rr.from)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if stable.Revision != rr.from.Hash {
-			errs = append(errs, mismatch(r.Name, rr.from, stable.Revision))
-			continue
-		}
-		rr.stable = stable
+		errs = append(errs, compileFrom(rs, r, rr))
 	}
 	return errors.Join(errs...)
+}
+
+// compileFrom compiles the revision a rule's current one rolls from (or is held at) as
+// the controller runs it, into rr.stable; nothing when there is none.
+func compileFrom(rs *rules.RuleSet, r *rules.Rule, rr *runningRule) error {
+	switch rr.cur.Phase {
+	case rollout.Progressing, rollout.Paused, rollout.RolledBack:
+	default:
+		return nil
+	}
+	rr.from = rollout.Find(rr.revs, rr.cur.From)
+	switch {
+	case rr.from == nil && rr.held():
+		return fmt.Errorf("rule %q: revision %d (%s) was rolled back to revision %s, which is no longer stored", r.Name, rr.cur.Number, rr.cur.Hash, rr.cur.From)
+	case rr.from == nil:
+		return nil // its parents not moved yet are shown at the current revision
+	case !rr.from.Proven:
+		return fmt.Errorf("rule %q: its revision %d (%s), which revision %d rolls from, does not carry the installation's proof: it was not stored by this installation, so it is not read as the installation's rules",
+			r.Name, rr.from.Number, rr.from.Hash, rr.cur.Number)
+	}
+	stable, err := engine.StableVersion(rs, r, rr.from)
+	if err != nil {
+		return err
+	}
+	if stable.Revision != rr.from.Hash {
+		return mismatch(r.Name, rr.from, stable.Revision)
+	}
+	rr.stable = stable
+	return nil
 }
 
 // mismatch says that a stored revision does not compile here to what it was stored as.
@@ -205,4 +210,51 @@ func (l *loadedRules) planned() *rules.RuleSet {
 		}
 	}
 	return &set
+}
+
+// holdRolledBack finds the rules, read from files or ConfigMaps, that the controller
+// holds at an older revision: a rule whose text is its current revision, which was
+// rolled back, runs the revision it was rolled back to until its text changes. planned
+// (plan) and version (trace) then evaluate that revision for them, as for the running
+// revisions. Revisions that cannot be listed leave the rules as written, and warn says so.
+func (l *loadedRules) holdRolledBack(ctx context.Context, cfg *rest.Config, idf *identityFlags, id *rules.Identity, warn func(string)) error {
+	store, err := revisionStore(cfg, idf, id)
+	if err != nil {
+		return err
+	}
+	byRule, err := listRevisions(ctx, store)
+	if err != nil {
+		warn(fmt.Sprintf("warning: a rule held after a rollback is evaluated as written: %v", err))
+		return nil
+	}
+	var errs []error
+	for _, r := range l.rs.Rules {
+		if len(byRule[r.Name]) == 0 {
+			continue
+		}
+		revs, err := store.Decode(byRule[r.Name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rule %q: %w", r.Name, err))
+			continue
+		}
+		cur := rollout.Current(revs)
+		if cur == nil || cur.Hash != r.Revision || cur.Phase != rollout.RolledBack || !cur.Proven {
+			continue // the controller runs the text (an edit starts a new rollout)
+		}
+		rr := &runningRule{revs: revs, cur: cur}
+		if err := compileFrom(l.rs, r, rr); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if l.running == nil {
+			l.running = map[string]*runningRule{}
+		}
+		l.running[r.Name] = rr
+	}
+	return errors.Join(errs...)
+}
+
+// warnTo returns a warn function that writes each warning as a line of w.
+func warnTo(w io.Writer) func(string) {
+	return func(s string) { fmt.Fprintln(w, s) }
 }

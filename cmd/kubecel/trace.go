@@ -75,6 +75,14 @@ Output: a tree (text), -o wide adds the namespace, apiVersion and age columns, -
 and -o yaml print the same as data, -o dot a Graphviz digraph (dot -Tsvg). Exit status
 0 when the trace is printed, whatever the parent's state; 1 when the rules do not load
 (a revision whose proof does not verify is refused) or the parent cannot be read.`,
+		Example: `  # one parent: its rules, children and refs, with readiness and reasons
+  kubecel trace webapps/shop -n team-a
+
+  # every parent of a resource, in a namespace
+  kubecel trace webapps -n team-a -o wide
+
+  # a graph of one parent for Graphviz
+  kubecel trace webapps/shop -n team-a -o dot > shop.dot`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
@@ -218,6 +226,14 @@ func (o *traceOptions) setup(ctx context.Context, tio traceIO, typ string) (*tra
 		warn: func(s string) { fmt.Fprintln(tio.stderr, s) }})
 	if err != nil {
 		return nil, err
+	}
+	// A rule held after a rollback runs the revision it is held at. Without the
+	// installation's key no revision is proven, so none holds a rule (and a trace of one
+	// parent says why the key cannot be read).
+	if id, err := loaded.identity(ctx, cfg, &o.identity); err == nil && !o.source.running() {
+		if err := loaded.holdRolledBack(ctx, cfg, &o.identity, id, warnTo(tio.stderr)); err != nil {
+			return nil, err
+		}
 	}
 	client, err := newTraceClient(cfg)
 	if err != nil {

@@ -91,6 +91,8 @@ func newVersionCommand() *cobra.Command {
 build from a checkout, the version make build stamps from git describe; for a release,
 its tag), the VCS revision it was built from and whether the tree had local changes
 ("dirty"), and the Go version. kubecel --version prints the same line.`,
+		Example: `  kubecel version
+  kubecel version -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b := readBuildInfo()

@@ -94,6 +94,16 @@ func TestSchemaRejects(t *testing.T) {
 		"parent beside api":  "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  api: {group: a.example.com, version: v1, kind: A}\n  parent: {resource: as}\n",
 		"api scope":          "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  api: {group: a.example.com, version: v1, kind: A, scope: Global}\n",
 		"api field a number": "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  api: {group: a.example.com, version: v1, kind: A, spec: {x: 1}}\n",
+		// A child's template is typed by its kind, for the built-in kinds.
+		"Deployment spec.replica":       rulesWithTemplate("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replica: 2}"),
+		"Deployment spec.selecter":      rulesWithTemplate("apiVersion: apps/v1\nkind: Deployment\nspec: {selecter: {matchLabels: {a: b}}}"),
+		"volume nme":                    rulesWithTemplate("apiVersion: v1\nkind: Pod\nspec: {volumes: [{nme: data, emptyDir: {}}]}"),
+		"container imag":                rulesWithTemplate("apiVersion: apps/v1\nkind: StatefulSet\nspec: {template: {spec: {containers: [{name: a, imag: b}]}}}"),
+		"metadata labelz":               rulesWithTemplate("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, labelz: {a: b}}"),
+		"replicas a word":               rulesWithTemplate("apiVersion: apps/v1\nkind: Deployment\nspec: {replicas: three}"),
+		"replicas text around ${}":      rulesWithTemplate("apiVersion: apps/v1\nkind: Deployment\nspec: {replicas: 'n${parent.spec.n}'}"),
+		"ConfigMap data not a string":   rulesWithTemplate("apiVersion: v1\nkind: ConfigMap\ndata: {a: {b: c}}"),
+		"Service port name in the list": rulesWithTemplate("apiVersion: v1\nkind: Service\nspec: {ports: [{prot: 80}]}"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, doc := range documents(t, []byte(src)) {
@@ -107,7 +117,13 @@ func TestSchemaRejects(t *testing.T) {
 
 func compile(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(schemaFile)
+	return compileFile(t, schemaFile)
+}
+
+// compileFile compiles the JSON Schema in file.
+func compileFile(t *testing.T, file string) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +133,11 @@ func compile(t *testing.T) *jsonschema.Schema {
 		t.Fatal(err)
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource("rules.schema.json", doc); err != nil {
+	name := filepath.Base(file)
+	if err := c.AddResource(name, doc); err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.Compile("rules.schema.json")
+	s, err := c.Compile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,5 +173,35 @@ func documents(t *testing.T, data []byte) []any {
 		if v != nil {
 			out = append(out, v)
 		}
+	}
+}
+
+// rulesWithTemplate is a rules file with one child of that template (a YAML mapping).
+func rulesWithTemplate(template string) string {
+	return "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n- name: a\n  parent: {apiVersion: v1, resource: pods}\n  children:\n  - id: c\n    template:\n      " +
+		strings.ReplaceAll(template, "\n", "\n      ") + "\n"
+}
+
+// TestSchemaAcceptsTemplates checks the other side of TestSchemaRejects: templates that
+// kubecel loads validate, whether a value is written out or is a whole-string ${}.
+func TestSchemaAcceptsTemplates(t *testing.T) {
+	schema := compile(t)
+	for name, template := range map[string]string{
+		"Deployment":              "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, labels: {a: b}}\nspec: {replicas: 2, selector: {matchLabels: {a: b}}}",
+		"replicas ${}":            "apiVersion: apps/v1\nkind: Deployment\nspec: {replicas: '${parent.spec.replicas}'}",
+		"a whole object ${}":      "apiVersion: apps/v1\nkind: Deployment\nspec: {selector: '${parent.spec.selector}'}",
+		"a list ${}":              "apiVersion: v1\nkind: Pod\nspec: {volumes: '${parent.spec.volumes}'}",
+		"int-or-string port":      "apiVersion: v1\nkind: Service\nspec: {ports: [{port: 80, targetPort: http}]}",
+		"quantity":                "apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, resources: {limits: {cpu: 500m, memory: 1}}}]}",
+		"a CRD's kind, any field": "apiVersion: example.com/v1\nkind: Widget\nspec: {anything: {goes: 1}}",
+		"interpolated string":     "apiVersion: v1\nkind: ConfigMap\ndata: {a: '${parent.metadata.name}-x'}",
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, doc := range documents(t, []byte(rulesWithTemplate(template))) {
+				if err := schema.Validate(doc); err != nil {
+					t.Errorf("%v", err)
+				}
+			}
+		})
 	}
 }

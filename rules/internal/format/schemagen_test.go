@@ -17,10 +17,57 @@ import (
 // it reads with the types.
 const Package = "github.com/kubecel/kubecel/rules/internal/format"
 
+// The schemas' $id: where each is published, the file of the repository's main branch
+// (a release's is the same path under its tag).
+const (
+	SchemaID     = "https://raw.githubusercontent.com/kubecel/kubecel/main/rules/rules.schema.json"
+	TestSchemaID = "https://raw.githubusercontent.com/kubecel/kubecel/main/rules/ruletest.schema.json"
+)
+
 // Schema returns the JSON Schema (draft 2020-12) of a rules file, generated from
 // RuleSet and the types it holds, with their field comments as descriptions. dir is the
-// directory of this package's source, which the comments are read from.
+// directory of this package's source, which the comments are read from. A child's
+// template is typed by its apiVersion and kind for the built-in kinds (kubeschema_test.go).
 func Schema(dir string) ([]byte, error) {
+	r, err := reflector(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := r.Reflect(&RuleSet{})
+	s.ID, s.Title = SchemaID, "kubecel rules file"
+	child, ok := s.Definitions["Child"]
+	if !ok {
+		return nil, fmt.Errorf("no definition of Child")
+	}
+	old, _ := child.Properties.Get("template")
+	template, defs, err := templateSchema(old.Description)
+	if err != nil {
+		return nil, err
+	}
+	child.Properties.Set("template", template)
+	for name, d := range defs {
+		if _, taken := s.Definitions[name]; taken {
+			return nil, fmt.Errorf("definition %s is both a rules file type and a built-in kind's", name)
+		}
+		s.Definitions[name] = d
+	}
+	return encode(s)
+}
+
+// RuleTestSchema returns the JSON Schema of a kubecel test file (RuleTest), as Schema does
+// for a rules file.
+func RuleTestSchema(dir string) ([]byte, error) {
+	r, err := reflector(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := r.Reflect(&RuleTest{})
+	s.ID, s.Title = TestSchemaID, "kubecel test file"
+	return encode(s)
+}
+
+// reflector reads the types of this package, with their comments as descriptions.
+func reflector(dir string) (*jsonschema.Reflector, error) {
 	r := &jsonschema.Reflector{
 		Anonymous:                  true,
 		RequiredFromJSONSchemaTags: true,
@@ -34,8 +81,10 @@ func Schema(dir string) ([]byte, error) {
 	for k, v := range r.CommentMap {
 		r.CommentMap[k] = strings.Join(strings.Fields(v), " ")
 	}
-	s := r.Reflect(&RuleSet{})
-	s.Title = "kubecel rules file"
+	return r, nil
+}
+
+func encode(s *jsonschema.Schema) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
@@ -111,3 +160,48 @@ func (PrinterColumn) JSONSchemaExtend(s *jsonschema.Schema) {
 		p.Enum = []any{"integer", "number", "string", "boolean", "date"}
 	}
 }
+
+// JSONSchemaExtend fixes apiVersion and kind to their only values.
+func (RuleTest) JSONSchemaExtend(s *jsonschema.Schema) {
+	if p, ok := s.Properties.Get("apiVersion"); ok {
+		p.Const = APIVersion
+	}
+	if p, ok := s.Properties.Get("kind"); ok {
+		p.Const = TestKind
+	}
+}
+
+// JSONSchema is a path or a list of paths.
+func (Paths) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{OneOf: []*jsonschema.Schema{
+		{Type: "string", MinLength: ptr(uint64(1))},
+		{Type: "array", Items: &jsonschema.Schema{Type: "string", MinLength: ptr(uint64(1))}, MinItems: ptr(uint64(1))},
+	}}
+}
+
+// JSONSchema is an object, or {file, name}.
+func (ObjectOrFile) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{fileRef(true), object()}}
+}
+
+// JSONSchema is a list of objects, or {file}.
+func (ChildrenOrFile) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "array", Items: object()}, fileRef(false)}}
+}
+
+// fileRef is {file: PATH}, with name: NAME when withName.
+func fileRef(withName bool) *jsonschema.Schema {
+	props := jsonschema.NewProperties()
+	props.Set("file", &jsonschema.Schema{Type: "string", MinLength: ptr(uint64(1)), Description: "A YAML file, relative to the test file."})
+	if withName {
+		props.Set("name", &jsonschema.Schema{Type: "string", Description: "The name of the object in the file; may be left out when the file holds one object."})
+	}
+	return &jsonschema.Schema{Type: "object", Properties: props, Required: []string{"file"}, AdditionalProperties: jsonschema.FalseSchema}
+}
+
+// object is a Kubernetes object written out.
+func object() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Required: []string{"apiVersion", "kind"}}
+}
+
+func ptr[T any](v T) *T { return &v }
