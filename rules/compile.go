@@ -2,15 +2,12 @@ package rules
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/parser"
 )
 
 // This file compiles one CEL expression: parse, type-check, check the result type, find
@@ -207,107 +204,12 @@ func typeName(t *cel.Type) string {
 }
 
 // issues reports CEL parse or check errors, improving the messages CEL gives for a
-// misspelled field or variable.
+// misspelled field or variable (hints).
 func (c *compiler) issues(w where, source, src string, off int, iss *cel.Issues, env *cel.Env, parsed *cel.Ast) {
+	h := hints{childIDs: c.childIDs, refIDs: c.refIDs, envs: c.envs}
 	for _, e := range iss.Errors() {
-		msg := strings.TrimPrefix(e.Message, "Syntax error: ")
-		if msg != e.Message {
-			msg = "syntax error: " + msg
-		}
-		switch {
-		case strings.HasPrefix(msg, "undeclared reference to '"):
-			msg = c.undeclaredMessage(msg, env)
-		case strings.HasPrefix(msg, "undefined field '") && env != nil:
-			msg += c.suggestField(env, parsed, e.ExprID, msg)
-		case strings.Contains(msg, "optional_type("):
-			msg += "; x.?y is an optional: unwrap it with .orValue(default), e.g. .orValue(false) in a condition"
-		}
-		c.fail(w, source, columnOf(source, off, runeOffset(src, e.Location)), msg)
+		c.fail(w, source, columnOf(source, off, runeOffset(src, e.Location)), h.improve(e.Message, env, parsed, e.ExprID))
 	}
-}
-
-// undeclaredMessage rewrites CEL's "undeclared reference" message with a hint.
-func (c *compiler) undeclaredMessage(msg string, env *cel.Env) string {
-	name, _, _ := strings.Cut(strings.TrimPrefix(msg, "undeclared reference to '"), "'")
-	out := fmt.Sprintf("undeclared reference to '%s'", name)
-	if env != nil && declares(env, varParents) && name != varParents {
-		return out + ": rollout.healthy reads only parents, the list of the parents the rollout has reached"
-	}
-	// kro reads a resource by its id; kubecel, a child in children and a ref in refs.
-	switch {
-	case env != nil && slices.Contains(c.childIDs, name) && declares(env, varChildren):
-		return out + fmt.Sprintf(": %s is a child of this rule: read it as children.%s", name, name)
-	case env != nil && slices.Contains(c.refIDs, name) && declares(env, varRefs):
-		return out + fmt.Sprintf(": %s is a ref of this rule: read it as refs.%s", name, name)
-	}
-	switch name {
-	case varEach, varIndex:
-		return out + ": each and index exist only in a forEach child's template, expr and readyWhen"
-	case varSelf:
-		return out + ": self (the observed child) exists only in readyWhen"
-	case varChildren:
-		return out + ": children cannot be read here; parent.when decides whether the rule applies before any child exists"
-	case "schema": // kro's name of the instance
-		if env != nil && declares(env, varParent) {
-			return out + ": kubecel names the parent object parent, where kro says schema: write parent.spec.x for schema.spec.x"
-		}
-	}
-	if env == nil {
-		return out
-	}
-	var names []string
-	for _, v := range env.Variables() {
-		names = append(names, v.Name())
-	}
-	return out + didYouMean(name, names)
-}
-
-// declares reports whether env declares the variable name.
-func declares(env *cel.Env, name string) bool {
-	for _, v := range env.Variables() {
-		if v.Name() == name {
-			return true
-		}
-	}
-	return false
-}
-
-// suggestField finds the object type that lacks the field named in msg and suggests
-// the closest field it has. It type-checks the selection's operand on its own, which
-// fails harmlessly when the operand uses comprehension variables.
-func (c *compiler) suggestField(env *cel.Env, parsed *cel.Ast, id int64, msg string) string {
-	if c.envs.types == nil || parsed == nil {
-		return ""
-	}
-	field, _, _ := strings.Cut(strings.TrimPrefix(msg, "undefined field '"), "'")
-	native := parsed.NativeRep()
-	var operand celast.Expr
-	visit(native.Expr(), func(e celast.Expr) bool {
-		if e.ID() == id && e.Kind() == celast.SelectKind {
-			operand = e.AsSelect().Operand()
-		}
-		return operand == nil
-	})
-	if operand == nil {
-		return ""
-	}
-	src, err := parser.Unparse(operand, native.SourceInfo())
-	if err != nil {
-		return ""
-	}
-	checked, iss := env.Compile(src)
-	if iss.Err() != nil || checked.OutputType().Kind() != types.StructKind {
-		return ""
-	}
-	decl, ok := c.envs.types.FindDeclType(checked.OutputType().TypeName())
-	if !ok {
-		return ""
-	}
-	names := make([]string, 0, len(decl.Fields))
-	for name := range decl.Fields {
-		names = append(names, name)
-	}
-	return didYouMean(field, names)
 }
 
 // fail records a problem in the expression at w.
