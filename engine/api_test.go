@@ -75,13 +75,16 @@ image: ${parent.spec.image}
 replicas: ${string(parent.spec.replicas)}`
 )
 
-func (f *fixture) websites() schema.GroupVersionResource {
+// apiFixture is a fixture whose rule defines the Website API.
+type apiFixture struct{ *fixture }
+
+func (f apiFixture) websites() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: f.rule + ".api.kubecel.dev", Version: "v1", Resource: "websites"}
 }
 
-func (f *fixture) crdName() string { return "websites." + f.rule + ".api.kubecel.dev" }
+func (f apiFixture) crdName() string { return "websites." + f.rule + ".api.kubecel.dev" }
 
-func (f *fixture) website(name string, spec map[string]any) map[string]any {
+func (f apiFixture) website(name string, spec map[string]any) map[string]any {
 	return map[string]any{
 		"apiVersion": f.rule + ".api.kubecel.dev/v1", "kind": "Website",
 		"metadata": map[string]any{"name": name, "namespace": f.ns},
@@ -127,7 +130,7 @@ func specManagers(crd *apiextensionsv1.CustomResourceDefinition) []string {
 	return out
 }
 
-func (f *fixture) waitConfig(name, key, want string) {
+func (f apiFixture) waitConfig(name, key, want string) {
 	f.t.Helper()
 	f.waitFor(configMaps, f.ns, name, func(u *unstructured.Unstructured) (bool, string) {
 		got := nestedString(u, "data", key)
@@ -137,7 +140,7 @@ func (f *fixture) waitConfig(name, key, want string) {
 
 // waitNotified waits until the controller said that the rule cannot run for reason,
 // with a message that holds every one of parts.
-func (f *fixture) waitNotified(n *notifications, reason string, parts ...string) string {
+func (f apiFixture) waitNotified(n *notifications, reason string, parts ...string) string {
 	f.t.Helper()
 	var found string
 	f.eventually(func() (bool, string) {
@@ -162,7 +165,7 @@ func (f *fixture) waitNotified(n *notifications, reason string, parts ...string)
 // keeps converging parents; removing the rule leaves the CRD and the parents.
 func TestAPI(t *testing.T) {
 	var n notifications
-	f := startControllerWith(t, apiRulesWith("Namespaced", websiteSpec, websiteData), rules.Options{}, engine.Options{Workers: 2, Notify: n.notify})
+	f := apiFixture{startControllerWith(t, apiRulesWith("Namespaced", websiteSpec, websiteData), rules.Options{}, engine.Options{Workers: 2, Notify: n.notify})}
 	var crd *apiextensionsv1.CustomResourceDefinition
 	f.eventually(func() (bool, string) {
 		var err error
@@ -280,8 +283,8 @@ rules: []
 // and still never writes it.
 func TestAPIForeignCRD(t *testing.T) {
 	var n notifications
-	f := &fixture{t: t, ns: testenv.Namespace(t), rule: fmt.Sprintf("r%04x", rand.IntN(1<<16)),
-		rulesTemplate: apiRulesWith("Namespaced", websiteSpec, websiteData), opts: engine.Options{Workers: 2, Notify: n.notify}}
+	f := apiFixture{&fixture{t: t, ns: testenv.Namespace(t), rule: fmt.Sprintf("r%04x", rand.IntN(1<<16)),
+		rulesTemplate: apiRulesWith("Namespaced", websiteSpec, websiteData), opts: engine.Options{Workers: 2, Notify: n.notify}}}
 	generated := f.loadRules(f.rulesTemplate).CRDs()[0]
 	// Someone else's CRD of that name: another schema, kubecel's labels, a proof made
 	// for another CRD name.

@@ -34,9 +34,12 @@ const orphanRules = widgetRuleHead + `      - id: local
             namespace: ${parent.spec.target}
 `
 
+// orphanFixture is a fixture on orphanRules.
+type orphanFixture struct{ *fixture }
+
 // orphanChildren waits for a widget's children (and the rule's finalizer on it) and
 // returns the parent as created.
-func (f *fixture) orphanChildren(target, name string, remoteOnly bool) *unstructured.Unstructured {
+func (f orphanFixture) orphanChildren(target, name string, remoteOnly bool) *unstructured.Unstructured {
 	f.t.Helper()
 	if !remoteOnly {
 		f.waitFor(configMaps, f.ns, name+"-local", nil)
@@ -52,7 +55,7 @@ func (f *fixture) orphanChildren(target, name string, remoteOnly bool) *unstruct
 // controller has handled every event of their deletion: a widget created after them
 // has its children (its informer delivers events in order), and then the controller
 // has nothing queued or in progress.
-func (f *fixture) checkOrphansKept(target string, remoteOnly bool, names ...string) {
+func (f orphanFixture) checkOrphansKept(target string, remoteOnly bool, names ...string) {
 	f.t.Helper()
 	f.create(widgets, widget(f.ns, "marker", map[string]any{"target": target}))
 	f.orphanChildren(target, "marker", false)
@@ -86,7 +89,7 @@ func (f *fixture) checkOrphansKept(target string, remoteOnly bool, names ...stri
 // go. (Before the fix it deleted both children.)
 func TestOrphanDeletionHeldByFinalizer(t *testing.T) {
 	target := testenv.Namespace(t)
-	f := startController(t, orphanRules)
+	f := orphanFixture{startController(t, orphanRules)}
 	f.create(widgets, widget(f.ns, "w1", map[string]any{"target": target}))
 	parent := f.orphanChildren(target, "w1", false)
 	f.stop()
@@ -111,7 +114,7 @@ func TestOrphanDeletionHeldByFinalizer(t *testing.T) {
 // (Before the fix some of the 20 parents' children were deleted on nearly every run.)
 func TestOrphanDeletionRace(t *testing.T) {
 	target := testenv.Namespace(t)
-	f := startController(t, orphanRules)
+	f := orphanFixture{startController(t, orphanRules)}
 	const n = 20
 	var names []string
 	for i := range n {

@@ -15,7 +15,7 @@ import (
 // with a child that is its own in every part the controller writes, or someone whose
 // object the controller must leave alone.
 
-// Holders of a computed name, counted per run (see ownershipRun.held).
+// Holders of a computed name, counted per run (see holders.held).
 const (
 	heldOwn          = "its own child"
 	heldForeign      = "a foreign or forged object"
@@ -25,12 +25,15 @@ const (
 	heldReleasedRule = "its child of a removed rule"
 )
 
+// holders judges who holds the names the widgets of a run compute.
+type holders struct{ *ownershipRun }
+
 // holder returns who holds the name key that rule computes for p, and what is wrong
 // with it, or "". A child the widget holds is its own: labelled with its UID and the
 // child id of its namespace, its data naming the widget, and in the widget's namespace
 // controlled by the widget (an owner reference with its UID), elsewhere owned by no
 // widget (owner references do not cross namespaces).
-func (r *ownershipRun) holder(p *unstructured.Unstructured, rule propertyRule, key string, obj *unstructured.Unstructured) (string, string) {
+func (r holders) holder(p *unstructured.Unstructured, rule propertyRule, key string, obj *unstructured.Unstructured) (string, string) {
 	if r.isForeign(key) {
 		return heldForeign, ""
 	}
@@ -74,7 +77,7 @@ func (r *ownershipRun) holder(p *unstructured.Unstructured, rule propertyRule, k
 }
 
 // releasedObject reports whether uid is an object of a removed rule.
-func (r *ownershipRun) releasedObject(uid types.UID) bool {
+func (r holders) releasedObject(uid types.UID) bool {
 	_, ok := r.released[uid]
 	return ok
 }
@@ -82,7 +85,7 @@ func (r *ownershipRun) releasedObject(uid types.UID) bool {
 // held counts, in a quiet snapshot, who holds each name a running rule computes for a
 // selected widget, into r.holders: which situations a seed reaches (logged at the end of
 // the run, and how the known seeds were chosen).
-func (r *ownershipRun) held(s *snapshot) {
+func (r holders) held(s *snapshot) {
 	for _, p := range s.parents {
 		for _, rule := range r.running() {
 			if !rule.selects(p) {
@@ -100,7 +103,7 @@ func (r *ownershipRun) held(s *snapshot) {
 }
 
 // describeHolders lists the counts of r.holders.
-func (r *ownershipRun) describeHolders() string {
+func (r holders) describeHolders() string {
 	var parts []string
 	for _, kind := range slices.Sorted(maps.Keys(r.holders)) {
 		parts = append(parts, fmt.Sprintf("%s %d", kind, r.holders[kind]))

@@ -109,7 +109,7 @@ func (r *ownershipRun) liveness(s *snapshot) string {
 				if obj == nil {
 					return fmt.Sprintf("widget %s has no ConfigMap %s (rule %s), neither its own nor another's", p.GetName(), key, rule.Name)
 				}
-				if _, msg := r.holder(p, rule, key, obj); msg != "" {
+				if _, msg := (holders{r}).holder(p, rule, key, obj); msg != "" {
 					return msg
 				}
 			}

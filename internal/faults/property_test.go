@@ -131,7 +131,7 @@ func runOwnership(t *testing.T, seed uint64, steps int) {
 		r.do(r.deleteParent(name))
 	}
 	t.Logf("%d steps, %d foreign objects, %d objects of removed rules; names computed, held by: %s",
-		len(r.steps), len(r.foreign), len(r.released), r.describeHolders())
+		len(r.steps), len(r.foreign), len(r.released), holders{r}.describeHolders())
 }
 
 // ownershipRun is one run of TestPropertyOwnership; its world and Active rules are the
@@ -180,7 +180,7 @@ func (r *ownershipRun) do(step string) {
 		}
 		r.fail(fmt.Sprintf("not quiet within %s: %s", settle, last))
 	}
-	r.held(s)
+	holders{r}.held(s)
 }
 
 // fail ends the test with the counterexample: the seed and the steps so far.
