@@ -234,6 +234,12 @@ func (l *lifecycle) restart(ctx context.Context, target *watch.Rule) {
 		return // replaced or stopped meanwhile
 	}
 	next, err := l.start(ctx, cur.st.Rule, cur)
+	if err != nil && keepsOld(err) {
+		// Its api is refused now (someone changed the CRD): the version that runs keeps
+		// running, as a reload leaves it.
+		klog.FromContext(ctx).Error(err, "Cannot start the rule again; the version that runs keeps running", "rule", name)
+		return
+	}
 	if err != nil {
 		delete(l.running, name)
 		l.setPending(ctx, cur.st.Rule, err)
