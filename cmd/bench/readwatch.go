@@ -97,7 +97,7 @@ func (w *readWatch) close() {
 // writeAtomically replaces the file at path with data (a temporary file renamed over
 // it), so that a reader never sees it half written.
 func writeAtomically(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".rules-*.yaml")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
