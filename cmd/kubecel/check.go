@@ -106,15 +106,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		if !errors.As(err, &list) {
 			return &exitError{code: 1, err: err}
 		}
-		failed := &exitError{code: 1, err: fmt.Errorf("%s: %d %s", file, len(list), plural(len(list), "problem", "problems"))}
-		if o.output.value != "text" {
-			if err := printData(cmd.OutOrStdout(), o.output.value, diagnostics(file, list, "error")); err != nil {
-				return err
-			}
-			return failed
-		}
-		printProblems(cmd.ErrOrStderr(), file, list)
-		return failed
+		return o.refuse(cmd, file, list)
 	}
 	var apiErrs, apiNotices []*rules.Error
 	if from == "the cluster's CRDs" {
@@ -124,15 +116,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		placeWarnings(rs, apiErrs)
 	}
 	if len(apiErrs) > 0 {
-		failed := &exitError{code: 1, err: fmt.Errorf("%s: %d %s", file, len(apiErrs), plural(len(apiErrs), "problem", "problems"))}
-		if o.output.value != "text" {
-			if err := printData(cmd.OutOrStdout(), o.output.value, diagnostics(file, apiErrs, "error")); err != nil {
-				return err
-			}
-			return failed
-		}
-		printProblems(cmd.ErrOrStderr(), file, apiErrs)
-		return failed
+		return o.refuse(cmd, file, apiErrs)
 	}
 	warnings := append(append([]*rules.Error(nil), rs.Warnings...), checkWarnings(rs)...)
 	placeWarnings(rs, warnings)
@@ -293,4 +277,18 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// refuse prints the errors that fail a check, in the output format asked for, and
+// returns the exit error that counts them.
+func (o *checkOptions) refuse(cmd *cobra.Command, file string, errs []*rules.Error) error {
+	failed := &exitError{code: 1, err: fmt.Errorf("%s: %d %s", file, len(errs), plural(len(errs), "problem", "problems"))}
+	if o.output.value != "text" {
+		if err := printData(cmd.OutOrStdout(), o.output.value, diagnostics(file, errs, "error")); err != nil {
+			return err
+		}
+		return failed
+	}
+	printProblems(cmd.ErrOrStderr(), file, errs)
+	return failed
 }
