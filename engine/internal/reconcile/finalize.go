@@ -162,7 +162,7 @@ func (d *deletion) finalize(ctx context.Context, st *watch.Rule, parent *unstruc
 	case len(children) > 0:
 		// Child delete events requeue the parent; the delay is a safety net.
 		return Result{RequeueAfter: 5 * time.Second}, nil
-	case d.unseen(parent.GetUID(), children):
+	case d.unseen(st, parent.GetUID()):
 		// A child we made is not in the caches yet: its event requeues the parent,
 		// which deletes it then. Without the finalizer it would be left behind.
 		return Result{RequeueAfter: time.Second}, nil
@@ -170,15 +170,21 @@ func (d *deletion) finalize(ctx context.Context, st *watch.Rule, parent *unstruc
 	return Result{}, d.finalizers.remove(ctx, st, parent)
 }
 
-// unseen reports whether a child of the parent with UID uid that we wrote is not among
-// the cached children yet (informers.Written): the caches lag behind our writes, and a
-// parent let go of before they catch up would leave that child behind.
-func (d *deletion) unseen(uid types.UID, cached []*informers.Object) bool {
+// unseen reports whether a child of the parent with UID uid that we wrote is not in the
+// caches yet (informers.Written): the caches lag behind our writes, and a parent let go
+// of before they catch up would leave that child behind. A child the cache holds under
+// its name with its UID is seen, whoever changed it since; one of a kind the rule no
+// longer watches cannot be, and holds nothing up.
+func (d *deletion) unseen(st *watch.Rule, uid types.UID) bool {
 	if d.send.written == nil {
 		return false
 	}
 	for _, w := range d.send.written.Children(string(uid)) {
-		if !slices.ContainsFunc(cached, func(o *informers.Object) bool { return o.GetUID() == w.GetUID() }) {
+		k := watch.KeyOf(w)
+		if st.Children[k.GK] == nil {
+			continue
+		}
+		if cached, ok := st.Cached(k); !ok || cached.GetUID() != w.GetUID() {
 			return true
 		}
 	}

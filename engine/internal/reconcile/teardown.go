@@ -76,8 +76,7 @@ func (d *deletion) teardown(ctx context.Context, st *watch.Rule, key watch.Key, 
 		return Result{}, nil
 	}
 	var doomed []*informers.Object
-	owned := st.OwnedChildren(string(uid))
-	for _, child := range owned {
+	for _, child := range st.OwnedChildren(string(uid)) {
 		if len(doomed) > d.batch {
 			break // enough to know there is more than a batch
 		}
@@ -136,7 +135,7 @@ func (d *deletion) teardown(ctx context.Context, st *watch.Rule, key watch.Key, 
 	if len(doomed) > 0 {
 		klog.FromContext(ctx).Info("Deleted children of deleted parent", "parentUID", string(uid), "children", len(doomed), "dryRun", d.dryRun)
 	}
-	if d.unseen(uid, owned) {
+	if d.unseen(st, uid) {
 		// A child we made is not in the caches yet: its event requeues the parent.
 		return Result{RequeueAfter: time.Second}, nil
 	}
