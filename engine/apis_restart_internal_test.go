@@ -55,15 +55,7 @@ func TestRestartKeepsTheRuleWhenItsAPIIsRefused(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.SetRules(ctx, rs)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runInBackground(t, c, ctx, cancel)
 	testenv.Eventually(t, time.Minute, func() (bool, string) {
 		return c.view.Load().get(rule) != nil, "the rule does not run"
 	})

@@ -73,15 +73,7 @@ func TestReconcilePanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.SetRules(ctx, rs)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runInBackground(t, c, ctx, cancel)
 
 	create := func(name string) {
 		w := &unstructured.Unstructured{Object: map[string]any{
@@ -183,4 +175,19 @@ func hasKVContaining(kvs []any, key, sub string) bool {
 		}
 	}
 	return false
+}
+
+// runInBackground runs c until the test ends, then cancels ctx and waits for Run to
+// return.
+func runInBackground(t *testing.T, c *Controller, ctx context.Context, cancel context.CancelFunc) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }

@@ -46,15 +46,7 @@ func TestReloadDoesNotStopUnchangedRules(t *testing.T) {
 		return rs
 	}
 	c.SetRules(ctx, load(false))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runInBackground(t, c, ctx, cancel)
 
 	widgets := testenv.Dynamic(t).Resource(widgetGVR).Namespace(ns)
 	w := &unstructured.Unstructured{Object: map[string]any{

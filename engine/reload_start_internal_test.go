@@ -66,15 +66,7 @@ func TestRuleAddedBesideARunningOne(t *testing.T) {
 			}
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runInBackground(t, c, ctx, cancel)
 
 	w := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "engine.kubecel.dev/v1", "kind": "Widget",
