@@ -282,6 +282,26 @@ type queueFigures struct {
 	busy         float64 // workqueue_depth and workqueue_unfinished_work_seconds, all queues
 }
 
+// figuresOf reads the figures of rule ("" for every rule) from a /metrics page.
+func figuresOf(body, rule string) queueFigures {
+	var got queueFigures
+	for line := range strings.Lines(body) {
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, `kubecel_reconcile_total{`) && (rule == "" || strings.Contains(line, `rule="`+rule+`"`)):
+			got.reconciles += v
+		case strings.HasPrefix(line, `workqueue_adds_total{name="rollouts"}`):
+			got.rolloutLooks += v
+		case strings.HasPrefix(line, "workqueue_depth"), strings.HasPrefix(line, "workqueue_unfinished_work_seconds"):
+			got.busy += v
+		}
+	}
+	return got
+}
+
 // figures reads a process's metrics.
 func (w *rolloutWorld) figures(r *replica) queueFigures {
 	w.t.Helper()
@@ -295,21 +315,7 @@ func (w *rolloutWorld) figures(r *replica) queueFigures {
 		if code != 200 {
 			return false, fmt.Sprintf("/metrics: %d %s", code, body)
 		}
-		got = queueFigures{}
-		for line := range strings.Lines(body) {
-			var v float64
-			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
-				continue
-			}
-			switch {
-			case strings.HasPrefix(line, `kubecel_reconcile_total{`) && strings.Contains(line, `rule="`+rolloutRule+`"`):
-				got.reconciles += v
-			case strings.HasPrefix(line, `workqueue_adds_total{name="rollouts"}`):
-				got.rolloutLooks += v
-			case strings.HasPrefix(line, "workqueue_depth"), strings.HasPrefix(line, "workqueue_unfinished_work_seconds"):
-				got.busy += v
-			}
-		}
+		got = figuresOf(body, rolloutRule)
 		return true, ""
 	})
 	return got

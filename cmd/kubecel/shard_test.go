@@ -180,18 +180,8 @@ func atRest(t *testing.T, cp *controlplane.ControlPlane, urls []string, poke fun
 	figures := func() (reconciles, busy float64) {
 		for _, url := range urls {
 			_, body := httpGet(url + "/metrics")
-			for line := range strings.Lines(body) {
-				var v float64
-				if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
-					continue
-				}
-				switch {
-				case strings.HasPrefix(line, "kubecel_reconcile_total{"):
-					reconciles += v
-				case strings.HasPrefix(line, "workqueue_depth"), strings.HasPrefix(line, "workqueue_unfinished_work_seconds"):
-					busy += v
-				}
-			}
+			f := figuresOf(body, "")
+			reconciles, busy = reconciles+f.reconciles, busy+f.busy
 		}
 		return reconciles, busy
 	}
