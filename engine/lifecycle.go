@@ -54,7 +54,8 @@ type lifecycle struct {
 	rs *rules.RuleSet
 	// beforeStart and started, when set (by tests), are called before a rule starts in
 	// set and once it started, before the view with it is published.
-	beforeStart, started func(rule string)
+	beforeStart func(rule string)
+	started     func(st *watch.Rule)
 }
 
 // publish makes the lifecycle's state the view the controller reads. The caller holds
@@ -109,7 +110,7 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 			continue
 		}
 		if l.started != nil {
-			l.started(name)
+			l.started(next.st)
 		}
 		l.running[name] = next
 		started = append(started, next)
@@ -269,9 +270,13 @@ func rollsFrom(next *runningRule, old *watch.Rule) bool {
 	return next.rollout != nil && next.rollout.RollsFrom(old)
 }
 
-// enqueueAll queues every parent of a rule, as a resync does.
+// enqueueAll queues every parent of a rule, as a resync does: those its caches hold,
+// and those its children name, which may no longer be selected.
 func enqueueAll(enqueue func(queueKey), st *watch.Rule) {
 	for _, key := range st.ParentKeys() {
+		enqueue(key)
+	}
+	for _, key := range st.ChildParentKeys() {
 		enqueue(key)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -90,8 +91,8 @@ func TestRuleAddedBesideARunningOne(t *testing.T) {
 	// The added rule has started its watch but is not in the view yet: wait until a
 	// worker took its parent.
 	held := false
-	c.life.started = func(rule string) {
-		if rule != added {
+	c.life.started = func(st *watch.Rule) {
+		if st.Name() != added {
 			return
 		}
 		select {

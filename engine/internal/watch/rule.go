@@ -194,6 +194,31 @@ func (st *Rule) ParentKeys() []Key {
 	return keys
 }
 
+// ChildParentKeys are the keys of the parents that the rule's proven children in its
+// caches name, in the rule's parent caches or not: a parent relabelled out of the
+// rule's selector while no controller ran is known only by its children.
+func (st *Rule) ChildParentKeys() []Key {
+	seen := map[Key]bool{}
+	var keys []Key
+	for _, ck := range st.Children {
+		cw := ck.watch.Load()
+		if cw == nil {
+			continue
+		}
+		for _, o := range cw.Informer.GetStore().List() {
+			u := o.(*informers.Object)
+			if u.Rule() != st.Rule.Name || u.Origin() != st.Rule.Origin {
+				continue
+			}
+			if key, ok := parentOf(u); ok && !seen[key] {
+				seen[key] = true
+				keys = append(keys, key)
+			}
+		}
+	}
+	return keys
+}
+
 // OwnedChildren returns the cached children this rule made for the parent with this
 // UID, in a stable order: objects whose proof (the caches keep kubecel's labels of
 // proven objects alone) names this rule, its origin and the parent's UID.
