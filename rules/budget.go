@@ -108,9 +108,15 @@ type budgetHolder interface {
 // comprehension's or the deadline's activation to the evaluation's; nil when there is
 // none (a program evaluated outside Evaluate, or planned with constant arguments).
 func budgetOf(vars interpreter.Activation) *budget {
-	for a := vars; a != nil; a = a.Parent() {
-		if h, ok := a.(budgetHolder); ok {
-			return h.evalBudget()
+	for a := vars; a != nil; {
+		switch v := a.(type) {
+		case budgetHolder:
+			return v.evalBudget()
+		case interface{ Unwrap() interpreter.Activation }:
+			// CEL's execution frame wraps the activation it evaluates in.
+			a = v.Unwrap()
+		default:
+			a = a.Parent()
 		}
 	}
 	return nil

@@ -156,7 +156,10 @@ func TestBoundedExpressionsSkipTracking(t *testing.T) {
 		{"parent.spec.hosts.join(parent.metadata.name)", false},
 		{"parent.metadata.name.split('').size()", false},
 		{"'%s'.format([parent.metadata.name])", false},
-		{"parent.metadata.name.lowerAscii()", true},
+		// CEL estimates lowerAscii's cost by the length of its string (since cel-go
+		// 0.31), which without a schema can be the size of a stored object.
+		{"parent.metadata.name.lowerAscii()", false},
+		{"parent.metadata.name.size() > 3", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {

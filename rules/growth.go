@@ -114,7 +114,7 @@ var growthBindings = sync.OnceValues(func() (map[string]*functions.Overload, err
 // refuse a call whose work exceeds costLimit.
 func growthOptions(costLimit uint64) []cel.ProgramOption {
 	return []cel.ProgramOption{
-		cel.CustomDecorator(func(i interpreter.Interpretable) (interpreter.Interpretable, error) {
+		cel.CustomDecoratorV2(func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 			return decorateGrowth(i, costLimit)
 		}),
 		// Replaces the Kubernetes library's plan of findAll with a constant pattern
@@ -126,7 +126,7 @@ func growthOptions(costLimit uint64) []cel.ProgramOption {
 
 // decorateGrowth plans growth calls and non-constant literals so that they charge the
 // budget.
-func decorateGrowth(i interpreter.Interpretable, costLimit uint64) (interpreter.Interpretable, error) {
+func decorateGrowth(i interpreter.InterpretableV2, costLimit uint64) (interpreter.InterpretableV2, error) {
 	switch node := i.(type) {
 	case interpreter.InterpretableCall:
 		return planGrowth(i, node, costLimit)
@@ -136,7 +136,7 @@ func decorateGrowth(i interpreter.Interpretable, costLimit uint64) (interpreter.
 	return i, nil
 }
 
-func planGrowth(i interpreter.Interpretable, call interpreter.InterpretableCall, costLimit uint64) (interpreter.Interpretable, error) {
+func planGrowth(i interpreter.InterpretableV2, call interpreter.InterpretableCall, costLimit uint64) (interpreter.InterpretableV2, error) {
 	g, ok := growthFunctions[call.Function()]
 	if !ok || !g.builds(call.OverloadID()) {
 		return i, nil
@@ -219,7 +219,7 @@ func room(vars interpreter.Activation) int64 {
 type growthCall struct {
 	id                 int64
 	function, overload string
-	args               []interpreter.Interpretable
+	args               []interpreter.InterpretableV2
 	trait              int
 	nonStrict          bool
 	what               string
@@ -231,13 +231,18 @@ type growthCall struct {
 
 var _ interpreter.InterpretableCall = (*growthCall)(nil)
 
-// Eval evaluates the arguments as CEL's own calls do (an error or unknown argument is
-// the result, unless the function is non-strict), then charges and calls.
+// Eval implements interpreter.Interpretable (see Exec).
 func (c *growthCall) Eval(vars interpreter.Activation) ref.Val {
+	return c.Exec(interpreter.AsFrame(vars))
+}
+
+// Exec evaluates the arguments as CEL's own calls do (an error or unknown argument is
+// the result, unless the function is non-strict), then charges and calls.
+func (c *growthCall) Exec(vars *interpreter.ExecutionFrame) ref.Val {
 	var args argv
 	args.n = len(c.args)
 	for i, arg := range c.args {
-		args.v[i] = arg.Eval(vars)
+		args.v[i] = arg.Exec(vars)
 		// A binary call evaluates both arguments before it looks at either.
 		if args.n != 2 && !c.nonStrict && types.IsUnknownOrError(args.v[i]) {
 			return args.v[i]
@@ -285,7 +290,7 @@ func (c *growthCall) Function() string { return c.function }
 func (c *growthCall) OverloadID() string { return c.overload }
 
 // Args implements interpreter.InterpretableCall.
-func (c *growthCall) Args() []interpreter.Interpretable { return c.args }
+func (c *growthCall) Args() []interpreter.InterpretableV2 { return c.args }
 
 // planFindAll plans findAll with a constant pattern: compiled once, as the Kubernetes
 // library does, and charging as it goes.
@@ -309,7 +314,7 @@ type chargedLiteral struct {
 	what  string
 }
 
-func chargeLiteral(i interpreter.Interpretable, lit interpreter.InterpretableConstructor) interpreter.Interpretable {
+func chargeLiteral(i interpreter.InterpretableV2, lit interpreter.InterpretableConstructor) interpreter.InterpretableV2 {
 	vals := lit.InitVals()
 	constant := true
 	for _, v := range vals {
@@ -330,10 +335,15 @@ func chargeLiteral(i interpreter.Interpretable, lit interpreter.InterpretableCon
 	return i
 }
 
-// Eval implements interpreter.Interpretable.
+// Eval implements interpreter.Interpretable (see Exec).
 func (l *chargedLiteral) Eval(vars interpreter.Activation) ref.Val {
+	return l.Exec(interpreter.AsFrame(vars))
+}
+
+// Exec implements interpreter.InterpretableV2: it charges the elements, then builds.
+func (l *chargedLiteral) Exec(vars *interpreter.ExecutionFrame) ref.Val {
 	if err := chargeIn(vars, l.bytes, l.what); err != nil {
 		return types.LabelErrNode(l.ID(), types.WrapErr(err))
 	}
-	return l.InterpretableConstructor.Eval(vars)
+	return l.InterpretableConstructor.Exec(vars)
 }
