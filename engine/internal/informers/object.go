@@ -30,7 +30,9 @@ import (
 // controller's memory, so they keep the text and each reconcile decodes the few objects
 // it reads (tens of microseconds; see BenchmarkCachedObject). The text is compressed with
 // S2 against a dictionary per kind (see kindDicts): objects of one kind share most of
-// their keys and many values, so a 1.8 KB Deployment takes about 110 bytes.
+// their keys and many values, so a 1.8 KB Deployment takes about 110 bytes. The first
+// objects of a kind are compressed alone: a kind gets its dictionary from its
+// dictAfter-th object on.
 //
 // The typed metadata is only name, namespace, UID, resource version, deletion timestamp,
 // and kubecel's own labels and parent annotation, as plain fields: a metav1.ObjectMeta
@@ -53,7 +55,7 @@ type Object struct {
 	rule, child, parentUID string
 	parent, origin         string
 
-	dict *s2.Dict // what raw is compressed against
+	dict *s2.Dict // what raw is compressed against; nil: compressed alone
 	raw  []byte   // the object's JSON, compressed
 }
 
@@ -91,7 +93,7 @@ func NewObject(u *unstructured.Unstructured, prove Prover) (*Object, error) {
 		o.rule, o.child, o.origin = intern(labels[contract.LabelRule]), intern(labels[contract.LabelChild]), intern(ann[contract.AnnotationOrigin])
 		parentUID, parent = labels[contract.LabelParentUID], ann[contract.AnnotationParent]
 	}
-	o.pack(dict.Encode(nil, text), u.GetName(), string(u.GetUID()), u.GetResourceVersion(), parentUID, parent)
+	o.pack(encode(dict, text), u.GetName(), string(u.GetUID()), u.GetResourceVersion(), parentUID, parent)
 	return o, nil
 }
 
@@ -168,7 +170,7 @@ func (o *Object) GetObjectMeta() metav1.Object {
 
 // Decode returns the object as a new unstructured value the caller may change.
 func (o *Object) Decode() (*unstructured.Unstructured, error) {
-	text, err := o.dict.Decode(nil, o.raw)
+	text, err := decode(o.dict, o.raw)
 	if err != nil {
 		return nil, fmt.Errorf("decompress cached %s: %w", nameOf(o), err)
 	}
@@ -196,24 +198,54 @@ func (o *Object) DeepCopyObject() runtime.Object {
 	return &c
 }
 
+// encode compresses text against dict, or alone when dict is nil.
+func encode(dict *s2.Dict, text []byte) []byte {
+	if dict == nil {
+		return s2.Encode(nil, text)
+	}
+	return dict.Encode(nil, text)
+}
+
+// decode reverses encode.
+func decode(dict *s2.Dict, raw []byte) ([]byte, error) {
+	if dict == nil {
+		return s2.Decode(nil, raw)
+	}
+	return dict.Decode(nil, raw)
+}
+
 // dicts holds the compression dictionary of each kind.
-var dicts = &kindDicts{m: map[string]*s2.Dict{}}
+var dicts = &kindDicts{m: map[string]*s2.Dict{}, seen: map[string]int{}}
+
+// dictAfter is how many objects of a kind are compressed without a dictionary before
+// the kind gets one. A dictionary takes about 35 KB: for the parents of a CRD that has
+// a handful of objects (a platform of a thousand CRDs has many), it would cost more than
+// it saves.
+const dictAfter = 16
 
 // kindDicts makes one S2 dictionary per kind (API version and kind), from the JSON of the
-// first object of that kind the process caches: the later ones repeat most of it. A
-// dictionary is never replaced, since cached objects refer to the one they were
-// compressed against. Each takes about 35 KB.
+// dictAfter-th object of that kind the process caches: the later ones repeat most of
+// it. A dictionary is never replaced, since cached objects refer to the one they were
+// compressed against.
 type kindDicts struct {
 	mu sync.Mutex
 	m  map[string]*s2.Dict
+	// seen counts the objects of kinds without a dictionary yet.
+	seen map[string]int
 }
 
+// forKind returns the dictionary of kind, nil while the kind has had fewer than
+// dictAfter objects.
 func (k *kindDicts) forKind(kind string, sample func() []byte) *s2.Dict {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if d, ok := k.m[kind]; ok {
 		return d
 	}
+	if k.seen[kind]++; k.seen[kind] < dictAfter {
+		return nil
+	}
+	delete(k.seen, kind)
 	// The dictionary keeps its data: copy, so that the caller's buffer is not pinned.
 	d := s2.MakeDict(bytes.Clone(sample()), nil)
 	if d == nil { // shorter than s2.MinDictSize: not a real object, keep it uncompressed-ish
