@@ -13,6 +13,8 @@ import (
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/parser"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file holds the assertions of rules tests (kubecel test): CEL expressions over what
@@ -43,7 +45,7 @@ type operand struct {
 
 // assertEnv declares the assertion variables, all dynamically typed. It is built once.
 var assertEnv = sync.OnceValues(func() (*cel.Env, error) {
-	lib, err := libraryEnv()
+	lib, err := celenv.Library()
 	if err != nil {
 		return nil, err
 	}

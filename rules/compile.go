@@ -8,6 +8,8 @@ import (
 	"github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file compiles one CEL expression: parse, type-check, check the result type, find
@@ -63,7 +65,7 @@ func (w want) String() string {
 
 // compiler compiles the expressions of one rule.
 type compiler struct {
-	envs *envs
+	envs *celenv.Envs
 	errs *ErrorList
 	// clusterParent is true when the rule's parent resource is known to be
 	// cluster-scoped.

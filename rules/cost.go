@@ -15,6 +15,8 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/library"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // Cost control. Every expression runs under a deadline and a runtime cost limit (CEL's
@@ -119,7 +121,7 @@ func (s *sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate
 		}
 		return s.unknown()
 	}
-	if p[0] != varParent || s.parent == nil {
+	if p[0] != celenv.Parent || s.parent == nil {
 		return s.unknown()
 	}
 	t := s.parent
@@ -265,7 +267,7 @@ func tenth(n uint64) uint64 {
 
 func isGlobalVar(name string) bool {
 	switch name {
-	case varParent, varChildren, varSelf, varEach, varIndex, varParents:
+	case celenv.Parent, celenv.Children, celenv.Self, celenv.Each, celenv.Index, celenv.Parents:
 		return true
 	}
 	return false

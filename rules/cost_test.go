@@ -10,6 +10,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apiserver/pkg/cel/library"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // runawayRule nests comprehensions over a list whose size the parent decides: the
@@ -128,7 +130,7 @@ func TestSizeEstimatorUsesSchemaBounds(t *testing.T) {
 // and that for those twice the worst-case estimate, plus the margin, bounds the actual
 // cost.
 func TestBoundedExpressionsSkipTracking(t *testing.T) {
-	e, err := newEnvs(nil, nil)
+	e, err := celenv.New(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,21 +165,21 @@ func TestBoundedExpressionsSkipTracking(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
-			checked, iss := e.ready.Compile(tt.expr)
+			checked, iss := e.Ready.Compile(tt.expr)
 			if iss.Err() != nil {
 				t.Fatal(iss.Err())
 			}
-			if got := c.cost.bounded(e.ready, checked); got != tt.bounded {
+			if got := c.cost.bounded(e.Ready, checked); got != tt.bounded {
 				t.Errorf("bounded(%s) = %v, want %v", tt.expr, got, tt.bounded)
 			}
 			if !tt.bounded {
 				return
 			}
-			est, err := e.ready.EstimateCost(checked, &library.CostEstimator{SizeEstimator: &sizeEstimator{worstCase: true}})
+			est, err := e.Ready.EstimateCost(checked, &library.CostEstimator{SizeEstimator: &sizeEstimator{worstCase: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			prg, err := e.ready.Program(checked, cel.CostTracking(&library.CostEstimator{}))
+			prg, err := e.Ready.Program(checked, cel.CostTracking(&library.CostEstimator{}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file evaluates compiled template nodes into JSON-like values, and holds the CEL
@@ -135,19 +137,19 @@ func (a *activation) evalBudget() *budget { return a.budget }
 func (a *activation) ResolveName(name string) (any, bool) {
 	var v ref.Val
 	switch name {
-	case varParent:
+	case celenv.Parent:
 		v = a.parent
-	case varChildren:
+	case celenv.Children:
 		v = a.children
-	case varRefs:
+	case celenv.Refs:
 		v = a.refs
-	case varSelf:
+	case celenv.Self:
 		v = a.self
-	case varEach:
+	case celenv.Each:
 		v = a.each
-	case varIndex:
+	case celenv.Index:
 		v = a.index
-	case varParents:
+	case celenv.Parents:
 		v = a.parents
 	}
 	return v, v != nil

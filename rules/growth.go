@@ -11,6 +11,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file plans the calls that build strings, bytes, lists and maps so that they
@@ -90,7 +92,7 @@ var growthFunctions = map[string]growth{
 // overload id and by function name (the dispatch over all overloads), as CEL's planner
 // finds them.
 var growthBindings = sync.OnceValues(func() (map[string]*functions.Overload, error) {
-	env, err := libraryEnv()
+	env, err := celenv.Library()
 	if err != nil {
 		return nil, err
 	}
