@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
+	"github.com/kubecel/kubecel/rules/internal/celbudget"
 	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
@@ -141,7 +142,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		errs:     errs,
 		childIDs: ids,
 		refIDs:   refIDs,
-		cost:     costs{limit: opts.costLimit(), sizes: &sizeEstimator{parent: parentType}},
+		cost:     celbudget.Costs{Limit: opts.costLimit(), Parent: parentType, Memory: memory},
 	}
 	r := &Rule{
 		Name:         src.name,

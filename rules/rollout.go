@@ -78,7 +78,8 @@ func (ro *Rollout) Healthy(ctx context.Context, parents []map[string]any) (healt
 		return true, nil
 	}
 	r := ro.rule
-	ev := &evaluation{rule: r, res: &Result{}, budget: newBudget(r.maxEvalBytes)}
+	b := memory.Budget(r.maxEvalBytes)
+	ev := &evaluation{rule: r, res: &Result{}, budget: &b}
 	defer func() {
 		if p := recover(); p != nil {
 			healthy, err = false, ErrorList{{Rule: r.Name, Field: fieldHealthy, Expr: ro.healthy.source, Message: fmt.Sprintf("internal error: %v", p)}}
