@@ -138,7 +138,7 @@ FUZZTIME ?= 60s
 
 .PHONY: fuzz
 fuzz: ## run the fuzz tests for longer (FUZZTIME=60s each)
-	$(GO) test -run='^$$' -fuzz='^FuzzParseTemplate$$' -fuzztime=$(FUZZTIME) ./rules
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./rules/internal/interp
 	$(GO) test -run='^$$' -fuzz='^FuzzLoad$$' -fuzztime=$(FUZZTIME) ./rules
 
 # The long form runs without the race detector: `make test` runs the same scenarios, short,

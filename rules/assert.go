@@ -13,6 +13,8 @@ import (
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/parser"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file holds the assertions of rules tests (kubecel test): CEL expressions over what
@@ -43,7 +45,7 @@ type operand struct {
 
 // assertEnv declares the assertion variables, all dynamically typed. It is built once.
 var assertEnv = sync.OnceValues(func() (*cel.Env, error) {
-	lib, err := libraryEnv()
+	lib, err := celenv.Library()
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +83,7 @@ func CompileAssertion(expr string) (*Assertion, error) {
 }
 
 func assertProgram(env *cel.Env, checked *cel.Ast) (cel.Program, error) {
-	return env.Program(checked, append(growthOptions(DefaultCostLimit), cel.CostLimit(DefaultCostLimit), cel.InterruptCheckFrequency(100))...)
+	return env.Program(checked, append(memory.ProgramOptions(DefaultCostLimit), cel.CostLimit(DefaultCostLimit), cel.InterruptCheckFrequency(100))...)
 }
 
 // comparisonOperands compiles both sides of a comparison at the top of an expression.
@@ -153,7 +155,8 @@ func (a *Assertion) Check(ctx context.Context, vars AssertionVars) error {
 	}
 	b, ok := out.(types.Bool)
 	if !ok {
-		v, _ := toJSON(out, newBudget(DefaultMaxEvalBytes))
+		b := memory.Budget(DefaultMaxEvalBytes)
+		v, _ := toJSON(out, &b)
 		return fmt.Errorf("%s: is %s, not a bool", a.Expr, display(v))
 	}
 	if b {
@@ -166,7 +169,8 @@ func (a *Assertion) Check(ctx context.Context, vars AssertionVars) error {
 			sides = append(sides, fmt.Sprintf("%s: %s", op.text, oneLine(err.Error())))
 			continue
 		}
-		v, err := toJSON(val, newBudget(DefaultMaxEvalBytes))
+		b := memory.Budget(DefaultMaxEvalBytes)
+		v, err := toJSON(val, &b)
 		if err != nil {
 			continue
 		}

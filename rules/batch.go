@@ -60,7 +60,7 @@ func (c *compiler) compileBatch(env *cel.Env, src string) *batch {
 	if iss.Err() != nil {
 		return nil
 	}
-	prg, err := env.Program(checked, c.cost.programOptions(env, checked)...)
+	prg, err := env.Program(checked, c.cost.ProgramOptions(env, checked)...)
 	if err != nil {
 		return nil
 	}
@@ -92,9 +92,9 @@ func (b *batch) run(ctx context.Context, vars *activation) traits.Lister {
 	if b == nil {
 		return nil
 	}
-	var used int64
+	var mark int64
 	if vars.budget != nil {
-		used = vars.budget.used
+		mark = vars.budget.Mark()
 	}
 	out, _, err := b.prg.ContextEval(ctx, vars)
 	list, isList := out.(traits.Lister)
@@ -102,7 +102,7 @@ func (b *batch) run(ctx context.Context, vars *activation) traits.Lister {
 		// The expressions are evaluated again one by one, and charge again what they
 		// build: what the batch built is garbage.
 		if vars.budget != nil {
-			vars.budget.used, vars.budget.refused = used, nil
+			vars.budget.Rewind(mark)
 		}
 		return nil
 	}

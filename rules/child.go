@@ -9,10 +9,11 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // This file is the child contract: how an evaluated child becomes the object the

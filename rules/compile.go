@@ -8,6 +8,9 @@ import (
 	"github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
+
+	"github.com/kubecel/kubecel/rules/internal/celbudget"
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file compiles one CEL expression: parse, type-check, check the result type, find
@@ -63,7 +66,7 @@ func (w want) String() string {
 
 // compiler compiles the expressions of one rule.
 type compiler struct {
-	envs *envs
+	envs *celenv.Envs
 	errs *ErrorList
 	// clusterParent is true when the rule's parent resource is known to be
 	// cluster-scoped.
@@ -71,7 +74,7 @@ type compiler struct {
 	// childIDs are the ids of the rule's children, for resolving children.X; refIDs
 	// those of its refs, for refs.X.
 	childIDs, refIDs []string
-	cost             costs
+	cost             celbudget.Costs
 	// progs records every program compiled, so that a child's reads can be collected.
 	progs []*program
 	// warnings are what loads but deserves a second look (Rule.warnings).
@@ -106,11 +109,11 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 	if !c.checkRanges(w, source, src, off, checked) {
 		return nil
 	}
-	if why := c.cost.check(env, checked); why != "" {
+	if why := c.cost.Check(env, checked); why != "" {
 		c.fail(w, source, 0, why)
 		return nil
 	}
-	prg, err := env.Program(checked, c.cost.programOptions(env, checked)...)
+	prg, err := env.Program(checked, c.cost.ProgramOptions(env, checked)...)
 	if err != nil {
 		c.fail(w, source, 0, "cannot build the program: "+err.Error())
 		return nil

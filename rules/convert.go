@@ -11,6 +11,8 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+
+	"github.com/kubecel/kubecel/rules/internal/celbudget"
 )
 
 // This file converts CEL values into the plain JSON-like Go values of a manifest:
@@ -22,20 +24,20 @@ const maxValueDepth = 100
 // toJSON converts a CEL value, charging b (budget.go) with the size of the result: a
 // value built by sharing (one list or string referred to many times) is as large as its
 // copies.
-func toJSON(v ref.Val, b *budget) (any, error) {
+func toJSON(v ref.Val, b *celbudget.Budget) (any, error) {
 	return toJSONDepth(v, b, 0)
 }
 
 // convertWhat names a value converted into a manifest in messages.
 const convertWhat = "the value of this field"
 
-func toJSONDepth(v ref.Val, b *budget, depth int) (any, error) {
+func toJSONDepth(v ref.Val, b *celbudget.Budget, depth int) (any, error) {
 	if depth > maxValueDepth {
 		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
 	}
 	switch x := v.(type) {
 	case types.String:
-		if err := b.charge(int64(len(x)), convertWhat); err != nil {
+		if err := b.Charge(int64(len(x)), convertWhat); err != nil {
 			return nil, err
 		}
 		return string(x), nil
@@ -57,7 +59,7 @@ func toJSONDepth(v ref.Val, b *budget, depth int) (any, error) {
 	case types.Null:
 		return nil, nil
 	case types.Bytes:
-		if err := b.charge(int64(base64.StdEncoding.EncodedLen(len(x))), convertWhat); err != nil {
+		if err := b.Charge(int64(base64.StdEncoding.EncodedLen(len(x))), convertWhat); err != nil {
 			return nil, err
 		}
 		return base64.StdEncoding.EncodeToString(x), nil
@@ -75,17 +77,17 @@ func toJSONDepth(v ref.Val, b *budget, depth int) (any, error) {
 	// concatenated list, say) fails the copy and takes the general path below.
 	switch native := v.Value().(type) {
 	case map[string]any, []any:
-		used := b.used
+		mark := b.Mark()
 		out, err := copyJSON(native, b, depth)
 		if err == nil || errors.Is(err, ErrMemoryLimit) {
 			return out, err
 		}
-		b.used = used
+		b.Rewind(mark)
 	}
 	switch native := v.Value().(type) {
 	case map[ref.Val]ref.Val:
 		// A map literal built by the expression.
-		if err := b.charge(int64(len(native))*entryBytes, convertWhat); err != nil {
+		if err := b.Charge(int64(len(native))*celbudget.EntryBytes, convertWhat); err != nil {
 			return nil, err
 		}
 		out := make(map[string]any, len(native))
@@ -94,7 +96,7 @@ func toJSONDepth(v ref.Val, b *budget, depth int) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("map key %v is a %s; JSON object keys are strings", k, k.Type().TypeName())
 			}
-			if err := b.charge(int64(len(key)), convertWhat); err != nil {
+			if err := b.Charge(int64(len(key)), convertWhat); err != nil {
 				return nil, err
 			}
 			c, err := toJSONDepth(val, b, depth+1)
@@ -106,7 +108,7 @@ func toJSONDepth(v ref.Val, b *budget, depth int) (any, error) {
 		return out, nil
 	case []ref.Val:
 		// A list literal built by the expression.
-		if err := b.charge(int64(len(native))*elemBytes, convertWhat); err != nil {
+		if err := b.Charge(int64(len(native))*celbudget.ElemBytes, convertWhat); err != nil {
 			return nil, err
 		}
 		out := make([]any, len(native))
@@ -129,7 +131,7 @@ func toJSONDepth(v ref.Val, b *budget, depth int) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("map key %v is a %s; JSON object keys are strings", k, k.Type().TypeName())
 			}
-			if err := b.charge(entryBytes+int64(len(key)), convertWhat); err != nil {
+			if err := b.Charge(celbudget.EntryBytes+int64(len(key)), convertWhat); err != nil {
 				return nil, err
 			}
 			val, err := toJSONDepth(x.Get(k), b, depth+1)
@@ -141,7 +143,7 @@ func toJSONDepth(v ref.Val, b *budget, depth int) (any, error) {
 		return out, nil
 	case traits.Lister:
 		n, _ := x.Size().(types.Int)
-		if err := b.charge(int64(n)*elemBytes, convertWhat); err != nil {
+		if err := b.Charge(int64(n)*celbudget.ElemBytes, convertWhat); err != nil {
 			return nil, err
 		}
 		out := make([]any, 0, int(n))
@@ -163,18 +165,18 @@ func toJSONDepth(v ref.Val, b *budget, depth int) (any, error) {
 
 // copyJSON deep-copies a Go JSON value, so that results never share maps or slices with
 // the caller's inputs, charging b with its size.
-func copyJSON(v any, b *budget, depth int) (any, error) {
+func copyJSON(v any, b *celbudget.Budget, depth int) (any, error) {
 	if depth > maxValueDepth {
 		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		if err := b.charge(int64(len(x))*entryBytes, convertWhat); err != nil {
+		if err := b.Charge(int64(len(x))*celbudget.EntryBytes, convertWhat); err != nil {
 			return nil, err
 		}
 		out := make(map[string]any, len(x))
 		for k, val := range x {
-			if err := b.charge(int64(len(k)), convertWhat); err != nil {
+			if err := b.Charge(int64(len(k)), convertWhat); err != nil {
 				return nil, err
 			}
 			c, err := copyJSON(val, b, depth+1)
@@ -185,7 +187,7 @@ func copyJSON(v any, b *budget, depth int) (any, error) {
 		}
 		return out, nil
 	case []any:
-		if err := b.charge(int64(len(x))*elemBytes, convertWhat); err != nil {
+		if err := b.Charge(int64(len(x))*celbudget.ElemBytes, convertWhat); err != nil {
 			return nil, err
 		}
 		out := make([]any, len(x))
@@ -203,7 +205,7 @@ func copyJSON(v any, b *budget, depth int) (any, error) {
 		}
 		return x, nil
 	case string:
-		if err := b.charge(int64(len(x)), convertWhat); err != nil {
+		if err := b.Charge(int64(len(x)), convertWhat); err != nil {
 			return nil, err
 		}
 		return x, nil

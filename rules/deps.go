@@ -8,6 +8,8 @@ import (
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file finds which children an expression reads, by walking its checked AST, and
@@ -54,7 +56,7 @@ func (c *compiler) childReads(w where, source, src string, off int, checked *cel
 				}
 				return
 			}
-			if e.Kind() == celast.IdentKind && e.AsIdent() == varChildren {
+			if e.Kind() == celast.IdentKind && e.AsIdent() == celenv.Children {
 				report(e, "read children as children.<id> (or children.?<id>): the child read must be known before evaluation")
 				return
 			}
@@ -63,8 +65,8 @@ func (c *compiler) childReads(w where, source, src string, off int, checked *cel
 			comp := e.AsComprehension()
 			walk(comp.IterRange(), shadowed)
 			walk(comp.AccuInit(), shadowed)
-			inner := shadowed || comp.AccuVar() == varChildren
-			inLoop := inner || comp.IterVar() == varChildren || (comp.HasIterVar2() && comp.IterVar2() == varChildren)
+			inner := shadowed || comp.AccuVar() == celenv.Children
+			inLoop := inner || comp.IterVar() == celenv.Children || (comp.HasIterVar2() && comp.IterVar2() == celenv.Children)
 			walk(comp.LoopCondition(), inLoop)
 			walk(comp.LoopStep(), inLoop)
 			walk(comp.Result(), inner)
@@ -81,7 +83,7 @@ func (c *compiler) childReads(w where, source, src string, off int, checked *cel
 // childAccess reports whether e reads one child from `children` and, if the child id is
 // a constant, which.
 func childAccess(e celast.Expr) (id string, isRead, constant bool) {
-	return varAccess(e, varChildren)
+	return varAccess(e, celenv.Children)
 }
 
 // varAccess reports whether e reads one entry of the map variable name (children,

@@ -31,9 +31,10 @@
 //
 // Evaluation is bounded: each expression by a cost limit, each evaluation of a parent by
 // a deadline and by a byte budget that every function building a string, list or map
-// charges before it builds (cost.go, budget.go, growth.go). What a rule reads of Secrets
-// never reaches a message, and neither does a name computed from Secret data: the
-// children and refs so named are shown Withheld (sensitive.go, secretnames.go).
+// charges before it builds (cost.go, budget.go; the programs are planned to charge by
+// internal/celbudget). What a rule reads of Secrets never reaches a message, and
+// neither does a name computed from Secret data: the children and refs so named are
+// shown Withheld (sensitive.go, secretnames.go).
 //
 // The package is pure: it never talks to a cluster and never imports client-go, so the
 // language is tested without one.

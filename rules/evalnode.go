@@ -7,6 +7,9 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/kubecel/kubecel/rules/internal/celbudget"
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file evaluates compiled template nodes into JSON-like values, and holds the CEL
@@ -96,7 +99,7 @@ func (f *fill) text(n *node) (v any, present, ok bool) {
 		texts = append(texts, s)
 		size += len(s)
 	}
-	if err := f.ev.budget.charge(int64(size), "the interpolated string"); err != nil {
+	if err := f.ev.budget.Charge(int64(size), "the interpolated string"); err != nil {
 		// Every part is in the same field: any names it.
 		var p *program
 		for _, part := range n.parts {
@@ -125,29 +128,29 @@ type activation struct {
 	// parents is rollout.healthy's.
 	parents ref.Val
 	// budget is the evaluation's byte budget (budget.go).
-	budget *budget
+	budget *celbudget.Budget
 }
 
-// evalBudget implements budgetHolder.
-func (a *activation) evalBudget() *budget { return a.budget }
+// Budget implements celbudget.Holder.
+func (a *activation) Budget() *celbudget.Budget { return a.budget }
 
 // ResolveName implements interpreter.Activation.
 func (a *activation) ResolveName(name string) (any, bool) {
 	var v ref.Val
 	switch name {
-	case varParent:
+	case celenv.Parent:
 		v = a.parent
-	case varChildren:
+	case celenv.Children:
 		v = a.children
-	case varRefs:
+	case celenv.Refs:
 		v = a.refs
-	case varSelf:
+	case celenv.Self:
 		v = a.self
-	case varEach:
+	case celenv.Each:
 		v = a.each
-	case varIndex:
+	case celenv.Index:
 		v = a.index
-	case varParents:
+	case celenv.Parents:
 		v = a.parents
 	}
 	return v, v != nil

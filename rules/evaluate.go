@@ -9,6 +9,8 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+
+	"github.com/kubecel/kubecel/rules/internal/celbudget"
 )
 
 // ErrCostLimit is wrapped by evaluation errors of expressions that exceeded the runtime
@@ -56,7 +58,7 @@ func (r *Rule) evaluate(ctx context.Context, parent map[string]any, observed Obs
 	// Room for a few forEach elements spares most slice growth.
 	size := len(r.Children) + 4
 	ev := &evaluation{rule: r, plain: plain, observed: observed, res: &Result{Children: make([]Desired, 0, size)}}
-	ev.budgetStore = budget{limit: r.maxEvalBytes}
+	ev.budgetStore = memory.Budget(r.maxEvalBytes)
 	ev.budget = &ev.budgetStore
 	ev.matched = make([]map[string]any, 0, size)
 	ev.claims.list = make([]claimEntry, 0, size)
@@ -113,8 +115,8 @@ type evaluation struct {
 	refOut map[string]refOutcome
 	// budget is what the evaluation may still build (budget.go): budgetStore, or the
 	// budget of the rollout's check.
-	budget      *budget
-	budgetStore budget
+	budget      *celbudget.Budget
+	budgetStore celbudget.Budget
 	// observedIndex holds, for a child with many observed objects (a large forEach),
 	// its objects by group, kind and name, built on first use (observedOf).
 	observedIndex map[string]map[observedName][]map[string]any
@@ -341,7 +343,7 @@ func (ev *evaluation) eval(p *program, vars *activation, at int) (ref.Val, bool)
 
 // cause says why an expression stopped: the cost limit, the deadline, or its own error.
 func (ev *evaluation) cause(err error) error {
-	if refused := ev.budget.takeRefused(); refused != nil {
+	if refused := ev.budget.TakeRefused(); refused != nil {
 		return refused
 	}
 	if errors.Is(err, ErrMemoryLimit) {

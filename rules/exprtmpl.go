@@ -87,7 +87,7 @@ func (c *compiler) literalNode(env *cel.Env, p *program, e celast.Expr, info *ce
 	if iss.Err() != nil {
 		return nil, false
 	}
-	prg, err := env.Program(checked, c.cost.programOptions(env, checked)...)
+	prg, err := env.Program(checked, c.cost.ProgramOptions(env, checked)...)
 	if err != nil {
 		return nil, false
 	}

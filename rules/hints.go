@@ -9,6 +9,8 @@ import (
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/parser"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // hints improve the messages CEL gives for a misspelled field or variable: the nearest
@@ -16,7 +18,7 @@ import (
 type hints struct {
 	// childIDs and refIDs are the ids of the rule's children and refs.
 	childIDs, refIDs []string
-	envs             *envs
+	envs             *celenv.Envs
 }
 
 // improve returns CEL's message of an error in the expression parsed (nil when it did
@@ -41,25 +43,25 @@ func (h hints) improve(msg string, env *cel.Env, parsed *cel.Ast, id int64) stri
 func (h hints) undeclared(msg string, env *cel.Env) string {
 	name, _, _ := strings.Cut(strings.TrimPrefix(msg, "undeclared reference to '"), "'")
 	out := fmt.Sprintf("undeclared reference to '%s'", name)
-	if env != nil && declares(env, varParents) && name != varParents {
+	if env != nil && declares(env, celenv.Parents) && name != celenv.Parents {
 		return out + ": rollout.healthy reads only parents, the list of the parents the rollout has reached"
 	}
 	// kro reads a resource by its id; kubecel, a child in children and a ref in refs.
 	switch {
-	case env != nil && slices.Contains(h.childIDs, name) && declares(env, varChildren):
+	case env != nil && slices.Contains(h.childIDs, name) && declares(env, celenv.Children):
 		return out + fmt.Sprintf(": %s is a child of this rule: read it as children.%s", name, name)
-	case env != nil && slices.Contains(h.refIDs, name) && declares(env, varRefs):
+	case env != nil && slices.Contains(h.refIDs, name) && declares(env, celenv.Refs):
 		return out + fmt.Sprintf(": %s is a ref of this rule: read it as refs.%s", name, name)
 	}
 	switch name {
-	case varEach, varIndex:
+	case celenv.Each, celenv.Index:
 		return out + ": each and index exist only in a forEach child's template, expr and readyWhen"
-	case varSelf:
+	case celenv.Self:
 		return out + ": self (the observed child) exists only in readyWhen"
-	case varChildren:
+	case celenv.Children:
 		return out + ": children cannot be read here; parent.when decides whether the rule applies before any child exists"
 	case "schema": // kro's name of the instance
-		if env != nil && declares(env, varParent) {
+		if env != nil && declares(env, celenv.Parent) {
 			return out + ": kubecel names the parent object parent, where kro says schema: write parent.spec.x for schema.spec.x"
 		}
 	}
@@ -87,7 +89,7 @@ func declares(env *cel.Env, name string) bool {
 // the closest field it has. It type-checks the selection's operand on its own, which
 // fails harmlessly when the operand uses comprehension variables.
 func (h hints) suggestField(env *cel.Env, parsed *cel.Ast, id int64, msg string) string {
-	if h.envs.types == nil || parsed == nil {
+	if h.envs.Types == nil || parsed == nil {
 		return ""
 	}
 	field, _, _ := strings.Cut(strings.TrimPrefix(msg, "undefined field '"), "'")
@@ -110,7 +112,7 @@ func (h hints) suggestField(env *cel.Env, parsed *cel.Ast, id int64, msg string)
 	if iss.Err() != nil || checked.OutputType().Kind() != types.StructKind {
 		return ""
 	}
-	decl, ok := h.envs.types.FindDeclType(checked.OutputType().TypeName())
+	decl, ok := h.envs.Types.FindDeclType(checked.OutputType().TypeName())
 	if !ok {
 		return ""
 	}

@@ -8,9 +8,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // What makes an object one of kubecel's children. Labels, annotations, owner references

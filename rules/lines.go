@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/kubecel/kubecel/rules/internal/yamlsrc"
 )
 
 // locate gives each error the Source of its document and its line there, using the
@@ -44,7 +46,7 @@ func locate(pieces []piece, errs ErrorList) {
 			e.Line += pieces[i].offset
 		}
 		if n := scalars[path(e.path)]; n != nil && e.Column > 0 {
-			if line, col := filePosition(pieces[i].data, n, e.Expr, e.Column); line > 0 {
+			if line, col := yamlsrc.Position(pieces[i].data, n, e.Expr, e.Column); line > 0 {
 				e.FileLine, e.FileColumn = line+pieces[i].offset, col
 			}
 		}

@@ -14,6 +14,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiservercel "k8s.io/apiserver/pkg/cel"
+
+	"github.com/kubecel/kubecel/rules/internal/celbudget"
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // Load parses, validates and compiles a rules file, which may hold several YAML
@@ -129,7 +132,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		parentType = parentDeclType(parentSchema)
 	}
 	refsType := refsDeclType(src.refs, opts.schemas())
-	e, err := newEnvs(parentType, refsType)
+	e, err := celenv.New(parentType, refsType)
 	if err != nil {
 		fail(errs, where{rule: src.name, path: src.at}, "cannot build the CEL environment: "+err.Error())
 		return nil
@@ -139,7 +142,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		errs:     errs,
 		childIDs: ids,
 		refIDs:   refIDs,
-		cost:     costs{limit: opts.costLimit(), sizes: &sizeEstimator{parent: parentType}},
+		cost:     celbudget.Costs{Limit: opts.costLimit(), Parent: parentType, Memory: memory},
 	}
 	r := &Rule{
 		Name:         src.name,
@@ -157,7 +160,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	}
 	rw := where{rule: src.name, path: src.at}
 	if src.parent.when != "" {
-		r.when = c.compile(e.parentOnly, rw.key("parent").key("when"), src.parent.when, src.parent.when, 0, wantBool)
+		r.when = c.compile(e.ParentOnly, rw.key("parent").key("when"), src.parent.when, src.parent.when, 0, wantBool)
 	}
 	var children []*Child
 	reads := map[string][]string{}
@@ -202,11 +205,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 				fail(c.errs, fw.key(name), msg)
 			}
 			mark := len(c.progs)
-			v := c.compileValue(e.base, src.status.fields[name], fw.key(name), vs.key(name))
+			v := c.compileValue(e.Base, src.status.fields[name], fw.key(name), vs.key(name))
 			reads, refReads := c.readsSince(mark)
 			r.status = append(r.status, statusField{name: name, value: v, reads: reads, refReads: refReads})
 		}
-		r.fastStatus = c.fastStatus(e.base, r.status)
+		r.fastStatus = c.fastStatus(e.Base, r.status)
 	}
 	if src.rollout != nil {
 		c.compileRollout(r, src.rollout, rw.key("rollout"))
@@ -251,18 +254,18 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 		KeepOnRemove: cs.lifecycle.keepOnRemove, KeepOnParentDelete: cs.lifecycle.keepOnParentDelete}
 	mark := len(c.progs)
 	if cs.when != "" {
-		ch.when = c.compile(c.envs.base, w.key("when"), cs.when, cs.when, 0, wantBool)
+		ch.when = c.compile(c.envs.Base, w.key("when"), cs.when, cs.when, 0, wantBool)
 	}
-	env, readyEnv := c.envs.base, c.envs.ready
+	env, readyEnv := c.envs.Base, c.envs.Ready
 	if ch.ForEach {
-		ch.forEach = c.compile(c.envs.base, w.key("forEach"), cs.forEach, cs.forEach, 0, wantList)
+		ch.forEach = c.compile(c.envs.Base, w.key("forEach"), cs.forEach, cs.forEach, 0, wantList)
 		each := cel.DynType
 		if ch.forEach != nil && ch.forEach.out.Kind() == types.ListKind {
 			each = ch.forEach.out.Parameters()[0]
 		}
 		var err error
-		if env, err = withEach(env, each); err == nil {
-			readyEnv, err = withEach(readyEnv, each)
+		if env, err = celenv.WithEach(env, each); err == nil {
+			readyEnv, err = celenv.WithEach(readyEnv, each)
 		}
 		if err != nil {
 			c.fail(w.key("forEach"), cs.forEach, 0, "cannot declare each and index: "+err.Error())

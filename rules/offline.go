@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // This file evaluates rules offline, for parents and children read from files rather

@@ -8,6 +8,8 @@ import (
 
 	celast "github.com/google/cel-go/common/ast"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file is about fields of the parent that its schema marks optional: reading one
@@ -98,7 +100,7 @@ func parentPath(e celast.Expr) ([]string, bool) {
 		path = append(path, e.AsSelect().FieldName())
 		e = e.AsSelect().Operand()
 	}
-	if e.Kind() != celast.IdentKind || e.AsIdent() != varParent || len(path) == 0 {
+	if e.Kind() != celast.IdentKind || e.AsIdent() != celenv.Parent || len(path) == 0 {
 		return nil, false
 	}
 	slices.Reverse(path)

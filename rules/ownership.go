@@ -5,8 +5,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/kubecel/kubecel/rules/contract"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // This file decides what each rule owns of a parent's status when several rules write

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/rules/internal/format"
+	"github.com/kubecel/kubecel/rules/internal/yamlsrc"
 )
 
 // This file turns the bytes of a rules file into source structs, strictly: unknown
@@ -403,12 +404,12 @@ func describe(v any) string {
 var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
 
 // yamlErrors turns a YAML syntax error into one Error per problem, with its line. The
-// parser's words for a tab or a misindented line are cryptic; yamlProblem says which.
+// parser's words for a tab or a misindented line are cryptic; yamlsrc.Problem says which.
 func yamlErrors(data []byte, err error) []*Error {
 	var out []*Error
 	for _, m := range yamlLine.FindAllStringSubmatch(err.Error(), -1) {
 		line, _ := strconv.Atoi(m[1])
-		line, problem := yamlProblem(data, line, m[2])
+		line, problem := yamlsrc.Problem(data, line, m[2])
 		out = append(out, &Error{Line: line, Message: "invalid YAML: " + problem})
 	}
 	if len(out) == 0 {

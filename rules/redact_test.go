@@ -59,7 +59,8 @@ func cloneJSON(t *testing.T, m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
-	c, err := copyJSON(m, newBudget(DefaultMaxEvalBytes), 0)
+	b := memory.Budget(DefaultMaxEvalBytes)
+	c, err := copyJSON(m, &b, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file looks a rule's refs up during an evaluation, in dependency order, and
@@ -193,7 +195,7 @@ func (ev *evaluation) refsBlock(reads []string) (waitOn []string, failed bool) {
 		o := ev.refOut[id]
 		failed = failed || o.failed
 		for _, m := range o.missing {
-			if on := varRefs + "." + m; !slices.Contains(waitOn, on) {
+			if on := celenv.Refs + "." + m; !slices.Contains(waitOn, on) {
 				waitOn = append(waitOn, on)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 	"github.com/kubecel/kubecel/rules/internal/format"
 )
 
@@ -161,7 +162,7 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 	}
 	c.computedNamespace(rs, ref, w)
 	mark := len(c.progs)
-	env := c.envs.refs
+	env := c.envs.Refs
 	if rs.name != "" {
 		ref.compiled.name = c.compileValue(env, rs.name, w.key("name"), valueSchema{})
 	}
@@ -245,7 +246,7 @@ func (c *compiler) refReads(w where, source, src string, off int, checked *cel.A
 	ok := true
 	all := false
 	visit(native.Expr(), func(e celast.Expr) bool {
-		if id, isRead, constant := varAccess(e, varRefs); isRead {
+		if id, isRead, constant := varAccess(e, celenv.Refs); isRead {
 			switch {
 			case !constant:
 				all = true
@@ -258,7 +259,7 @@ func (c *compiler) refReads(w where, source, src string, off int, checked *cel.A
 			}
 			return !constant
 		}
-		if e.Kind() == celast.IdentKind && e.AsIdent() == varRefs {
+		if e.Kind() == celast.IdentKind && e.AsIdent() == celenv.Refs {
 			all = true
 		}
 		return true

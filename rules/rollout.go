@@ -41,9 +41,6 @@ const (
 // DefaultProgressDeadline is the progressDeadline of a rollout that sets none.
 const DefaultProgressDeadline = 10 * time.Minute
 
-// varParents is the variable of rollout.healthy: the parents reached so far.
-const varParents = "parents"
-
 // fieldHealthy is the path of the healthy expression in a rule.
 const fieldHealthy = "rollout.healthy"
 
@@ -81,7 +78,8 @@ func (ro *Rollout) Healthy(ctx context.Context, parents []map[string]any) (healt
 		return true, nil
 	}
 	r := ro.rule
-	ev := &evaluation{rule: r, res: &Result{}, budget: newBudget(r.maxEvalBytes)}
+	b := memory.Budget(r.maxEvalBytes)
+	ev := &evaluation{rule: r, res: &Result{}, budget: &b}
 	defer func() {
 		if p := recover(); p != nil {
 			healthy, err = false, ErrorList{{Rule: r.Name, Field: fieldHealthy, Expr: ro.healthy.source, Message: fmt.Sprintf("internal error: %v", p)}}
@@ -308,7 +306,7 @@ func (c *compiler) compileRollout(r *Rule, src *rolloutSource, w where) {
 		fail(c.errs, w, "needs the rule's status block: a step is healthy when its parents' Ready and Synced conditions, which only a rule with a status block writes, say so")
 	}
 	if src.healthy != "" {
-		env, err := c.envs.rollout()
+		env, err := c.envs.Rollout()
 		if err != nil {
 			c.fail(w.key("healthy"), src.healthy, 0, "cannot declare parents: "+err.Error())
 			return

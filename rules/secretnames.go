@@ -9,6 +9,8 @@ import (
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // Names computed from Secret data. An object's name is everywhere: in Events, logs,
@@ -114,18 +116,18 @@ func (s *sensitivity) reads(p *program, each, keys bool) bool {
 func (s *sensitivity) secretAccess(name string, fields []string, each bool) bool {
 	var secret, named bool // the object holds Secret data; its name is computed from some
 	switch name {
-	case varParent, varParents:
+	case celenv.Parent, celenv.Parents:
 		secret = s.parent
-	case varEach:
+	case celenv.Each:
 		secret = each
-	case varRefs, varChildren:
+	case celenv.Refs, celenv.Children:
 		if len(fields) == 0 {
 			// refs or children as a whole: whatever of them is Secret data.
 			return s.anySecret()
 		}
 		id := fields[0]
 		fields = fields[1:]
-		if name == varRefs {
+		if name == celenv.Refs {
 			secret, named = s.dataRefs[id], s.namedRefs[id]
 		} else {
 			secret, named = s.dataChildren[id], s.namedChildren[id]

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // Which values come from Secrets. CEL's error texts quote their inputs (`no such key:
@@ -93,9 +95,9 @@ func (s *sensitivity) what(p *program) string {
 	var names []string
 	switch {
 	case s.parent && string(p.w.field) == fieldHealthy:
-		names = append(names, varParents)
+		names = append(names, celenv.Parents)
 	case s.parent:
-		names = append(names, varParent)
+		names = append(names, celenv.Parent)
 	}
 	for _, id := range p.refReads {
 		if s.refs[id] {

@@ -10,6 +10,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/kubecel/kubecel/rules/internal/interp"
 )
 
 // This file compiles template values (a child's template, the status fields) into a
@@ -131,8 +133,8 @@ func (c *compiler) compileValue(env *cel.Env, v any, w where, vs valueSchema) *n
 
 // literalKey resolves the escapes of a map key, which cannot hold expressions.
 func (c *compiler) literalKey(k string, w where) (string, bool) {
-	segs, err := parseTemplate(k)
-	if err == nil && hasExpr(segs) {
+	segs, err := interp.Parse(k)
+	if err == nil && interp.HasExpr(segs) {
 		err = errors.New("a map key cannot hold ${}; to compute keys, make the whole map one ${} expression")
 	}
 	if err != nil {
@@ -142,33 +144,33 @@ func (c *compiler) literalKey(k string, w where) (string, bool) {
 	if len(segs) == 0 {
 		return "", true
 	}
-	return segs[0].text, true
+	return segs[0].Text, true
 }
 
 func (c *compiler) compileString(env *cel.Env, s string, w where, vs valueSchema) *node {
-	segs, err := parseTemplate(s)
+	segs, err := interp.Parse(s)
 	if err != nil {
-		var te *templateError
+		var te *interp.Error
 		col := 0
 		if errors.As(err, &te) {
-			col = utf8.RuneCountInString(s[:te.offset]) + 1
+			col = utf8.RuneCountInString(s[:te.Offset]) + 1
 		}
 		c.fail(w, s, col, err.Error())
 		return &node{kind: constNode, value: s}
 	}
 	switch {
-	case !hasExpr(segs):
+	case !interp.HasExpr(segs):
 		text := ""
 		if len(segs) == 1 {
-			text = segs[0].text
+			text = segs[0].Text
 		}
 		if msg := literalMismatch(text, vs); msg != "" {
 			fail(c.errs, w, msg)
 		}
 		return &node{kind: constNode, value: text}
-	case isWholeExpr(s, segs):
-		p := c.compile(env, w, s, segs[0].text, segs[0].offset, wantAny)
-		c.checkExprFields(p, segs[0].offset, vs)
+	case interp.IsWholeExpr(s, segs):
+		p := c.compile(env, w, s, segs[0].Text, segs[0].Offset, wantAny)
+		c.checkExprFields(p, segs[0].Offset, vs)
 		return &node{kind: exprNode, prog: p}
 	}
 	if vs.schema != nil && !vs.schema.XIntOrString && vs.schema.Type != "" && vs.schema.Type != "string" {
@@ -176,11 +178,11 @@ func (c *compiler) compileString(env *cel.Env, s string, w where, vs valueSchema
 	}
 	n := &node{kind: textNode, parts: make([]textPart, len(segs))}
 	for i, sg := range segs {
-		if !sg.expr {
-			n.parts[i] = textPart{text: sg.text}
+		if !sg.Expr {
+			n.parts[i] = textPart{text: sg.Text}
 			continue
 		}
-		n.parts[i] = textPart{prog: c.compile(env, w, s, sg.text, sg.offset, wantText)}
+		n.parts[i] = textPart{prog: c.compile(env, w, s, sg.Text, sg.Offset, wantText)}
 	}
 	return n
 }

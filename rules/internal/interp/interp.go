@@ -1,41 +1,45 @@
-package rules
+// Package interp splits the strings of a rules file's templates: literal text with
+// embedded `${expr}` CEL expressions, where `$${` is a literal `${`. It knows CEL's
+// lexical syntax only as far as finding the `}` that closes an expression needs (map
+// literals, string literals of every form, comments); compiling the expressions is the
+// caller's.
+package interp
 
 import (
 	"fmt"
 	"strings"
 )
 
-// A template string is literal text with embedded `${expr}` expressions; `$${` is a
-// literal `${`. This file splits such strings; compile.go compiles the pieces.
-
-// segment is one piece of a template string.
-type segment struct {
-	// text is the literal text (escapes resolved) or the expression's source.
-	text string
-	// expr is true when text is a CEL expression.
-	expr bool
-	// offset is the byte offset of text in the template string; for an expression, the
+// Segment is one piece of a template string.
+type Segment struct {
+	// Text is the literal text (escapes resolved) or the expression's source.
+	Text string
+	// Expr is true when Text is a CEL expression.
+	Expr bool
+	// Offset is the byte offset of Text in the template string; for an expression, the
 	// first byte after `${`.
-	offset int
+	Offset int
 }
 
-// templateError is a syntax error in a template string.
-type templateError struct {
-	offset int // byte offset in the template string
-	msg    string
+// Error is a syntax error in a template string.
+type Error struct {
+	// Offset is the byte offset of the error in the template string.
+	Offset int
+	Msg    string
 }
 
-func (e *templateError) Error() string { return e.msg }
+func (e *Error) Error() string { return e.Msg }
 
-// parseTemplate splits s into literal and expression segments. Adjacent literal text is
-// merged, so a string without expressions yields at most one segment.
-func parseTemplate(s string) ([]segment, error) {
-	var segs []segment
+// Parse splits s into literal and expression segments. Adjacent literal text is
+// merged, so a string without expressions yields at most one segment. Its error is an
+// *Error.
+func Parse(s string) ([]Segment, error) {
+	var segs []Segment
 	var lit strings.Builder
 	litStart := 0
 	flush := func() {
 		if lit.Len() > 0 {
-			segs = append(segs, segment{text: lit.String(), offset: litStart})
+			segs = append(segs, Segment{Text: lit.String(), Offset: litStart})
 			lit.Reset()
 		}
 	}
@@ -54,10 +58,10 @@ func parseTemplate(s string) ([]segment, error) {
 			}
 			src := s[i+2 : end]
 			if strings.TrimSpace(src) == "" {
-				return nil, &templateError{offset: i, msg: "empty expression ${}"}
+				return nil, &Error{Offset: i, Msg: "empty expression ${}"}
 			}
 			flush()
-			segs = append(segs, segment{text: src, expr: true, offset: i + 2})
+			segs = append(segs, Segment{Text: src, Expr: true, Offset: i + 2})
 			i = end + 1
 		default:
 			if lit.Len() == 0 {
@@ -71,16 +75,16 @@ func parseTemplate(s string) ([]segment, error) {
 	return segs, nil
 }
 
-// isWholeExpr reports whether segs came from a string that is exactly `${expr}`, whose
-// value keeps the expression's type.
-func isWholeExpr(s string, segs []segment) bool {
-	return len(segs) == 1 && segs[0].expr && segs[0].offset == 2 && len(s) == len(segs[0].text)+3
+// IsWholeExpr reports whether segs came from a string s that is exactly `${expr}`,
+// whose value keeps the expression's type.
+func IsWholeExpr(s string, segs []Segment) bool {
+	return len(segs) == 1 && segs[0].Expr && segs[0].Offset == 2 && len(s) == len(segs[0].Text)+3
 }
 
-// hasExpr reports whether any segment is an expression.
-func hasExpr(segs []segment) bool {
+// HasExpr reports whether any segment is an expression.
+func HasExpr(segs []Segment) bool {
 	for _, sg := range segs {
-		if sg.expr {
+		if sg.Expr {
 			return true
 		}
 	}
@@ -103,7 +107,7 @@ func exprEnd(s string, start int) (int, error) {
 		case '"', '\'':
 			end, ok := stringEnd(s, i, rawPrefix(s, start, i))
 			if !ok {
-				return 0, &templateError{offset: i, msg: "unterminated string literal in ${...}"}
+				return 0, &Error{Offset: i, Msg: "unterminated string literal in ${...}"}
 			}
 			i = end
 		case '/':
@@ -117,7 +121,7 @@ func exprEnd(s string, start int) (int, error) {
 			}
 		}
 	}
-	return 0, &templateError{offset: start - 2, msg: "unterminated ${: missing closing }"}
+	return 0, &Error{Offset: start - 2, Msg: "unterminated ${: missing closing }"}
 }
 
 // rawPrefix reports whether the quote at q is preceded by a CEL raw-string prefix (r, R,
@@ -163,21 +167,21 @@ func stringEnd(s string, q int, raw bool) (int, bool) {
 	return 0, false
 }
 
-// escapeLiteral returns s with every `${` written as `$${`, so that parseTemplate reads it
+// escapeLiteral returns s with every `${` written as `$${`, so that Parse reads it
 // back as the same literal text.
 func escapeLiteral(s string) string {
 	return strings.ReplaceAll(s, "${", "$${")
 }
 
-// formatTemplate writes segments back as a template string; parseTemplate of the result
-// yields equivalent segments. It is the inverse used by the fuzz test.
-func formatTemplate(segs []segment) string {
+// format writes segments back as a template string; Parse of the result yields
+// equivalent segments. It is the inverse used by the fuzz test.
+func format(segs []Segment) string {
 	var b strings.Builder
 	for _, sg := range segs {
-		if sg.expr {
-			fmt.Fprintf(&b, "${%s}", sg.text)
+		if sg.Expr {
+			fmt.Fprintf(&b, "${%s}", sg.Text)
 		} else {
-			b.WriteString(escapeLiteral(sg.text))
+			b.WriteString(escapeLiteral(sg.Text))
 		}
 	}
 	return b.String()

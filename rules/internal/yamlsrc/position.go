@@ -1,4 +1,4 @@
-package rules
+package yamlsrc
 
 import (
 	"strings"
@@ -6,10 +6,11 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 )
 
-// filePosition returns the line and column in data (1-based, the column in characters)
-// of the character at the 1-based column of expr, the text of the scalar node n; 0, 0
-// when the text of the value in data is not expr character for character.
-func filePosition(data []byte, n *yamlv3.Node, expr string, column int) (int, int) {
+// Position returns the line and column in data (1-based, the column in characters) of
+// the character at the 1-based column of expr, the text of the scalar node n parsed
+// from data; 0, 0 when the text of the value in data is not expr character for
+// character (escapes, a folded block, a plain scalar over several lines).
+func Position(data []byte, n *yamlv3.Node, expr string, column int) (int, int) {
 	if n.Value != expr || column < 1 {
 		return 0, 0
 	}

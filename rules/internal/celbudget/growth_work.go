@@ -1,4 +1,4 @@
-package rules
+package celbudget
 
 import (
 	"unicode/utf8"

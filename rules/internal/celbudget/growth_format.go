@@ -1,4 +1,4 @@
-package rules
+package celbudget
 
 import (
 	"strconv"
@@ -14,7 +14,7 @@ import (
 // sizeFormat: format(args) builds the format string with each clause replaced by its
 // argument. The size of a clause's text is bounded from the argument: a string's
 // length, a number's longest form, a list or map formatted element by element (each
-// element counting at least elemBytes).
+// element counting at least ElemBytes).
 func sizeFormat(args argv, room int64) int64 {
 	f, ok1 := args.v[0].(types.String)
 	list, ok2 := args.v[1].(traits.Lister)
@@ -91,12 +91,12 @@ func textSize(v ref.Val, room int64) int64 {
 	case types.Bytes:
 		return int64(len(x))
 	case traits.Lister:
-		// An element counts at least elemBytes (its ", " and what visiting it costs),
+		// An element counts at least ElemBytes (its ", " and what visiting it costs),
 		// so that a list of many small elements is not walked far past room.
 		total := int64(2)
 		it := x.Iterator()
 		for it.HasNext() == types.True && total <= room {
-			total += elemBytes + textSize(it.Next(), room-total)
+			total += ElemBytes + textSize(it.Next(), room-total)
 		}
 		return total
 	case traits.Mapper:
@@ -104,7 +104,7 @@ func textSize(v ref.Val, room int64) int64 {
 		it := x.Iterator()
 		for it.HasNext() == types.True && total <= room {
 			k := it.Next()
-			total += entryBytes + textSize(k, room-total)
+			total += EntryBytes + textSize(k, room-total)
 			if val, found := x.Find(k); found {
 				total += textSize(val, room-total)
 			}

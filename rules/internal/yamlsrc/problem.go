@@ -1,4 +1,4 @@
-package rules
+package yamlsrc
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 // value that holds ": " (YAML reads a second key), a line indented differently from
 // its siblings (the parser often blames the line before it).
 
-// yamlProblem rewords the parser's problem on a line, and returns the line the problem
-// is really on.
-func yamlProblem(data []byte, line int, problem string) (int, string) {
+// Problem rewords the parser's problem on a line (1-based) of data, and returns the
+// line the problem is really on.
+func Problem(data []byte, line int, problem string) (int, string) {
 	lines := strings.Split(string(data), "\n")
 	for _, n := range []int{line, line - 1} {
 		// The parser may blame the line after the tab.

@@ -1,4 +1,4 @@
-package rules
+package celbudget
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/kubecel/kubecel/rules/internal/celenv"
 )
 
 // This file plans the calls that build strings, bytes, lists and maps so that they
@@ -45,13 +47,17 @@ type growth struct {
 	overloads []string
 	// run, when set, replaces the function's implementation by one that charges as it
 	// goes (findAll cannot know its result's size before it runs).
-	run func(args argv, vars interpreter.Activation) ref.Val
+	run runner
 	// work, when set, is the cost of the call's work in CEL's units, computed from its
 	// arguments: the call is refused before it starts when that exceeds the cost limit.
 	work func(args argv) uint64
 }
 
-// growthFunctions are the functions, among the libraries of libraryEnv, that build a
+// A runner calls a function with its arguments, charging the budget of the evaluation
+// vars belongs to (m's when there is none).
+type runner func(args argv, vars interpreter.Activation, m Memory) ref.Val
+
+// growthFunctions are the functions, among the libraries of celenv.Library, that build a
 // string, bytes, a list or a map larger than a constant, by name.
 var growthFunctions = map[string]growth{
 	"_+_":                   {what: "+", size: sizeAdd, overloads: []string{"add_string", "add_bytes", "add_list"}},
@@ -86,11 +92,11 @@ var growthFunctions = map[string]growth{
 	"lastIndexOf":     {what: "lastIndexOf()", work: workSearch, overloads: []string{"string_last_index_of_string", "string_last_index_of_string_int"}},
 }
 
-// growthBindings holds the implementations of the growth functions in libraryEnv, by
+// growthBindings holds the implementations of the growth functions in celenv.Library, by
 // overload id and by function name (the dispatch over all overloads), as CEL's planner
 // finds them.
 var growthBindings = sync.OnceValues(func() (map[string]*functions.Overload, error) {
-	env, err := libraryEnv()
+	env, err := celenv.Library()
 	if err != nil {
 		return nil, err
 	}
@@ -110,33 +116,34 @@ var growthBindings = sync.OnceValues(func() (map[string]*functions.Overload, err
 	return out, nil
 })
 
-// growthOptions are the program options that make a program charge the budget, and
-// refuse a call whose work exceeds costLimit.
-func growthOptions(costLimit uint64) []cel.ProgramOption {
+// ProgramOptions are the program options that make a program of an environment built
+// on celenv.Library charge the budget of the evaluation it runs in, and refuse a call
+// whose work exceeds costLimit.
+func (m Memory) ProgramOptions(costLimit uint64) []cel.ProgramOption {
 	return []cel.ProgramOption{
 		cel.CustomDecoratorV2(func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
-			return decorateGrowth(i, costLimit)
+			return m.decorate(i, costLimit)
 		}),
 		// Replaces the Kubernetes library's plan of findAll with a constant pattern
 		// (the last optimization given for a function wins), which would drop the
 		// growthCall.
-		cel.OptimizeRegex(&interpreter.RegexOptimization{Function: "findAll", RegexIndex: 1, Factory: planFindAll}),
+		cel.OptimizeRegex(&interpreter.RegexOptimization{Function: "findAll", RegexIndex: 1, Factory: m.planFindAll}),
 	}
 }
 
-// decorateGrowth plans growth calls and non-constant literals so that they charge the
+// decorate plans growth calls and non-constant literals so that they charge the
 // budget.
-func decorateGrowth(i interpreter.InterpretableV2, costLimit uint64) (interpreter.InterpretableV2, error) {
+func (m Memory) decorate(i interpreter.InterpretableV2, costLimit uint64) (interpreter.InterpretableV2, error) {
 	switch node := i.(type) {
 	case interpreter.InterpretableCall:
-		return planGrowth(i, node, costLimit)
+		return m.planGrowth(i, node, costLimit)
 	case interpreter.InterpretableConstructor:
-		return chargeLiteral(i, node), nil
+		return m.chargeLiteral(i, node), nil
 	}
 	return i, nil
 }
 
-func planGrowth(i interpreter.InterpretableV2, call interpreter.InterpretableCall, costLimit uint64) (interpreter.InterpretableV2, error) {
+func (m Memory) planGrowth(i interpreter.InterpretableV2, call interpreter.InterpretableCall, costLimit uint64) (interpreter.InterpretableV2, error) {
 	g, ok := growthFunctions[call.Function()]
 	if !ok || !g.builds(call.OverloadID()) {
 		return i, nil
@@ -155,7 +162,7 @@ func planGrowth(i interpreter.InterpretableV2, call interpreter.InterpretableCal
 	gc := &growthCall{
 		id: i.ID(), function: call.Function(), overload: call.OverloadID(), args: call.Args(),
 		trait: impl.OperandTrait, nonStrict: impl.NonStrict, what: g.what, run: g.run,
-		work: g.work, costLimit: costLimit,
+		work: g.work, costLimit: costLimit, mem: m,
 	}
 	if gc.run == nil {
 		gc.run = chargeThen(g, implementation(impl, len(gc.args)))
@@ -192,13 +199,13 @@ func implementation(impl *functions.Overload, n int) func(argv) ref.Val {
 }
 
 // chargeThen charges the size g's sizer computes, then calls impl.
-func chargeThen(g growth, impl func(argv) ref.Val) func(argv, interpreter.Activation) ref.Val {
-	return func(args argv, vars interpreter.Activation) ref.Val {
+func chargeThen(g growth, impl func(argv) ref.Val) runner {
+	return func(args argv, vars interpreter.Activation, m Memory) ref.Val {
 		if impl == nil {
 			return types.NewErr("no such overload: %s", g.what)
 		}
 		if g.size != nil {
-			if err := chargeIn(vars, g.size(args, room(vars)), g.what); err != nil {
+			if err := m.chargeIn(vars, g.size(args, m.room(vars)), g.what); err != nil {
 				return types.WrapErr(err)
 			}
 		}
@@ -207,11 +214,11 @@ func chargeThen(g growth, impl func(argv) ref.Val) func(argv, interpreter.Activa
 }
 
 // room is what the budget of the evaluation that vars belongs to has left.
-func room(vars interpreter.Activation) int64 {
+func (m Memory) room(vars interpreter.Activation) int64 {
 	if b := budgetOf(vars); b != nil {
-		return b.room()
+		return b.Room()
 	}
-	return DefaultMaxEvalBytes
+	return m.Default
 }
 
 // growthCall is a call of a growth function. It is an InterpretableCall, so that CEL's
@@ -223,10 +230,11 @@ type growthCall struct {
 	trait              int
 	nonStrict          bool
 	what               string
-	run                func(argv, interpreter.Activation) ref.Val
+	run                runner
 	// work and costLimit: see growth.work.
 	work      func(argv) uint64
 	costLimit uint64
+	mem       Memory
 }
 
 var _ interpreter.InterpretableCall = (*growthCall)(nil)
@@ -267,11 +275,11 @@ func (c *growthCall) Exec(vars *interpreter.ExecutionFrame) ref.Val {
 	if c.work != nil && c.work(args) > c.costLimit {
 		return tooMuchWork(vars)
 	}
-	return types.LabelErrNode(c.id, c.run(args, vars))
+	return types.LabelErrNode(c.id, c.run(args, vars, c.mem))
 }
 
 // tooMuchWork stops the evaluation as CEL does at its cost limit (evaluation.cause then
-// reports ErrCostLimit); outside an evaluation it is an error value.
+// sees CEL's cost limit error); outside an evaluation it is an error value.
 func tooMuchWork(vars interpreter.Activation) ref.Val {
 	const msg = "operation cancelled: actual cost limit exceeded"
 	if budgetOf(vars) == nil {
@@ -294,12 +302,12 @@ func (c *growthCall) Args() []interpreter.InterpretableV2 { return c.args }
 
 // planFindAll plans findAll with a constant pattern: compiled once, as the Kubernetes
 // library does, and charging as it goes.
-func planFindAll(call interpreter.InterpretableCall, pattern string) (interpreter.InterpretableCall, error) {
+func (m Memory) planFindAll(call interpreter.InterpretableCall, pattern string) (interpreter.InterpretableCall, error) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return nil, err
 	}
-	gc := &growthCall{id: call.ID(), function: call.Function(), overload: call.OverloadID(), args: call.Args(), what: "findAll()", run: findAllWith(re)}
+	gc := &growthCall{id: call.ID(), function: call.Function(), overload: call.OverloadID(), args: call.Args(), what: "findAll()", run: findAllWith(re), mem: m}
 	if existing, ok := call.(*growthCall); ok {
 		gc.trait, gc.nonStrict, gc.costLimit = existing.trait, existing.nonStrict, existing.costLimit
 	}
@@ -312,9 +320,10 @@ type chargedLiteral struct {
 	interpreter.InterpretableConstructor
 	bytes int64
 	what  string
+	mem   Memory
 }
 
-func chargeLiteral(i interpreter.InterpretableV2, lit interpreter.InterpretableConstructor) interpreter.InterpretableV2 {
+func (m Memory) chargeLiteral(i interpreter.InterpretableV2, lit interpreter.InterpretableConstructor) interpreter.InterpretableV2 {
 	vals := lit.InitVals()
 	constant := true
 	for _, v := range vals {
@@ -328,9 +337,9 @@ func chargeLiteral(i interpreter.InterpretableV2, lit interpreter.InterpretableC
 	}
 	switch lit.Type() {
 	case types.ListType:
-		return &chargedLiteral{InterpretableConstructor: lit, bytes: int64(len(vals)) * elemBytes, what: "a list"}
+		return &chargedLiteral{InterpretableConstructor: lit, bytes: int64(len(vals)) * ElemBytes, what: "a list", mem: m}
 	case types.MapType:
-		return &chargedLiteral{InterpretableConstructor: lit, bytes: mapBytes + int64(len(vals)/2)*entryBytes, what: "a map"}
+		return &chargedLiteral{InterpretableConstructor: lit, bytes: mapBytes + int64(len(vals)/2)*EntryBytes, what: "a map", mem: m}
 	}
 	return i
 }
@@ -342,7 +351,7 @@ func (l *chargedLiteral) Eval(vars interpreter.Activation) ref.Val {
 
 // Exec implements interpreter.InterpretableV2: it charges the elements, then builds.
 func (l *chargedLiteral) Exec(vars *interpreter.ExecutionFrame) ref.Val {
-	if err := chargeIn(vars, l.bytes, l.what); err != nil {
+	if err := l.mem.chargeIn(vars, l.bytes, l.what); err != nil {
 		return types.LabelErrNode(l.ID(), types.WrapErr(err))
 	}
 	return l.InterpretableConstructor.Exec(vars)

@@ -1,4 +1,4 @@
-package rules
+package celbudget
 
 import (
 	"encoding/base64"
@@ -39,7 +39,7 @@ func sizeAdd(args argv, _ int64) int64 {
 		if _, inPlace := l.(traits.MutableLister); !inPlace {
 			n += listSize(l)
 		}
-		return n * elemBytes
+		return n * ElemBytes
 	}
 	return 0
 }
@@ -96,7 +96,7 @@ func sizeSplit(args argv, _ int64) int64 {
 			count = int64(n)
 		}
 	}
-	return count * elemBytes
+	return count * ElemBytes
 }
 
 // sizeJoin: join([sep]) builds one string of the list's strings with sep between them.
@@ -136,7 +136,7 @@ func sizeTarget(args argv, _ int64) int64 {
 	case types.Bytes:
 		return int64(len(v))
 	case traits.Lister:
-		return listSize(v) * elemBytes
+		return listSize(v) * ElemBytes
 	}
 	return 0
 }
@@ -152,7 +152,7 @@ func sizeSlice(args argv, _ int64) int64 {
 	if !ok1 || !ok2 || !ok3 || start < 0 || end < start || int64(end) > listSize(list) {
 		return 0
 	}
-	return int64(end-start) * elemBytes
+	return int64(end-start) * ElemBytes
 }
 
 // sizeFlatten: flatten([depth]) builds a list of the elements of the nested lists down
@@ -177,7 +177,7 @@ func sizeFlatten(args argv, room int64) int64 {
 		n := listSize(l)
 		for i := int64(0); i < n && total <= room; i++ {
 			// Each element visited counts, so that nested empty lists count too.
-			total += elemBytes
+			total += ElemBytes
 			if nested, ok := l.Get(types.Int(i)).(traits.Lister); ok && depth > 0 {
 				visit(nested, depth-1)
 			}
@@ -190,7 +190,7 @@ func sizeFlatten(args argv, room int64) int64 {
 // sizeRange: lists.range(n) builds a list of n integers.
 func sizeRange(args argv, _ int64) int64 {
 	if n, ok := args.v[0].(types.Int); ok && n > 0 {
-		return int64(n) * elemBytes
+		return int64(n) * ElemBytes
 	}
 	return 0
 }
@@ -213,7 +213,7 @@ func sizeMapInsert(args argv, _ int64) int64 {
 	if _, inPlace := m.(traits.MutableMapper); !inPlace {
 		added += mapSize(m)
 	}
-	return added * entryBytes
+	return added * EntryBytes
 }
 
 // sizeQuote: strings.quote wraps the string in quotes, escapes quotes, backslashes
@@ -257,8 +257,8 @@ const matchBytes = 64
 // with the pattern re, or the pattern argument compiled at each call when re is nil. It
 // asks the regexp engine for one match more than the budget can hold, so that it never
 // builds a longer list, and refuses when it gets it.
-func findAllWith(re *regexp.Regexp) func(argv, interpreter.Activation) ref.Val {
-	return func(args argv, vars interpreter.Activation) ref.Val {
+func findAllWith(re *regexp.Regexp) runner {
+	return func(args argv, vars interpreter.Activation, m Memory) ref.Val {
 		if args.n < 2 || args.n > 3 {
 			return types.NoSuchOverloadErr()
 		}
@@ -282,13 +282,13 @@ func findAllWith(re *regexp.Regexp) func(argv, interpreter.Activation) ref.Val {
 				return types.NewErr("Illegal regex: %v", err.Error())
 			}
 		}
-		fits := room(vars) / matchBytes
+		fits := m.room(vars) / matchBytes
 		limit := n
 		if n < 0 || n > fits {
 			limit = fits + 1
 		}
 		found := re.FindAllString(str, int(limit))
-		if err := chargeIn(vars, int64(len(found))*matchBytes, "findAll()"); err != nil {
+		if err := m.chargeIn(vars, int64(len(found))*matchBytes, "findAll()"); err != nil {
 			return types.WrapErr(err)
 		}
 		return types.NewStringList(types.DefaultTypeAdapter, found)

@@ -1,0 +1,163 @@
+// Package celenv builds the CEL environments that rules' expressions are compiled in:
+// the library environment every rule extends (the standard functions, optional types,
+// the cel-go extensions and the Kubernetes libraries), and, for one rule, the
+// environments of each place an expression can stand, which differ in the variables
+// they declare and in the types those variables have (from the parent's schema).
+//
+// The names of the variables are the package's constants; an activation that resolves
+// them is the caller's.
+package celenv
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+// The CEL variables of a rule's expressions.
+const (
+	// Parent is the parent object.
+	Parent = "parent"
+	// Children maps a child's id to its observed object (a list for a forEach child).
+	Children = "children"
+	// Refs maps a ref's id to the object (or objects) it reads.
+	Refs = "refs"
+	// Self is the child a readyWhen judges.
+	Self = "self"
+	// Each and Index are a forEach child's element and its position.
+	Each  = "each"
+	Index = "index"
+	// Parents is the variable of rollout.healthy: the parents reached so far.
+	Parents = "parents"
+)
+
+// Parser limits: expressions nest at most this deep and are at most this many
+// characters long. Both bound the work of compiling one expression.
+const (
+	parserRecursionLimit = 100
+	parserSizeLimit      = 20_000
+)
+
+// Library returns the CEL environment every rule extends: the standard functions,
+// optional types, the cel-go extensions and the Kubernetes libraries, without variables.
+// Building it is slow, so it is built once; every call returns the same environment.
+func Library() (*cel.Env, error) { return buildLibrary() }
+
+var buildLibrary = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.OptionalTypes(),
+		cel.CrossTypeNumericComparisons(true),
+		cel.DefaultUTCTimeZone(true),
+		cel.EagerlyValidateDeclarations(true),
+		cel.ParserRecursionLimit(parserRecursionLimit),
+		cel.ParserExpressionSizeLimit(parserSizeLimit),
+		ext.Strings(),
+		// Version 2 has every list function; version 3 only adds per-overload cost
+		// trackers, which CEL rebuilds into a map on every evaluation (most of the cost of
+		// evaluating a small expression). The deadline bounds those functions instead.
+		ext.Lists(ext.ListsVersion(2)),
+		ext.Math(),
+		ext.Encoders(),
+		ext.Sets(),
+		ext.Bindings(),
+		ext.TwoVarComprehensions(),
+		library.URLs(),
+		library.Regex(),
+		library.Lists(),
+		library.Quantity(),
+		library.IP(),
+		library.CIDR(),
+		library.Format(),
+		library.SemverLib(),
+	)
+})
+
+// Envs holds the environments of one rule: which variables an expression may use
+// depends on where it is.
+type Envs struct {
+	// ParentOnly declares Parent: the rule's parent.when.
+	ParentOnly *cel.Env
+	// Refs adds Refs: a ref's name, namespace and selector.
+	Refs *cel.Env
+	// Base adds Children: a child's when and forEach, templates, status fields.
+	Base *cel.Env
+	// Ready adds Self: readyWhen.
+	Ready *cel.Env
+	// Types resolves the object types built from the parent's and the refs' schemas;
+	// nil without either.
+	Types *apiservercel.DeclTypeProvider
+
+	// typeOpts declare those types; object is the type of one parent.
+	typeOpts []cel.EnvOption
+	object   *cel.Type
+}
+
+// New builds a rule's environments. parentType is the declared type of Parent (from its
+// schema), or nil for a dynamically typed map; refsType likewise for Refs.
+func New(parentType, refsType *apiservercel.DeclType) (*Envs, error) {
+	lib, err := Library()
+	if err != nil {
+		return nil, fmt.Errorf("build the CEL library environment: %w", err)
+	}
+	e := &Envs{}
+	object := cel.MapType(cel.StringType, cel.DynType)
+	var declared []*apiservercel.DeclType
+	for _, t := range []*apiservercel.DeclType{parentType, refsType} {
+		if t != nil {
+			declared = append(declared, t)
+		}
+	}
+	var opts []cel.EnvOption
+	if len(declared) > 0 {
+		e.Types = apiservercel.NewDeclTypeProvider(declared...)
+		typeOpts, err := e.Types.EnvOptions(lib.CELTypeProvider())
+		if err != nil {
+			return nil, fmt.Errorf("declare the schema types: %w", err)
+		}
+		opts = typeOpts
+		e.typeOpts = slices.Clone(typeOpts)
+	}
+	parentVar, refsVar := object, object
+	if parentType != nil {
+		parentVar = parentType.CelType()
+	}
+	if refsType != nil {
+		refsVar = refsType.CelType()
+	}
+	e.object = parentVar
+	opts = append(opts, cel.Variable(Parent, parentVar))
+	if e.ParentOnly, err = lib.Extend(opts...); err != nil {
+		return nil, err
+	}
+	if e.Refs, err = e.ParentOnly.Extend(cel.Variable(Refs, refsVar)); err != nil {
+		return nil, err
+	}
+	if e.Base, err = e.Refs.Extend(cel.Variable(Children, cel.MapType(cel.StringType, cel.DynType))); err != nil {
+		return nil, err
+	}
+	if e.Ready, err = e.Base.Extend(cel.Variable(Self, object)); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Rollout builds the environment of rollout.healthy, which reads only Parents: a list
+// of objects typed as Parent is.
+func (e *Envs) Rollout() (*cel.Env, error) {
+	lib, err := Library()
+	if err != nil {
+		return nil, fmt.Errorf("build the CEL library environment: %w", err)
+	}
+	return lib.Extend(append(slices.Clone(e.typeOpts), cel.Variable(Parents, cel.ListType(e.object)))...)
+}
+
+// WithEach adds a forEach child's Each (typed as the forEach list's elements) and Index
+// to env.
+func WithEach(env *cel.Env, each *cel.Type) (*cel.Env, error) {
+	return env.Extend(cel.Variable(Each, each), cel.Variable(Index, cel.IntType))
+}

@@ -1,0 +1,125 @@
+package celenv
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+)
+
+// widgetType is a parent type with one field, spec.replicas.
+func widgetType() *apiservercel.DeclType {
+	spec := apiservercel.NewObjectType("object", map[string]*apiservercel.DeclField{
+		"replicas": apiservercel.NewDeclField("replicas", apiservercel.IntType, false, nil, nil),
+	})
+	return apiservercel.NewObjectType("object", map[string]*apiservercel.DeclField{
+		"spec": apiservercel.NewDeclField("spec", spec, false, nil, nil),
+	}).MaybeAssignTypeName("widget")
+}
+
+// TestEnvsDeclareTheVariablesOfEachPlace compiles expressions in each environment of a
+// rule: a variable is known only where the rule's language says it is.
+func TestEnvsDeclareTheVariablesOfEachPlace(t *testing.T) {
+	e, err := New(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	each, err := WithEach(e.Base, cel.StringType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rollout, err := e.Rollout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := map[string]*cel.Env{"parentOnly": e.ParentOnly, "refs": e.Refs, "base": e.Base, "ready": e.Ready, "each": each, "rollout": rollout}
+	tests := []struct {
+		expr  string
+		known []string // the environments that compile it
+	}{
+		{`parent.metadata.name == "a"`, []string{"parentOnly", "refs", "base", "ready", "each"}},
+		{`refs.x.size() > 0`, []string{"refs", "base", "ready", "each"}},
+		{`children.x.size() > 0`, []string{"base", "ready", "each"}},
+		{`self.status.ready == true`, []string{"ready"}},
+		{`each.size() > index`, []string{"each"}},
+		{`parents.all(p, p.metadata.name != "")`, []string{"rollout"}},
+	}
+	for _, tt := range tests {
+		for name, env := range envs {
+			_, iss := env.Compile(tt.expr)
+			want := strings.Contains(" "+strings.Join(tt.known, " ")+" ", " "+name+" ")
+			if got := iss.Err() == nil; got != want {
+				t.Errorf("%s: Compile(%s) ok = %v, want %v (%v)", name, tt.expr, got, want, iss.Err())
+			}
+		}
+	}
+}
+
+// TestEnvsTypeTheParent checks that a parent type from its schema types `parent`, and
+// `parents` in rollout.healthy: a field the schema lacks is a compile error.
+func TestEnvsTypeTheParent(t *testing.T) {
+	e, err := New(widgetType(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Types == nil {
+		t.Fatal("Types = nil, want the provider of the parent's type")
+	}
+	rollout, err := e.Rollout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		env     *cel.Env
+		expr    string
+		wantErr string
+	}{
+		{"field", e.Base, `parent.spec.replicas + 1`, ""},
+		{"missing field", e.Base, `parent.spec.replica + 1`, "undefined field 'replica'"},
+		{"wrong type", e.ParentOnly, `parent.spec.replicas + "x"`, "found no matching overload"},
+		{"rollout field", rollout, `parents.all(p, p.spec.replicas > 0)`, ""},
+		{"rollout missing field", rollout, `parents.all(p, p.spec.replica > 0)`, "undefined field 'replica'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, iss := tt.env.Compile(tt.expr)
+			switch {
+			case tt.wantErr == "" && iss.Err() != nil:
+				t.Errorf("Compile(%s) = %v, want no error", tt.expr, iss.Err())
+			case tt.wantErr != "" && (iss.Err() == nil || !strings.Contains(iss.Err().Error(), tt.wantErr)):
+				t.Errorf("Compile(%s) = %v, want an error containing %q", tt.expr, iss.Err(), tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestLibraryIsBuiltOnce checks that every rule extends the same library environment,
+// and that it bounds what the parser accepts.
+func TestLibraryIsBuiltOnce(t *testing.T) {
+	a, err := Library()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Library()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Error("Library() built a second environment")
+	}
+	long := strings.Repeat("1 + ", parserSizeLimit/4) + "1"
+	if _, iss := a.Compile(long); iss.Err() == nil {
+		t.Errorf("Compile(%d characters) succeeded, want the parser's size limit", len(long))
+	}
+	deep := strings.Repeat("[", parserRecursionLimit+1) + strings.Repeat("]", parserRecursionLimit+1)
+	if _, iss := a.Compile(deep); iss.Err() == nil {
+		t.Errorf("Compile(%d nested lists) succeeded, want the parser's recursion limit", parserRecursionLimit+1)
+	}
+	for _, expr := range []string{`"a,b".split(",").size() == 2`, `sets.contains([1, 2], [1])`, `quantity("1Gi").isGreaterThan(quantity("1Mi"))`, `optional.of(1).hasValue()`} {
+		if _, iss := a.Compile(expr); iss.Err() != nil {
+			t.Errorf("Compile(%s) = %v, want the libraries to declare it", expr, iss.Err())
+		}
+	}
+}
