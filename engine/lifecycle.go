@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/access"
 	"github.com/kubecel/kubecel/engine/internal/apis"
 	"github.com/kubecel/kubecel/engine/internal/metrics"
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
@@ -73,6 +74,7 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.rs = rs
+	reviews := l.reviews()
 	wanted := map[string]*rules.Rule{}
 	for _, r := range rs.Rules {
 		wanted[r.Name] = r
@@ -95,7 +97,7 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 		if l.beforeStart != nil {
 			l.beforeStart(name)
 		}
-		next, err := l.start(ctx, r, old)
+		next, err := l.start(ctx, reviews, r, old)
 		if err != nil {
 			if old != nil && keepsOld(err) {
 				// The last good version runs on; the new one waits.
@@ -143,10 +145,11 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 	l.notice(started...)
 }
 
-// start resolves a rule's kinds, checks its permissions, starts its watches and reads
-// or stores its revisions, and returns it running. old, when set, is the version being
-// replaced: its child kinds stay watched. Nothing of old is stopped here.
-func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) (*runningRule, error) {
+// start resolves a rule's kinds, checks its permissions (with reviews, the operation's
+// answers), starts its watches and reads or stores its revisions, and returns it
+// running. old, when set, is the version being replaced: its child kinds stay watched.
+// Nothing of old is stopped here.
+func (l *lifecycle) start(ctx context.Context, reviews *access.Reviews, r *rules.Rule, old *runningRule) (*runningRule, error) {
 	schema, err := l.ensureAPI(ctx, r)
 	if err != nil {
 		return nil, err
@@ -159,7 +162,7 @@ func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) 
 	if old != nil {
 		oldSt = old.st
 	}
-	st, err := l.resolve(ctx, r, oldSt, false, schema, prep.Stable)
+	st, err := l.resolve(ctx, reviews, r, oldSt, false, schema, prep.Stable)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +170,7 @@ func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) 
 	if prep.Stable != nil {
 		// The version the rollout rolls from runs beside the target, each watching the
 		// child kinds of both, so that either can prune what the other made.
-		if stable, err = l.resolve(ctx, prep.Stable, st, true, schema); err != nil {
+		if stable, err = l.resolve(ctx, reviews, prep.Stable, st, true, schema); err != nil {
 			l.watcher.Stop(st)
 			return nil, fmt.Errorf("the revision the rollout rolls from: %w", err)
 		}
@@ -182,14 +185,14 @@ func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) 
 // resolve resolves and starts one version of a rule, its child kinds joined by those
 // of old and also; beside marks the version a rollout rolls from (watch.Rule.Beside),
 // schema names the parent's schema where the rule defines it (watch.Rule.ParentSchema).
-func (l *lifecycle) resolve(ctx context.Context, r *rules.Rule, old *watch.Rule, beside bool, schema string, also ...*rules.Rule) (*watch.Rule, error) {
+func (l *lifecycle) resolve(ctx context.Context, reviews *access.Reviews, r *rules.Rule, old *watch.Rule, beside bool, schema string, also ...*rules.Rule) (*watch.Rule, error) {
 	st, err := l.watcher.Resolve(r, old, also...)
 	if err != nil {
 		return nil, err
 	}
 	st.Beside, st.ParentSchema = beside, schema
-	if !l.opts.SkipAccessCheck {
-		if err := checkAccess(ctx, l.kube, st); err != nil {
+	if reviews != nil {
+		if err := reviews.Check(ctx, access.Permissions(st.Access())); err != nil {
 			return nil, err
 		}
 	}
@@ -234,7 +237,7 @@ func (l *lifecycle) restart(ctx context.Context, target *watch.Rule) {
 	if cur == nil || cur.st != target {
 		return // replaced or stopped meanwhile
 	}
-	next, err := l.start(ctx, cur.st.Rule, cur)
+	next, err := l.start(ctx, l.reviews(), cur.st.Rule, cur)
 	if err != nil && keepsOld(err) {
 		// Its api is refused now (someone changed the CRD): the version that runs keeps
 		// running, as a reload leaves it.
@@ -253,6 +256,16 @@ func (l *lifecycle) restart(ctx context.Context, target *watch.Rule) {
 	l.stopVersions(cur)
 	enqueueAll(l.enqueue, next.st)
 	l.notice(next)
+}
+
+// reviews returns the access reviews of one operation: each permission its rules need
+// is asked once, and asked again by the next operation (a permission granted meanwhile
+// is seen). Nil when the controller does not check its permissions.
+func (l *lifecycle) reviews() *access.Reviews {
+	if l.opts.SkipAccessCheck {
+		return nil
+	}
+	return access.NewReviews(l.kube)
 }
 
 // notice tells the rollouts of the rules started, which have revisions.

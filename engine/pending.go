@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/access"
 	"github.com/kubecel/kubecel/engine/internal/apis"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
@@ -41,7 +42,7 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // setPending records why a rule does not run and reports it once per reason.
 // The caller holds l.mu.
 func (l *lifecycle) setPending(ctx context.Context, r *rules.Rule, err error) {
-	var forbidden *forbiddenError
+	var forbidden *access.ForbiddenError
 	var refused *apis.RefusedError
 	p := &pendingRule{rule: r, reason: err.Error(), next: time.Now().Add(l.opts.PendingRetry)}
 	kind := contract.PendingError
@@ -139,6 +140,7 @@ func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 		}
 	}
 	now := time.Now()
+	reviews := l.reviews()
 	var started []*runningRule
 	for name, p := range l.pending {
 		if !recheck && now.Before(p.next) {
@@ -146,7 +148,7 @@ func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 		}
 		// A version that waits while an older one runs (keepsOld) replaces it.
 		old := l.running[name]
-		next, err := l.start(ctx, p.rule, old)
+		next, err := l.start(ctx, reviews, p.rule, old)
 		if err != nil {
 			l.setPending(ctx, p.rule, err)
 			continue
