@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -26,6 +27,8 @@ import (
 //
 // Its operations send requests to the API server (discovery, access reviews, the
 // rules' revisions) while they hold mu, which serialises them; nothing else takes mu.
+// An operation starts its rules at once (starting.go), each permission asked once
+// (engine/internal/access), then applies the results in the order of the rules' names.
 // Each operation ends by publishing a new ruleView, which the rest of the controller
 // reads without a lock. A version that an operation replaces or stops is stopped only
 // after the view without it is published, and a changed rule's new version holds its
@@ -54,7 +57,8 @@ type lifecycle struct {
 	// rs is the rule set running rules come from (stable revisions compile in it).
 	rs *rules.RuleSet
 	// beforeStart and started, when set (by tests), are called before a rule starts in
-	// set and once it started, before the view with it is published.
+	// set and once it started, before the view with it is published; for rules that
+	// start together, at once from their starts' goroutines.
 	beforeStart func(rule string)
 	started     func(st *watch.Rule)
 }
@@ -68,37 +72,38 @@ func (l *lifecycle) publish() {
 }
 
 // set replaces the running rule set. Only rules whose fingerprint changed are
-// restarted; rules whose kinds are not served yet wait and start by themselves.
+// restarted, all at once (startAll); rules whose kinds are not served yet wait and start
+// by themselves.
 func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 	logger := klog.FromContext(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.rs = rs
-	reviews := l.reviews()
 	wanted := map[string]*rules.Rule{}
 	for _, r := range rs.Rules {
 		wanted[r.Name] = r
 	}
 	var removed, replaced, started []*runningRule
 	var requeue []*watch.Rule
-	for name, rr := range l.running {
+	for _, name := range slices.Sorted(maps.Keys(l.running)) {
 		if _, ok := wanted[name]; !ok {
 			logger.Info("Stopping rule", "rule", name)
+			removed = append(removed, l.running[name])
 			delete(l.running, name)
-			removed = append(removed, rr)
 		}
 	}
 	l.pending = map[string]*pendingRule{}
+	var changed []*rules.Rule
 	for name, r := range wanted {
-		old := l.running[name]
-		if old != nil && old.st.Rule.Fingerprint == r.Fingerprint {
-			continue
+		if old := l.running[name]; old == nil || old.st.Rule.Fingerprint != r.Fingerprint {
+			changed = append(changed, r)
 		}
-		if l.beforeStart != nil {
-			l.beforeStart(name)
-		}
-		next, err := l.start(ctx, reviews, r, old)
-		if err != nil {
+	}
+	jobs := startJobs(changed, func(name string) *runningRule { return l.running[name] })
+	l.startAll(ctx, jobs, l.beforeStart, l.started)
+	for _, j := range jobs {
+		name, r, old, next := j.rule.Name, j.rule, j.old, j.next
+		if err := j.err; err != nil {
 			if old != nil && keepsOld(err) {
 				// The last good version runs on; the new one waits.
 				l.setPending(ctx, r, fmt.Errorf("the version that ran before keeps running, this one waits: %w", err))
@@ -110,9 +115,6 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 				replaced = append(replaced, old)
 			}
 			continue
-		}
-		if l.started != nil {
-			l.started(next.st)
 		}
 		l.running[name] = next
 		started = append(started, next)
@@ -256,16 +258,6 @@ func (l *lifecycle) restart(ctx context.Context, target *watch.Rule) {
 	l.stopVersions(cur)
 	enqueueAll(l.enqueue, next.st)
 	l.notice(next)
-}
-
-// reviews returns the access reviews of one operation: each permission its rules need
-// is asked once, and asked again by the next operation (a permission granted meanwhile
-// is seen). Nil when the controller does not check its permissions.
-func (l *lifecycle) reviews() *access.Reviews {
-	if l.opts.SkipAccessCheck {
-		return nil
-	}
-	return access.NewReviews(l.kube)
 }
 
 // notice tells the rollouts of the rules started, which have revisions.
