@@ -57,8 +57,8 @@ type lifecycle struct {
 	// rs is the rule set running rules come from (stable revisions compile in it).
 	rs *rules.RuleSet
 	// beforeStart and started, when set (by tests), are called before a rule starts in
-	// set and once it started, before the view with it is published; for rules that
-	// start together, at once from their starts' goroutines.
+	// set and once it started, before the view with it is published (startAll says from
+	// which goroutine).
 	beforeStart func(rule string)
 	started     func(st *watch.Rule)
 }

@@ -44,9 +44,11 @@ func startJobs(rs []*rules.Rule, old func(name string) *runningRule) []*startJob
 }
 
 // startAll starts the rules of jobs, startWorkers at a time, and returns once every one
-// has started or failed. before and after, when set, are called for each rule before it
-// starts and once it started (the test hooks beforeStart and started). The caller holds
-// l.mu: it reads l's state while the starts run, and changes it after.
+// has started or failed. before and after, when set, are the test hooks beforeStart and
+// started: before is called from each rule's start as it begins, at once for rules that
+// start together; after, once they all ended, for each rule that started, in the jobs'
+// order, from the caller's goroutine. The caller holds l.mu: it reads l's state while
+// the starts run, and changes it after.
 func (l *lifecycle) startAll(ctx context.Context, jobs []*startJob, before func(rule string), after func(st *watch.Rule)) {
 	reviews := l.reviews()
 	var g errgroup.Group
@@ -57,13 +59,15 @@ func (l *lifecycle) startAll(ctx context.Context, jobs []*startJob, before func(
 				before(j.rule.Name)
 			}
 			j.next, j.err = l.start(ctx, reviews, j.rule, j.old)
-			if j.err == nil && after != nil {
-				after(j.next.st)
-			}
 			return nil
 		})
 	}
 	_ = g.Wait() // every job's error is its own
+	for _, j := range jobs {
+		if j.err == nil && after != nil {
+			after(j.next.st)
+		}
+	}
 }
 
 // reviews returns the access reviews of one operation: each permission its rules need
