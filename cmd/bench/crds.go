@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -36,6 +37,9 @@ import (
 //     one measured rule (timed until its parent shows the edit; the writes to every
 //     other rule's parents and children counted); an edit of the rollout rule, which
 //     takes its steps.
+
+// defaultMaxRules is kubecel run's default --max-rules-per-source.
+const defaultMaxRules = 1000
 
 // rulesPoll is how often the start reads the controller's count of running rules.
 const rulesPoll = 200 * time.Millisecond
@@ -196,7 +200,12 @@ func (p *crdsPhase) start(ctx context.Context) error {
 	cfg := b.cfg
 	cfg.sharding = false
 	started := time.Now()
-	ctrl, err := startProcess(cfg, "crds", b.cfg.dir, cfg.runArgs(p.rulesPath, b.cp.Kubeconfig), [3]int{ports[0], ports[1], ports[2]})
+	args := cfg.runArgs(p.rulesPath, b.cp.Kubeconfig)
+	if n := len(p.kinds); n > defaultMaxRules {
+		// The rules file holds K + 2 rules, over kubecel run's default limit at K=1,000.
+		args = append(args, "--max-rules-per-source="+strconv.Itoa(n))
+	}
+	ctrl, err := startProcess(cfg, "crds", b.cfg.dir, args, [3]int{ports[0], ports[1], ports[2]})
 	if err != nil {
 		return err
 	}
@@ -217,9 +226,13 @@ func (p *crdsPhase) start(ctx context.Context) error {
 				active, ok := m.value("kubecel_active_rules")
 				pending, _ := m.value("kubecel_pending_rules")
 				switch {
-				case !ok:
+				case !ok && convergedDone:
+					// Absent until the controller is built: only a binary that never
+					// registers it still lacks it once every parent converged.
 					rulesDone = true
 					logf("crds: the controller has no kubecel_active_rules: the time until every rule runs is not measured")
+				case !ok:
+					progress = "rules running not known yet; "
 				case int(active) >= rules:
 					rulesDone, p.res.rulesKnown, p.res.rulesRunning = true, true, time.Since(started)
 					logf("crds: %d rules running (%d pending) %s after the start", int(active), int(pending), secs(p.res.rulesRunning))
