@@ -11,8 +11,9 @@
 //     and refs).
 //   - This package is the loop: a fair queue of keys (fairqueue.go), the workers that
 //     take one key at a time and decide what follows from the result (worker.go), the
-//     sharding gate (shard.go), and the rule lifecycle: starting, replacing and stopping
-//     rules and their watches, rules waiting for their kinds or permissions
+//     sharding gate (shard.go), and the rule lifecycle: starting (many at once,
+//     starting.go; their permissions asked once, engine/internal/access), replacing and
+//     stopping rules and their watches, rules waiting for their kinds or permissions
 //     (lifecycle.go, pending.go), plan and dropped rules (plan.go, dropped.go).
 //   - engine/internal/reconcile handles one parent under one rule, whatever state it is
 //     in, and sends every write.

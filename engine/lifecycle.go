@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/access"
 	"github.com/kubecel/kubecel/engine/internal/apis"
 	"github.com/kubecel/kubecel/engine/internal/metrics"
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
@@ -25,6 +27,8 @@ import (
 //
 // Its operations send requests to the API server (discovery, access reviews, the
 // rules' revisions) while they hold mu, which serialises them; nothing else takes mu.
+// An operation starts its rules at once (starting.go), each permission asked once
+// (engine/internal/access), then applies the results in the order of the rules' names.
 // Each operation ends by publishing a new ruleView, which the rest of the controller
 // reads without a lock. A version that an operation replaces or stops is stopped only
 // after the view without it is published, and a changed rule's new version holds its
@@ -53,7 +57,8 @@ type lifecycle struct {
 	// rs is the rule set running rules come from (stable revisions compile in it).
 	rs *rules.RuleSet
 	// beforeStart and started, when set (by tests), are called before a rule starts in
-	// set and once it started, before the view with it is published.
+	// set and once it started, before the view with it is published (startAll says from
+	// which goroutine).
 	beforeStart func(rule string)
 	started     func(st *watch.Rule)
 }
@@ -67,7 +72,8 @@ func (l *lifecycle) publish() {
 }
 
 // set replaces the running rule set. Only rules whose fingerprint changed are
-// restarted; rules whose kinds are not served yet wait and start by themselves.
+// restarted, all at once (startAll); rules whose kinds are not served yet wait and start
+// by themselves.
 func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 	logger := klog.FromContext(ctx)
 	l.mu.Lock()
@@ -79,24 +85,25 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 	}
 	var removed, replaced, started []*runningRule
 	var requeue []*watch.Rule
-	for name, rr := range l.running {
+	for _, name := range slices.Sorted(maps.Keys(l.running)) {
 		if _, ok := wanted[name]; !ok {
 			logger.Info("Stopping rule", "rule", name)
+			removed = append(removed, l.running[name])
 			delete(l.running, name)
-			removed = append(removed, rr)
 		}
 	}
 	l.pending = map[string]*pendingRule{}
+	var changed []*rules.Rule
 	for name, r := range wanted {
-		old := l.running[name]
-		if old != nil && old.st.Rule.Fingerprint == r.Fingerprint {
-			continue
+		if old := l.running[name]; old == nil || old.st.Rule.Fingerprint != r.Fingerprint {
+			changed = append(changed, r)
 		}
-		if l.beforeStart != nil {
-			l.beforeStart(name)
-		}
-		next, err := l.start(ctx, r, old)
-		if err != nil {
+	}
+	jobs := startJobs(changed, func(name string) *runningRule { return l.running[name] })
+	l.startAll(ctx, jobs, l.beforeStart, l.started)
+	for _, j := range jobs {
+		name, r, old, next := j.rule.Name, j.rule, j.old, j.next
+		if err := j.err; err != nil {
 			if old != nil && keepsOld(err) {
 				// The last good version runs on; the new one waits.
 				l.setPending(ctx, r, fmt.Errorf("the version that ran before keeps running, this one waits: %w", err))
@@ -108,9 +115,6 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 				replaced = append(replaced, old)
 			}
 			continue
-		}
-		if l.started != nil {
-			l.started(next.st)
 		}
 		l.running[name] = next
 		started = append(started, next)
@@ -143,10 +147,11 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 	l.notice(started...)
 }
 
-// start resolves a rule's kinds, checks its permissions, starts its watches and reads
-// or stores its revisions, and returns it running. old, when set, is the version being
-// replaced: its child kinds stay watched. Nothing of old is stopped here.
-func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) (*runningRule, error) {
+// start resolves a rule's kinds, checks its permissions (with reviews, the operation's
+// answers), starts its watches and reads or stores its revisions, and returns it
+// running. old, when set, is the version being replaced: its child kinds stay watched.
+// Nothing of old is stopped here.
+func (l *lifecycle) start(ctx context.Context, reviews *access.Reviews, r *rules.Rule, old *runningRule) (*runningRule, error) {
 	schema, err := l.ensureAPI(ctx, r)
 	if err != nil {
 		return nil, err
@@ -159,7 +164,7 @@ func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) 
 	if old != nil {
 		oldSt = old.st
 	}
-	st, err := l.resolve(ctx, r, oldSt, false, schema, prep.Stable)
+	st, err := l.resolve(ctx, reviews, r, oldSt, false, schema, prep.Stable)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +172,7 @@ func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) 
 	if prep.Stable != nil {
 		// The version the rollout rolls from runs beside the target, each watching the
 		// child kinds of both, so that either can prune what the other made.
-		if stable, err = l.resolve(ctx, prep.Stable, st, true, schema); err != nil {
+		if stable, err = l.resolve(ctx, reviews, prep.Stable, st, true, schema); err != nil {
 			l.watcher.Stop(st)
 			return nil, fmt.Errorf("the revision the rollout rolls from: %w", err)
 		}
@@ -182,14 +187,14 @@ func (l *lifecycle) start(ctx context.Context, r *rules.Rule, old *runningRule) 
 // resolve resolves and starts one version of a rule, its child kinds joined by those
 // of old and also; beside marks the version a rollout rolls from (watch.Rule.Beside),
 // schema names the parent's schema where the rule defines it (watch.Rule.ParentSchema).
-func (l *lifecycle) resolve(ctx context.Context, r *rules.Rule, old *watch.Rule, beside bool, schema string, also ...*rules.Rule) (*watch.Rule, error) {
+func (l *lifecycle) resolve(ctx context.Context, reviews *access.Reviews, r *rules.Rule, old *watch.Rule, beside bool, schema string, also ...*rules.Rule) (*watch.Rule, error) {
 	st, err := l.watcher.Resolve(r, old, also...)
 	if err != nil {
 		return nil, err
 	}
 	st.Beside, st.ParentSchema = beside, schema
-	if !l.opts.SkipAccessCheck {
-		if err := checkAccess(ctx, l.kube, st); err != nil {
+	if reviews != nil {
+		if err := reviews.Check(ctx, access.Permissions(st.Access())); err != nil {
 			return nil, err
 		}
 	}
@@ -234,7 +239,7 @@ func (l *lifecycle) restart(ctx context.Context, target *watch.Rule) {
 	if cur == nil || cur.st != target {
 		return // replaced or stopped meanwhile
 	}
-	next, err := l.start(ctx, cur.st.Rule, cur)
+	next, err := l.start(ctx, l.reviews(), cur.st.Rule, cur)
 	if err != nil && keepsOld(err) {
 		// Its api is refused now (someone changed the CRD): the version that runs keeps
 		// running, as a reload leaves it.

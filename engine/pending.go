@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubecel/kubecel/engine/internal/access"
 	"github.com/kubecel/kubecel/engine/internal/apis"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/rules"
@@ -41,7 +44,7 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // setPending records why a rule does not run and reports it once per reason.
 // The caller holds l.mu.
 func (l *lifecycle) setPending(ctx context.Context, r *rules.Rule, err error) {
-	var forbidden *forbiddenError
+	var forbidden *access.ForbiddenError
 	var refused *apis.RefusedError
 	p := &pendingRule{rule: r, reason: err.Error(), next: time.Now().Add(l.opts.PendingRetry)}
 	kind := contract.PendingError
@@ -116,8 +119,9 @@ func (l *lifecycle) watchKinds(ctx context.Context, meta metadata.Interface) {
 const crdRecheckWindow = 30 * time.Second
 
 // retryPending tries to start the waiting rules; with recheck it also stops the running
-// rules whose kinds are gone. Its discovery requests and access reviews are made under
-// l.mu alone: the workers keep reading the published view meanwhile.
+// rules whose kinds are gone. The rules due start at once (startAll); its discovery
+// requests and access reviews are made under l.mu alone: the workers keep reading the
+// published view meanwhile.
 func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -127,7 +131,8 @@ func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 	l.watcher.Reset()
 	var stopped []*runningRule
 	if recheck {
-		for name, rr := range l.running {
+		for _, name := range slices.Sorted(maps.Keys(l.running)) {
+			rr := l.running[name]
 			if err := l.watcher.StillServed(rr.st); err != nil {
 				klog.FromContext(ctx).Info("Stopping rule: its kinds are no longer served", "rule", name, "reason", err.Error())
 				delete(l.running, name)
@@ -139,23 +144,27 @@ func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 		}
 	}
 	now := time.Now()
+	var due []*rules.Rule
+	for _, p := range l.pending {
+		if recheck || !now.Before(p.next) {
+			due = append(due, p.rule)
+		}
+	}
+	// A version that waits while an older one runs (keepsOld) replaces it.
+	jobs := startJobs(due, func(name string) *runningRule { return l.running[name] })
+	l.startAll(ctx, jobs, nil, nil)
 	var started []*runningRule
-	for name, p := range l.pending {
-		if !recheck && now.Before(p.next) {
+	for _, j := range jobs {
+		if j.err != nil {
+			l.setPending(ctx, j.rule, j.err)
 			continue
 		}
-		// A version that waits while an older one runs (keepsOld) replaces it.
-		old := l.running[name]
-		next, err := l.start(ctx, p.rule, old)
-		if err != nil {
-			l.setPending(ctx, p.rule, err)
-			continue
-		}
+		name := j.rule.Name
 		delete(l.pending, name)
-		l.running[name] = next
-		started = append(started, next)
-		if old != nil {
-			stopped = append(stopped, old)
+		l.running[name] = j.next
+		started = append(started, j.next)
+		if j.old != nil {
+			stopped = append(stopped, j.old)
 		}
 	}
 	l.publish()

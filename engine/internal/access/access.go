@@ -1,0 +1,172 @@
+// Package access asks the API server whether the controller may do what a rule needs,
+// before the rule starts: one SelfSubjectAccessReview per resource, subresource, verb and
+// namespace.
+//
+// A Reviews lives for one operation of the rule lifecycle (a rules reload, a retry of the
+// rules that wait) and answers each question once within it, however many of the rules
+// it starts ask it: rules on one child kind share its reviews. Its reviews for one rule
+// are sent at once, at most ReviewsInFlight of them.
+//
+// Guarantees:
+//   - An answer is kept only as long as its Reviews: a permission denied now and granted
+//     later is asked again by the next operation (the retry of a waiting rule).
+//   - A review that failed (the request, not the answer) is not kept: the next question
+//     sends it again.
+//   - Concurrent questions of the same permission wait for one review.
+package access
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kubecel/kubecel/rules"
+)
+
+// ReviewsInFlight is the most reviews one Check sends at once.
+const ReviewsInFlight = 8
+
+// Permission is one verb on one resource, in one namespace ("" for all).
+type Permission struct {
+	GVR         schema.GroupVersionResource
+	Subresource string
+	Verb        string
+	Namespace   string
+}
+
+func (p Permission) String() string {
+	res := p.GVR.Resource
+	if p.GVR.Group != "" {
+		res += "." + p.GVR.Group
+	}
+	if p.Subresource != "" {
+		res += "/" + p.Subresource
+	}
+	where := "all namespaces"
+	if p.Namespace != "" {
+		where = "namespace " + p.Namespace
+	}
+	return fmt.Sprintf("%s %s in %s", p.Verb, res, where)
+}
+
+// Permissions lists needed (as rules.Rule.Access gives it) one verb per entry.
+func Permissions(needed []rules.Access) []Permission {
+	var out []Permission
+	for _, a := range needed {
+		for _, verb := range a.Verbs {
+			out = append(out, Permission{GVR: a.Resource, Subresource: a.Subresource, Verb: verb, Namespace: a.Namespace})
+		}
+	}
+	return out
+}
+
+// Reviews answers whether the controller holds permissions, each once (see the package
+// doc). Make one per lifecycle operation with NewReviews; it is safe for concurrent use.
+type Reviews struct {
+	kube kubernetes.Interface
+
+	mu      sync.Mutex
+	answers map[Permission]*answer
+}
+
+// answer is one review: done is closed once allowed or err is set.
+type answer struct {
+	done    chan struct{}
+	allowed bool
+	err     error
+}
+
+// NewReviews returns an empty Reviews that sends its reviews through kube.
+func NewReviews(kube kubernetes.Interface) *Reviews {
+	return &Reviews{kube: kube, answers: map[Permission]*answer{}}
+}
+
+// Check reports whether the controller holds every permission needed: nil when it
+// does, a *ForbiddenError listing those it lacks, or the error of a review that failed.
+func (r *Reviews) Check(ctx context.Context, needed []Permission) error {
+	allowed := make([]bool, len(needed))
+	// Not errgroup.WithContext: a review another rule waits for is not cancelled because
+	// one of this rule's failed.
+	var g errgroup.Group
+	g.SetLimit(ReviewsInFlight)
+	for i, p := range needed {
+		g.Go(func() error {
+			ok, err := r.Allowed(ctx, p)
+			allowed[i] = ok
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("check permissions: %w", err)
+	}
+	var denied []string
+	for i, p := range needed {
+		if !allowed[i] {
+			denied = append(denied, p.String())
+		}
+	}
+	if len(denied) == 0 {
+		return nil
+	}
+	slices.Sort(denied)
+	return &ForbiddenError{Missing: slices.Compact(denied)}
+}
+
+// Allowed reports whether the controller holds p, as this Reviews' review of it says,
+// sending the review when p was not asked before.
+func (r *Reviews) Allowed(ctx context.Context, p Permission) (bool, error) {
+	r.mu.Lock()
+	a, asked := r.answers[p]
+	if !asked {
+		a = &answer{done: make(chan struct{})}
+		r.answers[p] = a
+	}
+	r.mu.Unlock()
+	if asked {
+		select {
+		case <-a.done:
+			return a.allowed, a.err
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	a.allowed, a.err = r.review(ctx, p)
+	if a.err != nil {
+		r.mu.Lock()
+		delete(r.answers, p) // a failed request is no answer: the next question asks again
+		r.mu.Unlock()
+	}
+	close(a.done)
+	return a.allowed, a.err
+}
+
+// review sends one SelfSubjectAccessReview.
+func (r *Reviews) review(ctx context.Context, p Permission) (bool, error) {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group: p.GVR.Group, Version: p.GVR.Version, Resource: p.GVR.Resource,
+			Subresource: p.Subresource, Verb: p.Verb, Namespace: p.Namespace,
+		},
+	}}
+	got, err := r.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return got.Status.Allowed, nil
+}
+
+// ForbiddenError lists the permissions a rule lacks.
+type ForbiddenError struct{ Missing []string }
+
+func (e *ForbiddenError) Error() string {
+	return "missing permissions (add them with `kubecel rbac`): " + strings.Join(e.Missing, "; ")
+}

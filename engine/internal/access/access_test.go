@@ -1,0 +1,254 @@
+package access
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubecel/kubecel/rules"
+)
+
+// reviewer is a fake API server's answers to SelfSubjectAccessReviews: it allows what
+// allowed holds, counts the reviews it got per permission, and fails those in failing.
+type reviewer struct {
+	mu      sync.Mutex
+	allowed map[Permission]bool
+	failing map[Permission]bool
+	got     map[Permission]int
+	// gate, when set, holds every review until it is closed.
+	gate chan struct{}
+}
+
+func newReviewer() *reviewer {
+	return &reviewer{allowed: map[Permission]bool{}, failing: map[Permission]bool{}, got: map[Permission]int{}}
+}
+
+func (rv *reviewer) clientset() *fake.Clientset {
+	kube := fake.NewClientset()
+	kube.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		review := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		ra := review.Spec.ResourceAttributes
+		p := Permission{GVR: schema.GroupVersionResource{Group: ra.Group, Version: ra.Version, Resource: ra.Resource},
+			Subresource: ra.Subresource, Verb: ra.Verb, Namespace: ra.Namespace}
+		if rv.gate != nil {
+			<-rv.gate
+		}
+		rv.mu.Lock()
+		defer rv.mu.Unlock()
+		rv.got[p]++
+		if rv.failing[p] {
+			return true, nil, errors.New("the server is unavailable")
+		}
+		out := review.DeepCopy()
+		out.Status.Allowed = rv.allowed[p]
+		return true, out, nil
+	})
+	return kube
+}
+
+func (rv *reviewer) allow(ps ...Permission) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	for _, p := range ps {
+		rv.allowed[p] = true
+	}
+}
+
+// sent is the number of reviews received, in all and at most for one permission.
+func (rv *reviewer) sent() (total, most int) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	for _, n := range rv.got {
+		total += n
+		most = max(most, n)
+	}
+	return total, most
+}
+
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// twoRules are two rules on different parents that both make ConfigMaps.
+const twoRules = `
+apiVersion: kubecel.dev/v1alpha1
+kind: RuleSet
+rules:
+  - name: one
+    parent: {apiVersion: example.kubecel.dev/v1, resource: ones}
+    children:
+      - id: config
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}-one"}
+  - name: two
+    parent: {apiVersion: example.kubecel.dev/v1, resource: twos}
+    children:
+      - id: config
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}-two"}
+`
+
+// needs is what each rule of twoRules needs, as the controller asks it.
+func needs(t *testing.T) map[string][]Permission {
+	t.Helper()
+	rs, err := rules.Load([]byte(twoRules), rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]Permission{}
+	for _, r := range rs.Rules {
+		out[r.Name] = Permissions(r.Access(true, []schema.GroupVersionResource{configMaps}))
+	}
+	return out
+}
+
+func TestShared(t *testing.T) {
+	need := needs(t)
+	rv := newReviewer()
+	all := map[Permission]bool{}
+	for _, ps := range need {
+		rv.allow(ps...)
+		for _, p := range ps {
+			all[p] = true
+		}
+	}
+	configMapVerbs := 0
+	for p := range all {
+		if p.GVR == configMaps {
+			configMapVerbs++
+		}
+	}
+	if configMapVerbs == 0 || len(all) >= len(need["one"])+len(need["two"]) {
+		t.Fatalf("the rules share no permission (%d ConfigMap verbs): the test tests nothing", configMapVerbs)
+	}
+
+	reviews := NewReviews(rv.clientset())
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, name := range []string{"one", "two"} {
+		wg.Go(func() { errs[i] = reviews.Check(t.Context(), need[name]) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("rule %d: %v", i, err)
+		}
+	}
+	total, most := rv.sent()
+	if total != len(all) || most != 1 {
+		t.Errorf("reviews sent = %d (at most %d for one permission), want one per permission (%d)", total, most, len(all))
+	}
+}
+
+func TestDeniedUntilTheNextOperation(t *testing.T) {
+	need := needs(t)["one"]
+	var create Permission
+	for _, p := range need {
+		if p.GVR == configMaps && p.Verb == "create" {
+			create = p
+		}
+	}
+	rv := newReviewer()
+	kube := rv.clientset()
+	for _, p := range need {
+		if p != create {
+			rv.allow(p)
+		}
+	}
+
+	op := NewReviews(kube)
+	err := op.Check(t.Context(), need)
+	var forbidden *ForbiddenError
+	if !errors.As(err, &forbidden) {
+		t.Fatalf("Check = %v, want a ForbiddenError", err)
+	}
+	if diff := cmp.Diff([]string{"create configmaps in all namespaces"}, forbidden.Missing); diff != "" {
+		t.Errorf("missing (-want +got):\n%s", diff)
+	}
+	// Granted now: the operation keeps its answer, and asks nothing again.
+	rv.allow(create)
+	if err := op.Check(t.Context(), need); !errors.As(err, &forbidden) {
+		t.Errorf("Check again in the same operation = %v, want the ForbiddenError kept", err)
+	}
+	if total, _ := rv.sent(); total != len(need) {
+		t.Errorf("reviews sent in one operation = %d, want %d", total, len(need))
+	}
+	// The next operation sees the grant.
+	if err := NewReviews(kube).Check(t.Context(), need); err != nil {
+		t.Errorf("Check in the next operation = %v, want the grant seen", err)
+	}
+}
+
+func TestFailedReviewIsAskedAgain(t *testing.T) {
+	p := Permission{GVR: configMaps, Verb: "get"}
+	rv := newReviewer()
+	rv.allow(p)
+	rv.failing[p] = true
+	reviews := NewReviews(rv.clientset())
+	if err := reviews.Check(t.Context(), []Permission{p}); err == nil {
+		t.Fatal("Check = nil, want the review's error")
+	}
+	rv.mu.Lock()
+	rv.failing[p] = false
+	rv.mu.Unlock()
+	if err := reviews.Check(t.Context(), []Permission{p}); err != nil {
+		t.Errorf("Check after the server recovered = %v, want nil", err)
+	}
+	if total, _ := rv.sent(); total != 2 {
+		t.Errorf("reviews sent = %d, want 2 (the failed one is not an answer)", total)
+	}
+}
+
+// TestConcurrentQuestions: many rules asking one permission at once wait for one review.
+func TestConcurrentQuestions(t *testing.T) {
+	p := Permission{GVR: configMaps, Verb: "list", Namespace: "team"}
+	rv := newReviewer()
+	rv.allow(p)
+	rv.gate = make(chan struct{})
+	reviews := NewReviews(rv.clientset())
+	const rules = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, rules)
+	for range rules {
+		wg.Go(func() { errs <- reviews.Check(t.Context(), []Permission{p}) })
+	}
+	close(rv.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if total, _ := rv.sent(); total != 1 {
+		t.Errorf("reviews sent = %d, want 1", total)
+	}
+}
+
+func TestPermissionString(t *testing.T) {
+	tests := []struct {
+		p    Permission
+		want string
+	}{
+		{Permission{GVR: configMaps, Verb: "create"}, "create configmaps in all namespaces"},
+		{Permission{GVR: schema.GroupVersionResource{Group: "example.kubecel.dev", Version: "v1", Resource: "webapps"}, Subresource: "status", Verb: "patch", Namespace: "team"},
+			"patch webapps.example.kubecel.dev/status in namespace team"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.p), func(t *testing.T) {
+			if got := tt.p.String(); got != tt.want {
+				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

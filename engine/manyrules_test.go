@@ -1,0 +1,173 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/testenv"
+	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/rules/contract"
+)
+
+// manyRule is one of the rules of TestManyRulesStartAtOnce: it selects the widget
+// labelled with its index and makes one ConfigMap for it, whose value it reports.
+const manyRule = `
+  - name: %[1]s-%02[2]d
+    parent:
+      apiVersion: engine.kubecel.dev/v1
+      resource: widgets
+      namespaces: [%[3]s]
+      selector: {matchLabels: {many: "%02[2]d"}}
+    children:
+      - id: config
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}-config"}
+          data: {value: "${parent.spec.value}%[4]s"}
+    status:
+      fields:
+        value: ${children.config.data.value}
+`
+
+// TestManyRulesStartAtOnce: rules loaded together start together (with the race
+// detector, their starts share the watcher, the discovery cache and the access
+// reviews): every one of them runs, and every parent converges. They need the same
+// permissions, which are each asked once; a reload that edits one rule asks that rule's
+// permissions again, and no other rule's.
+func TestManyRulesStartAtOnce(t *testing.T) {
+	const n = 30
+	ns := testenv.Namespace(t)
+	prefix := fmt.Sprintf("many-%04x", rand.IntN(1<<16))
+	load := func(edited int) *rules.RuleSet {
+		t.Helper()
+		text := "apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n"
+		for i := range n {
+			suffix := ""
+			if i == edited {
+				suffix = "-edited"
+			}
+			text += fmt.Sprintf(manyRule, prefix, i, ns, suffix)
+		}
+		rs, err := rules.Load([]byte(text), rules.Options{EvalTimeout: testEvalTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	rs := load(-1)
+	// What one rule needs is what each needs: the same kinds in the same namespace.
+	perRule := 0
+	for _, a := range rs.Rules[0].Access(true, []schema.GroupVersionResource{configMaps}) {
+		perRule += len(a.Verbs)
+	}
+
+	widgetsClient := testenv.Dynamic(t).Resource(widgets).Namespace(ns)
+	for i := range n {
+		w := &unstructured.Unstructured{Object: widget(ns, fmt.Sprintf("w%02d", i), map[string]any{"value": fmt.Sprint(i)})}
+		w.SetLabels(map[string]string{"many": fmt.Sprintf("%02d", i)})
+		if _, err := widgetsClient.Create(t.Context(), w, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var reviews atomic.Int64
+	cfg := rest.CopyConfig(testenv.Config(t))
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/selfsubjectaccessreviews") {
+				reviews.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	reg := prometheus.NewRegistry()
+	ctrl, err := engine.New(cfg, engine.Options{Identity: testenv.Identity(t), Workers: 4, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ctrl.SetRules(ctx, rs)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = ctrl.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	if ok, pending := ctrl.Ready(); len(pending) > 0 {
+		t.Fatalf("rules waiting after the start (ready %v): %v", ok, pending)
+	}
+	if got := gaugeValue(t, reg, "kubecel_active_rules"); got != n {
+		t.Errorf("kubecel_active_rules = %v, want %d", got, n)
+	}
+	if got := reviews.Load(); got != int64(perRule) {
+		t.Errorf("access reviews sent by the start of %d rules = %d, want %d: each permission once", n, got, perRule)
+	}
+	converged := func(i int, value string) {
+		t.Helper()
+		testenv.Eventually(t, 120*time.Second, func() (bool, string) {
+			w, err := widgetsClient.Get(t.Context(), fmt.Sprintf("w%02d", i), metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			gen, _, _ := unstructured.NestedInt64(w.Object, "status", "observedGeneration")
+			ready, _, _ := testenv.Condition(w, contract.ConditionReady)
+			synced, _, _ := testenv.Condition(w, contract.ConditionSynced)
+			got := nestedString(w, "status", "value")
+			return got == value && gen == w.GetGeneration() && ready == "True" && synced == "True",
+				fmt.Sprintf("widget w%02d: status %v, want value %q, Ready and Synced at generation %d", i, w.Object["status"], value, w.GetGeneration())
+		})
+		cm, err := testenv.Kube(t).CoreV1().ConfigMaps(ns).Get(t.Context(), fmt.Sprintf("w%02d-config", i), metav1.GetOptions{})
+		if err != nil || cm.Data["value"] != value {
+			t.Errorf("child of widget w%02d: %v (data %v), want value %q", i, err, cm.Data, value)
+		}
+	}
+	for i := range n {
+		converged(i, fmt.Sprint(i))
+	}
+
+	// A reload that edits one rule starts that rule alone.
+	const edited = 7
+	before := reviews.Load()
+	ctrl.SetRules(ctx, load(edited))
+	if got := reviews.Load() - before; got != int64(perRule) {
+		t.Errorf("access reviews sent by a reload that edits one rule = %d, want %d (that rule's)", got, perRule)
+	}
+	if got := gaugeValue(t, reg, "kubecel_active_rules"); got != n {
+		t.Errorf("kubecel_active_rules after the reload = %v, want %d", got, n)
+	}
+	converged(edited, fmt.Sprint(edited)+"-edited")
+}
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// gaugeValue is the value of the gauge name (without labels) in reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
+}

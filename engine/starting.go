@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kubecel/kubecel/engine/internal/access"
+	"github.com/kubecel/kubecel/engine/internal/watch"
+	"github.com/kubecel/kubecel/rules"
+)
+
+// An operation of the lifecycle (a rules reload, a retry of the waiting rules) starts
+// its rules at once: a rule's start is mostly waiting on the API server (its CRD,
+// discovery, access reviews, revisions), so a thousand rules start in the time the
+// server takes to answer them, not a thousand times a rule's round trips. The results
+// are then applied one rule after another, in the order of the rules' names, as if
+// they had started so.
+
+// startWorkers is how many rules one operation starts at once.
+var startWorkers = max(16, 8*runtime.GOMAXPROCS(0))
+
+// startJob is one rule to start, the version it replaces (nil when none runs), and,
+// once startAll returns, what came of it.
+type startJob struct {
+	rule *rules.Rule
+	old  *runningRule
+
+	next *runningRule
+	err  error
+}
+
+// startJobs are the jobs for rs, sorted by rule name.
+func startJobs(rs []*rules.Rule, old func(name string) *runningRule) []*startJob {
+	jobs := make([]*startJob, 0, len(rs))
+	for _, r := range rs {
+		jobs = append(jobs, &startJob{rule: r, old: old(r.Name)})
+	}
+	slices.SortFunc(jobs, func(a, b *startJob) int { return strings.Compare(a.rule.Name, b.rule.Name) })
+	return jobs
+}
+
+// startAll starts the rules of jobs, startWorkers at a time, and returns once every one
+// has started or failed. before and after, when set, are the test hooks beforeStart and
+// started: before is called from each rule's start as it begins, at once for rules that
+// start together; after, once they all ended, for each rule that started, in the jobs'
+// order, from the caller's goroutine. The caller holds l.mu: it reads l's state while
+// the starts run, and changes it after.
+func (l *lifecycle) startAll(ctx context.Context, jobs []*startJob, before func(rule string), after func(st *watch.Rule)) {
+	reviews := l.reviews()
+	var g errgroup.Group
+	g.SetLimit(startWorkers)
+	for _, j := range jobs {
+		g.Go(func() error {
+			if before != nil {
+				before(j.rule.Name)
+			}
+			j.next, j.err = l.start(ctx, reviews, j.rule, j.old)
+			return nil
+		})
+	}
+	_ = g.Wait() // every job's error is its own
+	for _, j := range jobs {
+		if j.err == nil && after != nil {
+			after(j.next.st)
+		}
+	}
+}
+
+// reviews returns the access reviews of one operation: each permission its rules need
+// is asked once, and asked again by the next operation (a permission granted meanwhile
+// is seen). Nil when the controller does not check its permissions.
+func (l *lifecycle) reviews() *access.Reviews {
+	if l.opts.SkipAccessCheck {
+		return nil
+	}
+	return access.NewReviews(l.kube)
+}
