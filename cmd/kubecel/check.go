@@ -11,19 +11,21 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/rules"
 )
 
 type checkOptions struct {
 	rules   []string
 	crds    string
-	cluster *clusterFlags
-	output  outputFlag
-	limits  loadLimits
+	cluster *clikit.ClusterFlags
+	output  clikit.OutputFlag
+	limits  clikit.LoadLimits
 }
 
 func newCheckCommand() *cobra.Command {
-	o := checkOptions{cluster: newClusterFlags()}
+	o := checkOptions{cluster: clikit.NewClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "check --rules FILE|DIR... [--crds DIR | --kubeconfig FILE [--context NAME]] [-o text|json|yaml]",
 		Short: "Validate and type-check rules files",
@@ -68,35 +70,35 @@ where in the expression the problem is when CEL says, else the field's line and 
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	addRulesFlag(cmd.Flags(), &o.rules)
+	rulesfrom.AddRulesFlag(cmd.Flags(), &o.rules)
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests to type-check against")
-	o.cluster.addFlags(cmd.Flags(), "kubeconfig of a cluster whose CRDs and served kinds to check against (instead of --crds)")
+	o.cluster.AddFlags(cmd.Flags(), "kubeconfig of a cluster whose CRDs and served kinds to check against (instead of --crds)")
 	for _, name := range clusterChoosingFlags {
 		cmd.MarkFlagsMutuallyExclusive("crds", name)
 	}
-	o.output.addFlag(cmd.Flags(), "text", "json", "yaml")
-	o.limits.addFlags(cmd.Flags())
+	o.output.AddFlag(cmd.Flags(), "text", "json", "yaml")
+	o.limits.AddFlags(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
 
 func (o *checkOptions) run(cmd *cobra.Command) error {
-	docs, err := readRules(cmd.InOrStdin(), o.rules)
+	docs, err := rulesfrom.Read(cmd.InOrStdin(), o.rules)
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return &clikit.ExitError{Code: 1, Err: err}
 	}
-	file := rulesName(o.rules)
-	opts := o.limits.options()
+	file := rulesfrom.Name(o.rules)
+	opts := o.limits.Options()
 	var from string
 	switch {
 	case o.crds != "":
-		if opts.Schemas, err = crdsFlag(o.crds); err != nil {
-			return &exitError{code: 1, err: err}
+		if opts.Schemas, err = clikit.ReadCRDs(o.crds); err != nil {
+			return &clikit.ExitError{Code: 1, Err: err}
 		}
 		from = "--crds"
 	case choosesCluster(cmd.Flags()):
 		if opts.Schemas, opts.Served, err = clusterSchemas(cmd.Context(), o.cluster); err != nil {
-			return &exitError{code: 1, err: err}
+			return &clikit.ExitError{Code: 1, Err: err}
 		}
 		from = "the cluster's CRDs"
 	}
@@ -104,14 +106,14 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		var list rules.ErrorList
 		if !errors.As(err, &list) {
-			return &exitError{code: 1, err: err}
+			return &clikit.ExitError{Code: 1, Err: err}
 		}
 		return o.refuse(cmd, file, list)
 	}
 	var apiErrs, apiNotices []*rules.Error
 	if from == "the cluster's CRDs" {
 		if apiErrs, apiNotices, err = apiProblems(cmd.Context(), o.cluster, rs); err != nil {
-			return &exitError{code: 1, err: err}
+			return &clikit.ExitError{Code: 1, Err: err}
 		}
 		placeWarnings(rs, apiErrs)
 	}
@@ -124,10 +126,10 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	lifecycle := append(lifecycleNotes(rs), apiNotices...)
 	placeWarnings(rs, notices)
 	placeWarnings(rs, lifecycle)
-	if o.output.value != "text" {
+	if o.output.Value != "text" {
 		found := append(diagnostics(file, warnings, "warning"), diagnostics(file, notices, noticeSeverity)...)
 		found = append(found, diagnostics(file, lifecycle, noticeSeverity)...)
-		return printData(cmd.OutOrStdout(), o.output.value, found)
+		return clikit.PrintData(cmd.OutOrStdout(), o.output.Value, found)
 	}
 	for _, w := range warnings {
 		at, text := located(file, w)
@@ -142,9 +144,9 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		children += len(r.Children)
 	}
 	summary := fmt.Sprintf("%s: OK: %d %s, %d %s", file,
-		len(rs.Rules), plural(len(rs.Rules), "rule", "rules"), children, plural(children, "child", "children"))
+		len(rs.Rules), clikit.Plural(len(rs.Rules), "rule", "rules"), children, clikit.Plural(children, "child", "children"))
 	if len(warnings) > 0 {
-		summary += fmt.Sprintf(", %d %s", len(warnings), plural(len(warnings), "warning", "warnings"))
+		summary += fmt.Sprintf(", %d %s", len(warnings), clikit.Plural(len(warnings), "warning", "warnings"))
 	}
 	summary += typeCheckSummary(notices)
 	fmt.Fprintln(cmd.OutOrStdout(), summary)
@@ -272,19 +274,12 @@ func sensitiveKind(gvk schema.GroupVersionKind) string {
 	return ""
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // refuse prints the errors that fail a check, in the output format asked for, and
 // returns the exit error that counts them.
 func (o *checkOptions) refuse(cmd *cobra.Command, file string, errs []*rules.Error) error {
-	failed := &exitError{code: 1, err: fmt.Errorf("%s: %d %s", file, len(errs), plural(len(errs), "problem", "problems"))}
-	if o.output.value != "text" {
-		if err := printData(cmd.OutOrStdout(), o.output.value, diagnostics(file, errs, "error")); err != nil {
+	failed := &clikit.ExitError{Code: 1, Err: fmt.Errorf("%s: %d %s", file, len(errs), clikit.Plural(len(errs), "problem", "problems"))}
+	if o.output.Value != "text" {
+		if err := clikit.PrintData(cmd.OutOrStdout(), o.output.Value, diagnostics(file, errs, "error")); err != nil {
 			return err
 		}
 		return failed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -13,11 +14,11 @@ import (
 // objects is an error (the controller refuses it), with the number of stored objects it
 // breaks. Check does not hold the installation's key, so whose CRD it is stays the
 // controller's to tell. A CRD the controller would create or update is a notice.
-func apiProblems(ctx context.Context, c *clusterFlags, rs *rules.RuleSet) (errs, notices []*rules.Error, err error) {
+func apiProblems(ctx context.Context, c *clikit.ClusterFlags, rs *rules.RuleSet) (errs, notices []*rules.Error, err error) {
 	if len(rs.CRDs()) == 0 {
 		return nil, nil, nil
 	}
-	cfg, err := c.restConfig()
+	cfg, err := c.RESTConfig()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -40,7 +41,7 @@ func apiProblems(ctx context.Context, c *clusterFlags, rs *rules.RuleSet) (errs,
 			notices = append(notices, &rules.Error{Rule: a.Rule, Field: "api", Message: fmt.Sprintf("the controller creates CustomResourceDefinition %s", a.CRD)})
 		case a.Action == "update":
 			notices = append(notices, &rules.Error{Rule: a.Rule, Field: "api",
-				Message: fmt.Sprintf("the controller updates CustomResourceDefinition %s: %d %s, none breaking", a.CRD, len(a.Fields), plural(len(a.Fields), "change", "changes"))})
+				Message: fmt.Sprintf("the controller updates CustomResourceDefinition %s: %d %s, none breaking", a.CRD, len(a.Fields), clikit.Plural(len(a.Fields), "change", "changes"))})
 		}
 	}
 	return errs, notices, nil

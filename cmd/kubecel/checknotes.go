@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/crdschema"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -27,12 +28,12 @@ func choosesCluster(fs *pflag.FlagSet) bool {
 }
 
 // clusterSchemas reads the CRDs of the cluster and what it serves, for check.
-func clusterSchemas(ctx context.Context, c *clusterFlags) (rules.SchemaSource, rules.ServedSource, error) {
-	cfg, err := c.restConfig()
+func clusterSchemas(ctx context.Context, c *clikit.ClusterFlags) (rules.SchemaSource, rules.ServedSource, error) {
+	cfg, err := c.RESTConfig()
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := reach(cfg); err != nil {
+	if err := clikit.Reach(cfg); err != nil {
 		return nil, nil, err
 	}
 	cfg.UserAgent = "kubecel-check"
@@ -116,13 +117,13 @@ func typeCheckSummary(notices []*rules.Error) string {
 	}
 	var parts []string
 	if parents > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", parents, plural(parents, "parent", "parents")))
+		parts = append(parts, fmt.Sprintf("%d %s", parents, clikit.Plural(parents, "parent", "parents")))
 	}
 	if children > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", children, plural(children, "child", "children")))
+		parts = append(parts, fmt.Sprintf("%d %s", children, clikit.Plural(children, "child", "children")))
 	}
 	if refs > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", refs, plural(refs, "ref", "refs")))
+		parts = append(parts, fmt.Sprintf("%d %s", refs, clikit.Plural(refs, "ref", "refs")))
 	}
 	if len(parts) == 0 {
 		return ""

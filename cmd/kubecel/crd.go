@@ -8,14 +8,16 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/rules/apischema"
 )
 
 type crdOptions struct {
 	rules  []string
 	rule   string
-	output outputFlag
-	limits loadLimits
+	output clikit.OutputFlag
+	limits clikit.LoadLimits
 }
 
 func newCRDCommand() *cobra.Command {
@@ -40,18 +42,18 @@ status 1 when the rules do not load, or no rule (or not the one named) has an ap
 			return o.run(cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
-	addRulesFlag(cmd.Flags(), &o.rules)
+	rulesfrom.AddRulesFlag(cmd.Flags(), &o.rules)
 	cmd.Flags().StringVar(&o.rule, "rule", "", "print only this rule's CRD")
-	o.output.addFlag(cmd.Flags(), "yaml", "json")
-	o.limits.addFlags(cmd.Flags())
+	o.output.AddFlag(cmd.Flags(), "yaml", "json")
+	o.limits.AddFlags(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
 
 func (o *crdOptions) run(stdin io.Reader, stdout io.Writer) error {
-	rs, _, err := loadRules(stdin, o.rules, "", o.limits.options())
+	rs, _, err := loadRules(stdin, o.rules, "", o.limits.Options())
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return &clikit.ExitError{Code: 1, Err: err}
 	}
 	type doc struct {
 		rule string
@@ -72,21 +74,21 @@ func (o *crdOptions) run(stdin io.Reader, stdout io.Writer) error {
 			docs = append(docs, doc{rule: r.Name, obj: obj})
 		}
 	}
-	file := rulesName(o.rules)
+	file := rulesfrom.Name(o.rules)
 	switch {
 	case o.rule != "" && !found:
-		return &exitError{code: 1, err: fmt.Errorf("%s has no rule %q", file, o.rule)}
+		return &clikit.ExitError{Code: 1, Err: fmt.Errorf("%s has no rule %q", file, o.rule)}
 	case len(docs) == 0 && o.rule != "":
-		return &exitError{code: 1, err: fmt.Errorf("rule %q has no api block: it names an existing resource", o.rule)}
+		return &clikit.ExitError{Code: 1, Err: fmt.Errorf("rule %q has no api block: it names an existing resource", o.rule)}
 	case len(docs) == 0:
-		return &exitError{code: 1, err: errors.New(file + ": no rule has an api block")}
+		return &clikit.ExitError{Code: 1, Err: errors.New(file + ": no rule has an api block")}
 	}
-	if o.output.value == "json" {
+	if o.output.Value == "json" {
 		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{}}
 		for _, d := range docs {
 			list["items"] = append(list["items"].([]any), d.obj)
 		}
-		return printData(stdout, "json", list)
+		return clikit.PrintData(stdout, "json", list)
 	}
 	for i, d := range docs {
 		if i > 0 {

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/kubecel/kubecel/rules"
 )
 
 // flagError is the root command's FlagErrorFunc: an unknown flag gets the closest flag
@@ -23,20 +19,7 @@ func flagError(cmd *cobra.Command, err error) error {
 			msg += fmt.Sprintf(" (did you mean --%s?)", near)
 		}
 	}
-	return &usageError{msg: msg, command: cmd.CommandPath()}
-}
-
-// usageError is a mistake in a command line; main prints where the usage is after it.
-type usageError struct {
-	msg     string
-	command string // kubecel check
-}
-
-func (e *usageError) Error() string { return e.msg }
-
-// hint is the line main prints after the error.
-func (e *usageError) hint() string {
-	return fmt.Sprintf("See '%s --help' for usage.", e.command)
+	return &clikit.UsageError{Msg: msg, Command: cmd.CommandPath()}
 }
 
 // closestFlag returns the visible flag of fs nearest to name: one that starts with it,
@@ -77,12 +60,4 @@ func editDistance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
-}
-
-// crdsFlag reads the CRDs of --crds DIR, saying so when DIR does not exist.
-func crdsFlag(dir string) (*rules.CRDSchemas, error) {
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("--crds %s: no such file or directory", dir)
-	}
-	return rules.SchemasFromCRDDir(dir)
 }

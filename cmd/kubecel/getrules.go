@@ -13,6 +13,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/revisions"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/rollout"
 )
@@ -27,9 +30,9 @@ type is rules (kubecel get rules): the installation's rules, from their stored r
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return &usageError{msg: "give a type: kubecel get rules", command: cmd.CommandPath()}
+				return &clikit.UsageError{Msg: "give a type: kubecel get rules", Command: cmd.CommandPath()}
 			}
-			return &usageError{msg: fmt.Sprintf("unknown type %q: kubecel get lists rules (kubecel get rules)", args[0]), command: cmd.CommandPath()}
+			return &clikit.UsageError{Msg: fmt.Sprintf("unknown type %q: kubecel get lists rules (kubecel get rules)", args[0]), Command: cmd.CommandPath()}
 		},
 	}
 	cmd.AddCommand(newGetRulesCommand())
@@ -37,13 +40,13 @@ type is rules (kubecel get rules): the installation's rules, from their stored r
 }
 
 type getRulesOptions struct {
-	cluster  *clusterFlags
-	identity identityFlags
-	output   outputFlag
+	cluster  *clikit.ClusterFlags
+	identity clikit.IdentityFlags
+	output   clikit.OutputFlag
 }
 
 func newGetRulesCommand() *cobra.Command {
-	o := getRulesOptions{cluster: newClusterFlags()}
+	o := getRulesOptions{cluster: clikit.NewClusterFlags()}
 	cmd := &cobra.Command{
 		Use:     "rules [NAME...] [-o wide|json|yaml]",
 		Aliases: []string{"rule"},
@@ -89,16 +92,16 @@ proof does not verify, or the parents cannot be listed (the other rules are list
 				return errors.Join(err, perr)
 			}
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return &clikit.ExitError{Code: 1, Err: err}
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
-	o.identity.addFlags(f)
+	o.cluster.AddFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.identity.AddFlags(f)
 	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret: the revisions are in its namespace, and its key proves them (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
-	o.output.addFlag(f, "text", "wide", "json", "yaml")
+	o.output.AddFlag(f, "text", "wide", "json", "yaml")
 	cmd.ValidArgsFunction = ruleNames{cluster: o.cluster, identity: &o.identity}.complete(false)
 	return cmd
 }
@@ -150,23 +153,23 @@ type parentCounts struct {
 // get reads the installation's revisions, checks their proofs, and counts each rule's
 // parents. A rule that cannot be listed is an error beside the others' rows.
 func (o *getRulesOptions) get(ctx context.Context, names []string) (*ruleList, error) {
-	cfg, err := o.cluster.restConfig()
+	cfg, err := o.cluster.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
 	cfg.UserAgent = "kubecel-get"
-	if err := reach(cfg); err != nil {
+	if err := clikit.Reach(cfg); err != nil {
 		return nil, err
 	}
-	id, err := o.identity.load(ctx, cfg, identity.ReadOnly, false)
+	id, err := o.identity.Load(ctx, cfg, identity.ReadOnly, false)
 	if err != nil {
 		return nil, err
 	}
-	store, err := revisionStore(cfg, &o.identity, id)
+	store, err := rulesfrom.RevisionStore(cfg, &o.identity, id)
 	if err != nil {
 		return nil, err
 	}
-	byRule, err := listRevisions(ctx, store)
+	byRule, err := rulesfrom.ListRevisions(ctx, store)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +205,7 @@ func ruleRowOf(ctx context.Context, dyn dynamic.Interface, store *rollout.Store,
 	}
 	cur := rollout.Current(revs)
 	if !cur.Proven {
-		return ruleRow{}, unproven(store, name, "current revision", cur)
+		return ruleRow{}, rulesfrom.Unproven(store, name, "current revision", cur)
 	}
 	row := ruleRow{Name: name, Revision: cur.Number, Hash: cur.Hash, Phase: cur.Phase, Message: cur.Message, ParentResource: cur.ParentResource,
 		WritesStatus: writesStatus(cur.Document)}
@@ -225,7 +228,7 @@ func ruleRowOf(ctx context.Context, dyn dynamic.Interface, store *rollout.Store,
 	if cur.ParentResource == "" {
 		return row, nil
 	}
-	items, err := listParents(ctx, dyn, cur)
+	items, err := revisions.ListParents(ctx, dyn, cur)
 	if err != nil {
 		return ruleRow{}, err
 	}
@@ -244,7 +247,7 @@ func ruleRowOf(ctx context.Context, dyn dynamic.Interface, store *rollout.Store,
 		case c.Status == "False":
 			row.Parents.Failing++
 		}
-		if atRevision(p, runs) {
+		if revisions.AtRevision(p, runs) {
 			row.Parents.UpToDate++
 		}
 	}

@@ -8,21 +8,23 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/revisions"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // print writes the rules in the format of -o; with no rule, it says so on stderr, as
 // kubectl get does.
 func (o *getRulesOptions) print(out, stderr io.Writer, list *ruleList) error {
-	switch o.output.value {
+	switch o.output.Value {
 	case "json", "yaml":
-		return printData(out, o.output.value, list)
+		return clikit.PrintData(out, o.output.Value, list)
 	}
 	if len(list.Rules) == 0 {
 		_, err := fmt.Fprintf(stderr, "No rules found for installation %q in namespace %s.\n", list.Installation, list.Namespace)
 		return err
 	}
-	return writeRuleTable(out, list.Rules, o.output.value == "wide", time.Now())
+	return writeRuleTable(out, list.Rules, o.output.Value == "wide", time.Now())
 }
 
 // writeRuleTable prints one row per rule; wide adds UP-TO-DATE, RESOURCE, FROM, AGE and
@@ -65,8 +67,8 @@ func writeRuleTable(w io.Writer, rows []ruleRow, wide bool, now time.Time) error
 				// A message of several lines would break the table.
 				msg = strings.Join(strings.Fields(r.Message), " ")
 			}
-			resource := dash(r.ParentResource)
-			if gvr, err := parseParentResource(r.ParentResource); err == nil {
+			resource := clikit.Dash(r.ParentResource)
+			if gvr, err := revisions.ParseParentResource(r.ParentResource); err == nil {
 				resource = gvr.GroupResource().String()
 			}
 			cols = append(cols, upToDate, resource, from, age, msg)

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"k8s.io/klog/v2"
 )
 
@@ -27,17 +28,17 @@ func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
-	var ee *exitError
+	var ee *clikit.ExitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", ee.err)
+		if ee.Err != nil {
+			fmt.Fprintln(os.Stderr, "Error:", ee.Err)
 		}
-		return ee.code
+		return ee.Code
 	}
 	fmt.Fprintln(os.Stderr, "Error:", err)
-	var usage *usageError
+	var usage *clikit.UsageError
 	if errors.As(err, &usage) {
-		fmt.Fprintln(os.Stderr, usage.hint())
+		fmt.Fprintln(os.Stderr, usage.Hint())
 	}
 	return 1
 }

@@ -16,24 +16,26 @@ import (
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/engine/plan"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/internal/crdschema"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
 
 type planOptions struct {
-	source    rulesFromFlags
-	cluster   *clusterFlags
+	source    rulesfrom.Flags
+	cluster   *clikit.ClusterFlags
 	rule      string
 	namespace string
-	output    outputFlag
+	output    clikit.OutputFlag
 	timeout   time.Duration
-	limits    loadLimits
-	identity  identityFlags
+	limits    clikit.LoadLimits
+	identity  clikit.IdentityFlags
 }
 
 func newPlanCommand() *cobra.Command {
-	o := planOptions{cluster: newClusterFlags()}
+	o := planOptions{cluster: clikit.NewClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "plan [--rules FILE|DIR... | --rules-configmap NS/NAME | --rules-configmap-selector NS/SELECTOR] [--kubeconfig FILE] [--rule NAME] [-n NAMESPACE] [-o text|json|yaml]",
 		Short: "Show what the rules would change in the cluster, without changing it",
@@ -87,16 +89,16 @@ terraform plan -detailed-exitcode.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
-	o.source.addFlags(f)
-	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
-	o.identity.addFlags(f)
+	o.source.AddFlags(f)
+	o.cluster.AddFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.identity.AddFlags(f)
 	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret, read (get) and never created: its key tells the installation's children and revisions from look-alikes (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
 	f.StringVar(&o.rule, "rule", "", "plan only this rule")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "plan only the parents in this namespace")
-	o.output.addFlag(f, "text", "json", "yaml")
+	o.output.AddFlag(f, "text", "json", "yaml")
 	f.DurationVar(&o.timeout, "sync-timeout", 2*time.Minute, "how long to wait for the cluster's objects to be listed")
-	o.limits.addFlags(f)
-	_ = cmd.RegisterFlagCompletionFunc("rule", ruleNames{files: &o.source.files, cluster: o.cluster, identity: &o.identity}.complete(false))
+	o.limits.AddFlags(f)
+	_ = cmd.RegisterFlagCompletionFunc("rule", ruleNames{files: &o.source.Files, cluster: o.cluster, identity: &o.identity}.complete(false))
 	return cmd
 }
 
@@ -105,12 +107,12 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	ctx := klog.NewContext(cmd.Context(), klog.FromContext(cmd.Context()).V(1))
 	got, err := o.plan(ctx, cmd.InOrStdin(), cmd.ErrOrStderr())
 	if err != nil && got.plans == nil {
-		return &exitError{code: 1, err: err}
+		return &clikit.ExitError{Code: 1, Err: err}
 	}
 	out := cmd.OutOrStdout()
 	var sum planSummary
-	if o.output.value != "text" {
-		sum, err = writeDataPlan(out, o.output.value, got, err)
+	if o.output.Value != "text" {
+		sum, err = writeDataPlan(out, o.output.Value, got, err)
 	} else {
 		if got.header != "" {
 			fmt.Fprintln(out, got.header)
@@ -122,11 +124,11 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	}
 	switch {
 	case err != nil:
-		return &exitError{code: 1, err: err}
+		return &clikit.ExitError{Code: 1, Err: err}
 	case sum.errors > 0:
-		return &exitError{code: 1, err: fmt.Errorf("%d %s could not be planned completely", sum.failed, plural(sum.failed, "parent", "parents"))}
+		return &clikit.ExitError{Code: 1, Err: fmt.Errorf("%d %s could not be planned completely", sum.failed, clikit.Plural(sum.failed, "parent", "parents"))}
 	case sum.changes() > 0:
-		return &exitError{code: 2}
+		return &clikit.ExitError{Code: 2}
 	}
 	return nil
 }
@@ -158,29 +160,29 @@ func (o *planOptions) plan(ctx context.Context, stdin io.Reader, stderr io.Write
 	if plans == nil {
 		plans = []plan.ParentPlan{} // the rules' apis are the plan
 	}
-	got := planned{plans: plans, dropped: dropped, apis: apis, from: loaded.from, header: loaded.header()}
-	cfg, cfgErr := o.cluster.restConfig()
-	ref, refErr := o.identity.secretRef()
+	got := planned{plans: plans, dropped: dropped, apis: apis, from: loaded.From, header: loaded.Header()}
+	cfg, cfgErr := o.cluster.RESTConfig()
+	ref, refErr := o.identity.SecretRef()
 	if cfgErr == nil && refErr == nil {
 		// The current revisions, not the revision a rule is held at: what they roll to.
-		got.rollouts = planRollouts(ctx, cfg, rollout.Store{Namespace: ref.Namespace, Installation: ref.Installation}, loaded.rs, o.rule, plans)
+		got.rollouts = planRollouts(ctx, cfg, rollout.Store{Namespace: ref.Namespace, Installation: ref.Installation}, loaded.Set, o.rule, plans)
 	}
 	return got, err
 }
 
 // planParents plans every parent of the rules, finds the rules they drop, and judges
 // the CRDs of the rules' apis.
-func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, []plan.DroppedRule, *loadedRules, []plan.APIChange, error) {
-	if err := checkRulesPaths(o.source.files); err != nil {
+func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr io.Writer) ([]plan.ParentPlan, []plan.DroppedRule, *rulesfrom.Loaded, []plan.APIChange, error) {
+	if err := rulesfrom.CheckPaths(o.source.Files); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	cfg, err := o.cluster.restConfig()
+	cfg, err := o.cluster.RESTConfig()
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	// Without this, an API server that cannot be reached shows only as rules that do not
 	// run because their kinds are not served.
-	if err := reach(cfg); err != nil {
+	if err := clikit.Reach(cfg); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	cfg.UserAgent = "kubecel-plan"
@@ -188,31 +190,31 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 	// produce) and one dry-run apply per changed object: client-go's default of 5
 	// requests per second would make a plan of a real cluster crawl.
 	cfg.QPS, cfg.Burst = 100, 200
-	opts := o.limits.options()
+	opts := o.limits.Options()
 	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
 		opts.Schemas = schemas
 	} else {
 		klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
 	}
-	loaded, err := o.source.load(ctx, loadEnv{stdin: stdin, cfg: cfg, opts: opts, identity: &o.identity,
-		warn: func(s string) { fmt.Fprintln(stderr, s) }})
+	loaded, err := o.source.Load(ctx, rulesfrom.Env{Stdin: stdin, Config: cfg, Options: opts, Identity: &o.identity,
+		Warn: func(s string) { fmt.Fprintln(stderr, s) }})
 	if err != nil {
 		return nil, nil, nil, nil, err // each problem names its file and line
 	}
-	if o.rule != "" && !slices.ContainsFunc(loaded.rs.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
-		return nil, nil, nil, nil, fmt.Errorf("%s has no rule %q", loaded.from, o.rule)
+	if o.rule != "" && !slices.ContainsFunc(loaded.Set.Rules, func(r *rules.Rule) bool { return r.Name == o.rule }) {
+		return nil, nil, nil, nil, fmt.Errorf("%s has no rule %q", loaded.From, o.rule)
 	}
 	// The installation's key tells its children from look-alikes; plan only reads it.
-	id, err := loaded.identity(ctx, cfg, &o.identity)
+	id, err := loaded.Identity(ctx, cfg, &o.identity)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if !o.source.running() {
-		if err := loaded.holdRolledBack(ctx, cfg, &o.identity, id, warnTo(stderr)); err != nil {
+	if !o.source.Running() {
+		if err := loaded.HoldRolledBack(ctx, cfg, &o.identity, id, rulesfrom.WarnTo(stderr)); err != nil {
 			return nil, nil, nil, nil, err
 		}
 	}
-	rs := loaded.planned()
+	rs := loaded.Planned()
 	ctrl, err := engine.New(cfg, engine.Options{DryRun: true, Workers: 1, Identity: id})
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -223,7 +225,7 @@ func (o *planOptions) planParents(ctx context.Context, stdin io.Reader, stderr i
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	progress := waitProgress(stderr, planProgressEvery, fmt.Sprintf("the caches of %d %s to sync", len(rs.Rules), plural(len(rs.Rules), "rule", "rules")))
+	progress := clikit.WaitProgress(stderr, planProgressEvery, fmt.Sprintf("the caches of %d %s to sync", len(rs.Rules), clikit.Plural(len(rs.Rules), "rule", "rules")))
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.timeout, true, func(context.Context) (bool, error) {
 		ready, _ := ctrl.Ready()
 		if !ready {
@@ -375,30 +377,30 @@ func writeTextPlan(w io.Writer, plans []plan.ParentPlan, dropped []plan.DroppedR
 		fmt.Fprintln(w)
 	}
 	s := summarize(plans, dropped, apis)
-	parents := fmt.Sprintf("%d %s", s.Parents, plural(s.Parents, "parent", "parents"))
+	parents := fmt.Sprintf("%d %s", s.Parents, clikit.Plural(s.Parents, "parent", "parents"))
 	switch {
 	case s.changes() == 0 && s.errors == 0 && s.refused == 0:
 		fmt.Fprintf(w, "No changes: the cluster matches the rules (%s).\n", parents)
 	default:
-		line := fmt.Sprintf("Plan: %d to create, %d to update, %d to prune, %d status %s", s.Create, s.Update, s.Prune, s.Status, plural(s.Status, "change", "changes"))
+		line := fmt.Sprintf("Plan: %d to create, %d to update, %d to prune, %d status %s", s.Create, s.Update, s.Prune, s.Status, clikit.Plural(s.Status, "change", "changes"))
 		if s.Release > 0 {
 			line += fmt.Sprintf(", %d to release", s.Release)
 		}
 		if s.Finalizer > 0 {
-			line += fmt.Sprintf(", %d %s to add", s.Finalizer, plural(s.Finalizer, "finalizer", "finalizers"))
+			line += fmt.Sprintf(", %d %s to add", s.Finalizer, clikit.Plural(s.Finalizer, "finalizer", "finalizers"))
 		}
 		line += fmt.Sprintf(", in %d of %s", s.Changed, parents)
 		if s.APIs > 0 {
-			line += fmt.Sprintf("; %d %s to apply", s.APIs, plural(s.APIs, "CRD", "CRDs"))
+			line += fmt.Sprintf("; %d %s to apply", s.APIs, clikit.Plural(s.APIs, "CRD", "CRDs"))
 		}
 		if s.Dropped > 0 {
-			line += fmt.Sprintf("; %d %s dropped", s.Dropped, plural(s.Dropped, "rule", "rules"))
+			line += fmt.Sprintf("; %d %s dropped", s.Dropped, clikit.Plural(s.Dropped, "rule", "rules"))
 		}
 		if s.refused > 0 {
-			line += fmt.Sprintf("; %d %s refused", s.refused, plural(s.refused, "api", "apis"))
+			line += fmt.Sprintf("; %d %s refused", s.refused, clikit.Plural(s.refused, "api", "apis"))
 		}
 		if s.errors > 0 {
-			line += fmt.Sprintf("; %d %s in %d %s", s.errors, plural(s.errors, "error", "errors"), s.failed, plural(s.failed, "parent", "parents"))
+			line += fmt.Sprintf("; %d %s in %d %s", s.errors, clikit.Plural(s.errors, "error", "errors"), s.failed, clikit.Plural(s.failed, "parent", "parents"))
 		}
 		fmt.Fprintln(w, line+".")
 	}
@@ -440,7 +442,7 @@ func writeDataPlan(w io.Writer, format string, got planned, planErr error) (plan
 	if planErr != nil {
 		doc.Error = planErr.Error()
 	}
-	if err := printData(w, format, doc); err != nil {
+	if err := clikit.PrintData(w, format, doc); err != nil {
 		return doc.Summary, errors.Join(planErr, err)
 	}
 	return doc.Summary, planErr

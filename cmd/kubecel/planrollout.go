@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubecel/kubecel/engine/plan"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/revisions"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -70,7 +72,7 @@ func planRollouts(ctx context.Context, cfg *rest.Config, store rollout.Store, rs
 			}
 			pr.State = fmt.Sprintf("revision %d is the current revision, %s at step %d of %d", cur.Number, cur.Phase, cur.Step, len(r.Rollout.Steps))
 			if from := rollout.Find(revs, cur.From); cur.Phase == rollout.RolledBack && from != nil {
-				pr.State += fmt.Sprintf("; held at %s until the rule's text changes", revisionText(from))
+				pr.State += fmt.Sprintf("; held at %s until the rule's text changes", revisions.Text(from))
 			}
 		case ch.State.Phase != rollout.Progressing:
 			pr.AtOnce = "the rule's first revision"
@@ -124,7 +126,7 @@ func writeTextRollouts(w io.Writer, rollouts []planRollout, p palette) {
 		case pr.AtOnce != "":
 			fmt.Fprintf(w, "rule %s: revision %s applies to every parent at once: it is %s\n", pr.Rule, pr.Revision, pr.AtOnce)
 		default:
-			fmt.Fprintf(w, "rule %s: revision %s rolls out from revision %d (%s) in %d %s:\n", pr.Rule, pr.Revision, pr.FromNumber, pr.From, len(pr.Steps), plural(len(pr.Steps), "step", "steps"))
+			fmt.Fprintf(w, "rule %s: revision %s rolls out from revision %d (%s) in %d %s:\n", pr.Rule, pr.Revision, pr.FromNumber, pr.From, len(pr.Steps), clikit.Plural(len(pr.Steps), "step", "steps"))
 			for i, s := range pr.Steps {
 				fmt.Fprintf(w, "  step %d (%g%%): %s\n", i+1, s.Percent, stepParents(s.Parents, i == 0))
 			}
@@ -149,5 +151,5 @@ func stepParents(refs []plan.ObjectRef, first bool) string {
 	if len(refs) > 10 {
 		names = append(names, fmt.Sprintf("and %d more", len(refs)-10))
 	}
-	return fmt.Sprintf("%d%s %s: %s", len(refs), more, plural(len(refs), "parent", "parents"), strings.Join(names, ", "))
+	return fmt.Sprintf("%d%s %s: %s", len(refs), more, clikit.Plural(len(refs), "parent", "parents"), strings.Join(names, ", "))
 }

@@ -14,20 +14,22 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/rules"
 )
 
 type rbacOptions struct {
 	rulesFiles []string
-	cluster    *clusterFlags
+	cluster    *clikit.ClusterFlags
 	name       string
 	sa         string
 	crdDir     string
-	output     outputFlag
+	output     clikit.OutputFlag
 }
 
 func newRBACCommand() *cobra.Command {
-	o := rbacOptions{name: "kubecel-rules", sa: "kubecel-system/kubecel", cluster: newClusterFlags()}
+	o := rbacOptions{name: "kubecel-rules", sa: "kubecel-system/kubecel", cluster: clikit.NewClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "rbac --rules FILE|DIR... [-o yaml|json]",
 		Short: "Print the least-privilege ClusterRole that the rules need",
@@ -62,12 +64,12 @@ ClusterRole (-o json prints a List then).`,
 			return o.run(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	addRulesFlag(cmd.Flags(), &o.rulesFiles)
-	o.cluster.addFlags(cmd.Flags(), "kubeconfig of the cluster whose discovery maps kinds to resources (default $KUBECONFIG, ~/.kube/config or in-cluster; without one, resource names are guessed)")
+	rulesfrom.AddRulesFlag(cmd.Flags(), &o.rulesFiles)
+	o.cluster.AddFlags(cmd.Flags(), "kubeconfig of the cluster whose discovery maps kinds to resources (default $KUBECONFIG, ~/.kube/config or in-cluster; without one, resource names are guessed)")
 	cmd.Flags().StringVar(&o.name, "name", o.name, "name of the ClusterRole (and of the Roles for refs confined to namespaces)")
 	cmd.Flags().StringVar(&o.sa, "serviceaccount", o.sa, "NAMESPACE/NAME of the controller's ServiceAccount, which the RoleBindings for refs confined to namespaces bind")
 	cmd.Flags().StringVar(&o.crdDir, "crds", "", "directory of CustomResourceDefinition manifests that map the kinds they define to their resources")
-	o.output.addFlag(cmd.Flags(), "yaml", "json")
+	o.output.AddFlag(cmd.Flags(), "yaml", "json")
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
 }
@@ -76,7 +78,7 @@ func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 	if ns, name, ok := strings.Cut(o.sa, "/"); !ok || ns == "" || name == "" {
 		return fmt.Errorf("--serviceaccount %q: want NAMESPACE/NAME", o.sa)
 	}
-	docs, err := readRules(stdin, o.rulesFiles)
+	docs, err := rulesfrom.Read(stdin, o.rulesFiles)
 	if err != nil {
 		return err
 	}
@@ -86,12 +88,12 @@ func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	m := &kindMapping{}
 	if o.crdDir != "" {
-		if m.crds, err = crdsFlag(o.crdDir); err != nil {
+		if m.crds, err = clikit.ReadCRDs(o.crdDir); err != nil {
 			return err
 		}
 	}
 	m.mapper, err = o.discoveryMapper()
-	var none *noKubeconfigError
+	var none *clikit.NoKubeconfigError
 	switch {
 	case errors.As(err, &none):
 		// Nothing to ask: kinds are guessed, with notes.
@@ -118,7 +120,7 @@ func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "note: guessed resource %q for kind %s%s; check it, or pass %s\n", g.resource, g.kind, g.why, hint)
 	}
 	objs := append([]any{role}, refRoles(o.name, rs, m.resourceFor, o.sa)...)
-	return printRoles(stdout, o.output.value, objs)
+	return printRoles(stdout, o.output.Value, objs)
 }
 
 // printRoles writes the roles as kubectl's printers write objects: JSON indented by four
@@ -155,15 +157,15 @@ func printRoles(w io.Writer, format string, objs []any) error {
 
 // discoveryMapper returns a RESTMapper built from the discovery of the configured cluster.
 func (o *rbacOptions) discoveryMapper() (meta.RESTMapper, error) {
-	cfg, err := o.cluster.restConfig()
+	cfg, err := o.cluster.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
-	if err := reach(cfg); err != nil {
+	if err := clikit.Reach(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = reachTimeout
+		cfg.Timeout = clikit.ReachTimeout
 	}
 	client, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -173,7 +175,7 @@ func (o *rbacOptions) discoveryMapper() (meta.RESTMapper, error) {
 	// A group whose discovery failed (an aggregated API that is down) maps nothing; its
 	// kinds are guessed like those of any group the cluster does not serve.
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return nil, serverError(cfg.Host, err)
+		return nil, clikit.ServerError(cfg.Host, err)
 	}
 	return restmapper.NewDiscoveryRESTMapper(groups), nil
 }

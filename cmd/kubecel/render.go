@@ -13,6 +13,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -21,7 +23,7 @@ type renderOptions struct {
 	files  []string
 	output string
 	crds   string
-	limits loadLimits
+	limits clikit.LoadLimits
 }
 
 func newRenderCommand() *cobra.Command {
@@ -64,11 +66,11 @@ rules from it, -f - the parents or observed objects (one of them only).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	addRulesFlag(cmd.Flags(), &o.rules)
+	rulesfrom.AddRulesFlag(cmd.Flags(), &o.rules)
 	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "the parent objects, then files of observed children (repeatable; - for the standard input)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests, for kind-to-resource mapping and type checking")
-	o.limits.addFlags(cmd.Flags())
+	o.limits.AddFlags(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -76,28 +78,28 @@ rules from it, -f - the parents or observed objects (one of them only).`,
 
 func (o *renderOptions) run(cmd *cobra.Command) error {
 	if o.output != "yaml" && o.output != "json" {
-		return &exitError{code: 1, err: fmt.Errorf("unknown output format %q: use yaml or json", o.output)}
+		return &clikit.ExitError{Code: 1, Err: fmt.Errorf("unknown output format %q: use yaml or json", o.output)}
 	}
-	if err := oneStdin(o.rules, o.files); err != nil {
-		return &exitError{code: 1, err: err}
+	if err := clikit.OneStdin(o.rules, o.files); err != nil {
+		return &clikit.ExitError{Code: 1, Err: err}
 	}
 	stdin := cmd.InOrStdin()
-	rs, crds, err := loadRules(stdin, o.rules, o.crds, o.limits.options())
+	rs, crds, err := loadRules(stdin, o.rules, o.crds, o.limits.Options())
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return &clikit.ExitError{Code: 1, Err: err}
 	}
 	parents, err := readObjects(stdin, o.files[0])
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return &clikit.ExitError{Code: 1, Err: err}
 	}
 	if len(parents) == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%s: no parent object", inputName(o.files[0]))}
+		return &clikit.ExitError{Code: 1, Err: fmt.Errorf("%s: no parent object", clikit.InputName(o.files[0]))}
 	}
 	var observed []map[string]any
 	for _, f := range o.files[1:] {
 		objs, err := readObjects(stdin, f)
 		if err != nil {
-			return &exitError{code: 1, err: err}
+			return &clikit.ExitError{Code: 1, Err: err}
 		}
 		observed = append(observed, objs...)
 	}
@@ -124,7 +126,7 @@ func (o *renderOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	if len(failed) > 0 {
-		return &exitError{code: 1, err: errors.Join(failed...)}
+		return &clikit.ExitError{Code: 1, Err: errors.Join(failed...)}
 	}
 	return nil
 }
@@ -165,13 +167,13 @@ func (o *renderOutput) renderParent(ctx context.Context, rs *rules.RuleSet, crds
 // loadRules reads and loads the --rules files and directories (- for stdin) as one rule
 // set, with the schemas of a CRD directory if given.
 func loadRules(stdin io.Reader, paths []string, crdDir string, opts rules.Options) (*rules.RuleSet, *rules.CRDSchemas, error) {
-	docs, err := readRules(stdin, paths)
+	docs, err := rulesfrom.Read(stdin, paths)
 	if err != nil {
 		return nil, nil, err
 	}
 	var crds *rules.CRDSchemas
 	if crdDir != "" {
-		if crds, err = crdsFlag(crdDir); err != nil {
+		if crds, err = clikit.ReadCRDs(crdDir); err != nil {
 			return nil, nil, err
 		}
 		opts.Schemas = crds
@@ -186,7 +188,7 @@ func loadRules(stdin io.Reader, paths []string, crdDir string, opts rules.Option
 // readObjects reads the objects of a multi-document YAML (or JSON) file (- for stdin) as
 // JSON-like maps, with integers as int64, the way the API machinery hands them out.
 func readObjects(stdin io.Reader, file string) ([]map[string]any, error) {
-	data, file, err := readInput(stdin, file)
+	data, file, err := clikit.ReadInput(stdin, file)
 	if err != nil {
 		return nil, err
 	}
@@ -216,19 +218,4 @@ func readObjects(stdin io.Reader, file string) ([]map[string]any, error) {
 		}
 		objs = append(objs, obj)
 	}
-}
-
-// objectName reads an object's namespace and name.
-func objectName(obj map[string]any) (namespace, name string) {
-	md, _ := obj["metadata"].(map[string]any)
-	namespace, _ = md["namespace"].(string)
-	name, _ = md["name"].(string)
-	return namespace, name
-}
-
-func namespaced(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }

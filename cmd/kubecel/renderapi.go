@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -15,14 +16,14 @@ func (o *renderOutput) admitParent(rs *rules.RuleSet, parent map[string]any) (ma
 	admitted, err := rs.Admit(parent)
 	switch {
 	case err != nil:
-		ns, name := objectName(parent)
-		return nil, fmt.Errorf("%s %s: %w", parent["kind"], namespaced(ns, name), err)
+		ns, name := clikit.ObjectName(parent)
+		return nil, fmt.Errorf("%s %s: %w", parent["kind"], clikit.Namespaced(ns, name), err)
 	case admitted == nil:
 		return parent, nil
 	}
 	if len(admitted.Dropped) > 0 {
-		ns, name := objectName(parent)
-		o.note(fmt.Sprintf("%s %s: the API server drops %s, which the rules' api does not declare", parent["kind"], namespaced(ns, name), strings.Join(admitted.Dropped, ", ")))
+		ns, name := clikit.ObjectName(parent)
+		o.note(fmt.Sprintf("%s %s: the API server drops %s, which the rules' api does not declare", parent["kind"], clikit.Namespaced(ns, name), strings.Join(admitted.Dropped, ", ")))
 	}
 	return admitted.Object, nil
 }

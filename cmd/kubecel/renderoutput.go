@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
@@ -44,7 +45,7 @@ type renderDoc struct {
 // or the CRDs (else from whether it names a namespace), its UID from the manifest or the
 // placeholder.
 func (o *renderOutput) parentRef(parent map[string]any, gr schema.GroupResource) rules.ParentRef {
-	namespace, _ := objectName(parent)
+	namespace, _ := clikit.ObjectName(parent)
 	namespaced, known := rules.ResourceNamespaced(gr, o.schemas)
 	if !known {
 		namespaced = namespace != ""
@@ -58,7 +59,7 @@ func (o *renderOutput) parentRef(parent map[string]any, gr schema.GroupResource)
 }
 
 // refName is the parent's [namespace/]name.
-func refName(ref rules.ParentRef) string { return namespaced(ref.Namespace, ref.Name) }
+func refName(ref rules.ParentRef) string { return clikit.Namespaced(ref.Namespace, ref.Name) }
 
 // add records a rule's result for a parent: its children as the controller would apply
 // them, then its status. It returns the children that cannot be applied.

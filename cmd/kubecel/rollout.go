@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
@@ -37,7 +38,7 @@ never read the installation's key.`,
   kubecel rollout undo webapp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return &usageError{msg: "give a subcommand: status, history, pause, resume or undo", command: cmd.CommandPath()}
+			return &clikit.UsageError{Msg: "give a subcommand: status, history, pause, resume or undo", Command: cmd.CommandPath()}
 		},
 	}
 	cmd.AddCommand(newRolloutStatusCommand(), newRolloutHistoryCommand(),
@@ -48,8 +49,8 @@ never read the installation's key.`,
 // rolloutOptions are what every rollout subcommand takes: the cluster and the
 // installation whose revisions it reads.
 type rolloutOptions struct {
-	cluster  *clusterFlags
-	identity identityFlags
+	cluster  *clikit.ClusterFlags
+	identity clikit.IdentityFlags
 }
 
 // ruleNames completes the names of the rules the installation runs.
@@ -58,9 +59,9 @@ func (o *rolloutOptions) ruleNames() ruleNames {
 }
 
 func (o *rolloutOptions) addFlags(f *pflag.FlagSet) {
-	o.cluster = newClusterFlags()
-	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
-	o.identity.addFlags(f)
+	o.cluster = clikit.NewClusterFlags()
+	o.cluster.AddFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.identity.AddFlags(f)
 	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret: the revisions are in its namespace, and their proofs are checked with its key; pause, resume and undo sign the state they write with it (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
 }
 
@@ -68,9 +69,9 @@ func (o *rolloutOptions) addFlags(f *pflag.FlagSet) {
 func ruleArg(cmd *cobra.Command, args []string) error {
 	switch {
 	case len(args) == 0:
-		return &usageError{msg: "give the rule's name: " + cmd.CommandPath() + " RULE", command: cmd.CommandPath()}
+		return &clikit.UsageError{Msg: "give the rule's name: " + cmd.CommandPath() + " RULE", Command: cmd.CommandPath()}
 	case len(args) > 1:
-		return &usageError{msg: fmt.Sprintf("give one rule, not %d (%s)", len(args), strings.Join(args, " ")), command: cmd.CommandPath()}
+		return &clikit.UsageError{Msg: fmt.Sprintf("give one rule, not %d (%s)", len(args), strings.Join(args, " ")), Command: cmd.CommandPath()}
 	}
 	return nil
 }
@@ -86,19 +87,19 @@ type rolloutClient struct {
 // Secret, which must exist, to sign the states it writes (status and history read no
 // Secret).
 func (o *rolloutOptions) connect(ctx context.Context, sign bool) (*rolloutClient, error) {
-	ref, err := o.identity.secretRef()
+	ref, err := o.identity.SecretRef()
 	if err != nil {
 		return nil, err
 	}
 	if err := rules.CheckInstallation(ref.Installation); err != nil {
 		return nil, fmt.Errorf("--installation: %w", err)
 	}
-	cfg, err := o.cluster.restConfig()
+	cfg, err := o.cluster.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
 	cfg.UserAgent = "kubecel-rollout"
-	if err := reach(cfg); err != nil {
+	if err := clikit.Reach(cfg); err != nil {
 		return nil, err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -107,7 +108,7 @@ func (o *rolloutOptions) connect(ctx context.Context, sign bool) (*rolloutClient
 	}
 	store := &rollout.Store{Client: kube, Namespace: ref.Namespace, Installation: ref.Installation}
 	if sign {
-		id, err := o.identity.load(ctx, cfg, identity.Required, false)
+		id, err := o.identity.Load(ctx, cfg, identity.Required, false)
 		if err != nil {
 			return nil, err
 		}
@@ -129,25 +130,4 @@ func (c *rolloutClient) current(ctx context.Context, rule string) ([]*rollout.Re
 			rule, c.store.Namespace, c.store.Installation)
 	}
 	return revs, cur, nil
-}
-
-// stepText names a revision's step: "2 of 4 (10%)", or "2" when its steps are unknown.
-func stepText(s rollout.State) string {
-	if s.Step < 1 || s.Step > len(s.Steps) {
-		return fmt.Sprint(s.Step)
-	}
-	return fmt.Sprintf("%d of %d (%g%%)", s.Step, len(s.Steps), s.Steps[s.Step-1])
-}
-
-// revisionText names a revision by number and hash: "revision 3 (5d1f0c2a)".
-func revisionText(r *rollout.Revision) string {
-	return fmt.Sprintf("revision %d (%s)", r.Number, r.Hash)
-}
-
-// fromText names the revision a rollout rolls from, by number when it is stored.
-func fromText(revs []*rollout.Revision, hash string) string {
-	if r := rollout.Find(revs, hash); r != nil {
-		return revisionText(r)
-	}
-	return "revision " + hash + " (no longer stored)"
 }

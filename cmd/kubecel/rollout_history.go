@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubecel/kubecel/internal/cli/revisions"
 	"github.com/kubecel/kubecel/internal/rollout"
 )
 
@@ -48,7 +49,7 @@ func printHistory(w io.Writer, revs []*rollout.Revision) error {
 	for _, r := range revs {
 		step := "-"
 		if r.Step > 0 {
-			step = stepText(r.State)
+			step = revisions.StepText(r.State)
 		}
 		created := "-"
 		if r.Object != nil && !r.Object.CreationTimestamp.IsZero() {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kubecel/kubecel/internal/cli/revisions"
 	"github.com/kubecel/kubecel/internal/rollout"
 )
 
@@ -30,7 +31,7 @@ rollout resume. Only a Progressing rollout can be paused.`,
 		return rollout.Pause(cur)
 	},
 	done: func(rule string, cur *rollout.Revision, _ []*rollout.Revision) string {
-		return fmt.Sprintf("rule %s: paused at step %s", rule, stepText(cur.State))
+		return fmt.Sprintf("rule %s: paused at step %s", rule, revisions.StepText(cur.State))
 	},
 }
 
@@ -43,7 +44,7 @@ step's progress deadline starts again. Only a Paused rollout can be resumed.`,
 		return rollout.Resume(cur, now)
 	},
 	done: func(rule string, cur *rollout.Revision, _ []*rollout.Revision) string {
-		return fmt.Sprintf("rule %s: resumed at step %s", rule, stepText(cur.State))
+		return fmt.Sprintf("rule %s: resumed at step %s", rule, revisions.StepText(cur.State))
 	},
 }
 
@@ -59,7 +60,7 @@ cannot be undone.`,
 	},
 	done: func(rule string, cur *rollout.Revision, revs []*rollout.Revision) string {
 		return fmt.Sprintf("rule %s: rolled back from %s to %s; held there until the rule's text changes",
-			rule, revisionText(cur), fromText(revs, cur.From))
+			rule, revisions.Text(cur), revisions.FromText(revs, cur.From))
 	},
 }
 
@@ -118,7 +119,7 @@ func (c *rolloutClient) apply(ctx context.Context, op rolloutOp, rule string) (s
 		}
 		line := op.done(rule, updated, revs)
 		if !cur.StateProven {
-			line += fmt.Sprintf("\nnote: the state %s held was not written by this installation (its proof did not verify); the one written now is", revisionText(cur))
+			line += fmt.Sprintf("\nnote: the state %s held was not written by this installation (its proof did not verify); the one written now is", revisions.Text(cur))
 		}
 		return line, nil
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/revisions"
 	"github.com/kubecel/kubecel/internal/rollout"
 )
 
@@ -50,10 +52,10 @@ change until the rollout is no longer Progressing: exit status 0 when it is Comp
 		Args: ruleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.interval <= 0 {
-				return &usageError{msg: fmt.Sprintf("--interval %s: want a positive duration", o.interval), command: cmd.CommandPath()}
+				return &clikit.UsageError{Msg: fmt.Sprintf("--interval %s: want a positive duration", o.interval), Command: cmd.CommandPath()}
 			}
 			if o.timeout < 0 {
-				return &usageError{msg: fmt.Sprintf("--timeout %s: want a duration, 0 for none", o.timeout), command: cmd.CommandPath()}
+				return &clikit.UsageError{Msg: fmt.Sprintf("--timeout %s: want a duration, 0 for none", o.timeout), Command: cmd.CommandPath()}
 			}
 			c, err := o.connect(cmd.Context(), false)
 			if err != nil {
@@ -89,7 +91,7 @@ func (v *rolloutView) print(w io.Writer) error {
 	line("Revision", "%d (%s)", cur.Number, cur.Hash)
 	line("Phase", "%s", cur.Phase)
 	if cur.Phase == rollout.Progressing || cur.Phase == rollout.Paused {
-		step := stepText(cur.State)
+		step := revisions.StepText(cur.State)
 		if !cur.StepStarted.IsZero() {
 			step += ", started " + cur.StepStarted.UTC().Format(time.RFC3339)
 		}
@@ -99,10 +101,10 @@ func (v *rolloutView) print(w io.Writer) error {
 		line("Step", "%s", step)
 	}
 	if cur.From != "" {
-		line("From", "%s", fromText(v.revs, cur.From))
+		line("From", "%s", revisions.FromText(v.revs, cur.From))
 	}
 	if cur.Phase == rollout.RolledBack {
-		line("Held", "at %s until the rule's text changes", fromText(v.revs, cur.From))
+		line("Held", "at %s until the rule's text changes", revisions.FromText(v.revs, cur.From))
 	}
 	switch {
 	case !v.parents:
@@ -154,13 +156,13 @@ func elsewhere(n int) string {
 // summary is the one line --watch prints at each change.
 func (v *rolloutView) summary() string {
 	cur := v.cur
-	s := fmt.Sprintf("rule %s: %s is %s", v.rule, revisionText(cur), cur.Phase)
+	s := fmt.Sprintf("rule %s: %s is %s", v.rule, revisions.Text(cur), cur.Phase)
 	at, atN := cur.Number, v.atCur
 	switch cur.Phase {
 	case rollout.Progressing, rollout.Paused:
-		s += " at step " + stepText(cur.State)
+		s += " at step " + revisions.StepText(cur.State)
 	case rollout.RolledBack:
-		s += fmt.Sprintf("; held at %s until the rule's text changes", fromText(v.revs, cur.From))
+		s += fmt.Sprintf("; held at %s until the rule's text changes", revisions.FromText(v.revs, cur.From))
 		if from := rollout.Find(v.revs, cur.From); from != nil {
 			at, atN = from.Number, v.atFrom
 		}
@@ -200,13 +202,13 @@ func (c *rolloutClient) watch(ctx context.Context, w io.Writer, rule string, int
 		case rollout.Complete:
 			return nil
 		default:
-			return &exitError{code: 1}
+			return &clikit.ExitError{Code: 1}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			return &exitError{code: 1, err: fmt.Errorf("rule %q: %s is still Progressing at step %s after --timeout %s", rule, revisionText(v.cur), stepText(v.cur.State), timeout)}
+			return &clikit.ExitError{Code: 1, Err: fmt.Errorf("rule %q: %s is still Progressing at step %s after --timeout %s", rule, revisions.Text(v.cur), revisions.StepText(v.cur.State), timeout)}
 		case <-time.After(interval):
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/spf13/cobra"
 )
 
@@ -79,7 +80,7 @@ func (o *testOptions) runTests(cmd *cobra.Command, paths []string) error {
 	if o.run != "" {
 		var err error
 		if filter, err = regexp.Compile(o.run); err != nil {
-			return &exitError{code: testExitNoLoad, err: fmt.Errorf("--run: %w", err)}
+			return &clikit.ExitError{Code: testExitNoLoad, Err: fmt.Errorf("--run: %w", err)}
 		}
 	}
 	if len(paths) == 0 {
@@ -87,7 +88,7 @@ func (o *testOptions) runTests(cmd *cobra.Command, paths []string) error {
 	}
 	files, err := findTestFiles(paths)
 	if err != nil {
-		return &exitError{code: testExitNoLoad, err: err}
+		return &clikit.ExitError{Code: testExitNoLoad, Err: err}
 	}
 	w := cmd.OutOrStdout()
 	code := 0
@@ -97,7 +98,7 @@ func (o *testOptions) runTests(cmd *cobra.Command, paths []string) error {
 	}
 	if code != 0 {
 		fmt.Fprintln(w, "FAIL")
-		return &exitError{code: code}
+		return &clikit.ExitError{Code: code}
 	}
 	return nil
 }
@@ -160,10 +161,10 @@ func (o *testOptions) runFile(cmd *cobra.Command, w io.Writer, file string, filt
 	case ran == 0:
 		fmt.Fprintf(w, "ok   %s [no tests to run]\n", file)
 	case failed > 0:
-		fmt.Fprintf(w, "FAIL %s  %d of %s failed\n", file, failed, fmt.Sprintf("%d %s", ran, plural(ran, "test", "tests")))
+		fmt.Fprintf(w, "FAIL %s  %d of %s failed\n", file, failed, fmt.Sprintf("%d %s", ran, clikit.Plural(ran, "test", "tests")))
 		return testExitFailed
 	default:
-		fmt.Fprintf(w, "ok   %s  %s\n", file, fmt.Sprintf("%d %s", ran, plural(ran, "test", "tests")))
+		fmt.Fprintf(w, "ok   %s  %s\n", file, fmt.Sprintf("%d %s", ran, clikit.Plural(ran, "test", "tests")))
 	}
 	return 0
 }

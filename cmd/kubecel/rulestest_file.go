@@ -13,6 +13,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -271,7 +272,7 @@ func testObjects(dir, at string, raw json.RawMessage, named bool) ([]map[string]
 		return objs, nil
 	}
 	for _, o := range objs {
-		if _, name := objectName(o); name == ref.Name {
+		if _, name := clikit.ObjectName(o); name == ref.Name {
 			return []map[string]any{o}, nil
 		}
 	}

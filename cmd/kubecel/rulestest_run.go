@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
@@ -166,14 +167,14 @@ func findChild(want map[string]any, got []renderDoc, used []bool) int {
 // isChild reports whether obj is the child that want describes: the same kind and name,
 // and the same namespace where want gives one.
 func isChild(want, obj map[string]any) bool {
-	wns, wname := objectName(want)
-	ns, name := objectName(obj)
+	wns, wname := clikit.ObjectName(want)
+	ns, name := clikit.ObjectName(obj)
 	return obj["kind"] == want["kind"] && name == wname && (wns == "" || wns == ns)
 }
 
 func childName(obj map[string]any) string {
-	ns, name := objectName(obj)
-	return fmt.Sprintf("%v %s", obj["kind"], namespaced(ns, name))
+	ns, name := clikit.ObjectName(obj)
+	return fmt.Sprintf("%v %s", obj["kind"], clikit.Namespaced(ns, name))
 }
 
 // expectedForm is a rendered child as an expectation states it: kubecel's own labels

@@ -15,21 +15,23 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/internal/crdschema"
 	"github.com/kubecel/kubecel/rules"
 )
 
 type traceOptions struct {
-	source    rulesFromFlags
-	cluster   *clusterFlags
+	source    rulesfrom.Flags
+	cluster   *clikit.ClusterFlags
 	namespace string
-	output    outputFlag
-	limits    loadLimits
-	identity  identityFlags
+	output    clikit.OutputFlag
+	limits    clikit.LoadLimits
+	identity  clikit.IdentityFlags
 }
 
 func newTraceCommand() *cobra.Command {
-	o := traceOptions{cluster: newClusterFlags()}
+	o := traceOptions{cluster: clikit.NewClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "trace TYPE[/NAME] [--rules FILE|DIR... | --rules-configmap NS/NAME | --rules-configmap-selector NS/SELECTOR] [-n NAMESPACE] [-o text|wide|json|yaml|dot]",
 		Short: "Show a live parent with its rules, children and refs, their readiness and reasons",
@@ -87,13 +89,13 @@ and -o yaml print the same as data, -o dot a Graphviz digraph (dot -Tsvg). Exit 
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	f := cmd.Flags()
-	o.source.addFlags(f)
-	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
-	o.identity.addFlags(f)
+	o.source.AddFlags(f)
+	o.cluster.AddFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.identity.AddFlags(f)
 	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret, read (get) and never created: its key tells the installation's children and revisions from look-alikes (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the parent's namespace (default: the kubeconfig's namespace, else default); without NAME, only this namespace")
-	o.output.addFlag(f, "text", "wide", "json", "yaml", "dot")
-	o.limits.addFlags(f)
+	o.output.AddFlag(f, "text", "wide", "json", "yaml", "dot")
+	o.limits.AddFlags(f)
 	return cmd
 }
 
@@ -171,20 +173,20 @@ func (c *traceClient) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, e
 func (o *traceOptions) run(cmd *cobra.Command, args []string) error {
 	target, err := parseTraceArgs(args)
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return &clikit.ExitError{Code: 1, Err: err}
 	}
 	out := cmd.OutOrStdout()
 	tio := traceIO{stdin: cmd.InOrStdin(), stderr: cmd.ErrOrStderr()}
 	if target.name == "" {
 		sum, err := o.summary(cmd.Context(), tio, target.typ)
 		if err != nil {
-			return &exitError{code: 1, err: err}
+			return &clikit.ExitError{Code: 1, Err: err}
 		}
 		return o.printSummary(out, sum)
 	}
 	doc, err := o.trace(cmd.Context(), tio, target)
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return &clikit.ExitError{Code: 1, Err: err}
 	}
 	return o.print(out, doc)
 }
@@ -197,7 +199,7 @@ type traceIO struct {
 
 // traceSetup is what both forms of trace need: the rules, the cluster and the type.
 type traceSetup struct {
-	rules   *loadedRules
+	rules   *rulesfrom.Loaded
 	client  *traceClient
 	mapping *meta.RESTMapping
 	// served are the rules whose parent resource is the type's, in the rules' order.
@@ -206,32 +208,32 @@ type traceSetup struct {
 }
 
 func (o *traceOptions) setup(ctx context.Context, tio traceIO, typ string) (*traceSetup, error) {
-	if err := checkRulesPaths(o.source.files); err != nil {
+	if err := rulesfrom.CheckPaths(o.source.Files); err != nil {
 		return nil, err
 	}
-	cfg, err := o.cluster.restConfig()
+	cfg, err := o.cluster.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
-	if err := reach(cfg); err != nil {
+	if err := clikit.Reach(cfg); err != nil {
 		return nil, err
 	}
 	cfg.UserAgent = "kubecel-trace"
 	cfg.QPS, cfg.Burst = 50, 100
-	opts := o.limits.options()
+	opts := o.limits.Options()
 	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
 		opts.Schemas = schemas
 	}
-	loaded, err := o.source.load(ctx, loadEnv{stdin: tio.stdin, cfg: cfg, opts: opts, identity: &o.identity,
-		warn: func(s string) { fmt.Fprintln(tio.stderr, s) }})
+	loaded, err := o.source.Load(ctx, rulesfrom.Env{Stdin: tio.stdin, Config: cfg, Options: opts, Identity: &o.identity,
+		Warn: func(s string) { fmt.Fprintln(tio.stderr, s) }})
 	if err != nil {
 		return nil, err
 	}
 	// A rule held after a rollback runs the revision it is held at. Without the
 	// installation's key no revision is proven, so none holds a rule (and a trace of one
 	// parent says why the key cannot be read).
-	if id, err := loaded.identity(ctx, cfg, &o.identity); err == nil && !o.source.running() {
-		if err := loaded.holdRolledBack(ctx, cfg, &o.identity, id, warnTo(tio.stderr)); err != nil {
+	if id, err := loaded.Identity(ctx, cfg, &o.identity); err == nil && !o.source.Running() {
+		if err := loaded.HoldRolledBack(ctx, cfg, &o.identity, id, rulesfrom.WarnTo(tio.stderr)); err != nil {
 			return nil, err
 		}
 	}
@@ -244,13 +246,13 @@ func (o *traceOptions) setup(ctx context.Context, tio traceIO, typ string) (*tra
 		return nil, err
 	}
 	s := &traceSetup{rules: loaded, client: client, mapping: m, cfg: cfg}
-	for _, r := range loaded.rs.Rules {
+	for _, r := range loaded.Set.Rules {
 		if r.Parent.GVR.GroupResource() == m.Resource.GroupResource() {
 			s.served = append(s.served, r)
 		}
 	}
 	if len(s.served) == 0 {
-		return nil, fmt.Errorf("no rule of %s serves %s", loaded.from, m.Resource.GroupResource())
+		return nil, fmt.Errorf("no rule of %s serves %s", loaded.From, m.Resource.GroupResource())
 	}
 	return s, nil
 }
@@ -264,7 +266,7 @@ func (o *traceOptions) parentNamespace(m *meta.RESTMapping) (string, error) {
 	if o.namespace != "" {
 		return o.namespace, nil
 	}
-	ns, _, err := o.cluster.loader().Namespace()
+	ns, _, err := o.cluster.Loader().Namespace()
 	if err != nil {
 		return "", fmt.Errorf("read the kubeconfig's namespace: %w", err)
 	}

@@ -7,19 +7,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/rules/contract"
-	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // print writes the trace in the format of -o.
 func (o *traceOptions) print(w io.Writer, doc *traceDoc) error {
-	switch o.output.value {
+	switch o.output.Value {
 	case "json", "yaml":
-		return printData(w, o.output.value, doc)
+		return clikit.PrintData(w, o.output.Value, doc)
 	case "dot":
 		return writeTraceDot(w, doc)
 	}
-	return writeTraceTree(w, doc, o.output.value == "wide", time.Now())
+	return writeTraceTree(w, doc, o.output.Value == "wide", time.Now())
 }
 
 // traceLine is one row of the tree.
@@ -75,7 +75,7 @@ func writeTraceTree(w io.Writer, doc *traceDoc, wide bool, now time.Time) error 
 		// A message or a readyWhen of several lines would break the table.
 		l.status = strings.Join(strings.Fields(l.status), " ")
 		if wide {
-			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.prefix, l.name, dash(l.namespace), dash(l.apiVersion), l.synced, l.ready, age(l.created, now), l.status)
+			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.prefix, l.name, clikit.Dash(l.namespace), clikit.Dash(l.apiVersion), l.synced, l.ready, clikit.Age(l.created, now), l.status)
 		} else {
 			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", l.prefix, l.name, l.synced, l.ready, l.status)
 		}
@@ -88,22 +88,6 @@ func branch(last bool) string {
 		return "└─ "
 	}
 	return "├─ "
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// age is kubectl's AGE of an object created at created (RFC 3339); - when unknown.
-func age(created string, now time.Time) string {
-	t, err := time.Parse(time.RFC3339, created)
-	if err != nil {
-		return "-"
-	}
-	return duration.HumanDuration(now.Sub(t))
 }
 
 func condStatus(c *traceCondition) string {
@@ -196,7 +180,7 @@ func refLine(r traceRef) traceLine {
 	switch {
 	case r.Selector != "":
 		name += " matching " + r.Selector
-		status += fmt.Sprintf(": %d %s", r.Found, plural(r.Found, "object", "objects"))
+		status += fmt.Sprintf(": %d %s", r.Found, clikit.Plural(r.Found, "object", "objects"))
 	case r.Name != "":
 		name += "/" + r.Name
 	}

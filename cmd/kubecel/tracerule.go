@@ -34,11 +34,11 @@ func (o *traceOptions) trace(ctx context.Context, tio traceIO, target traceTarge
 		}
 		return nil, fmt.Errorf("read the parent: %w", err)
 	}
-	id, err := s.rules.identity(ctx, s.cfg, &o.identity)
+	id, err := s.rules.Identity(ctx, s.cfg, &o.identity)
 	if err != nil {
 		return nil, err
 	}
-	doc := &traceDoc{Parent: objectOf(parent), Rules: []traceRule{}, RulesFrom: s.rules.from}
+	doc := &traceDoc{Parent: objectOf(parent), Rules: []traceRule{}, RulesFrom: s.rules.From}
 	var notes []string
 	for _, r := range s.served {
 		v, err := s.version(ctx, r, parent)

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubecel/kubecel/internal/cli/revisions"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -27,40 +29,40 @@ type tracedVersion struct {
 // a parent that is not at the current one and not in the steps taken, and the revision a
 // rule rolled back is held at for every parent.
 func (s *traceSetup) version(ctx context.Context, r *rules.Rule, parent *unstructured.Unstructured) (tracedVersion, error) {
-	rr := s.rules.running[r.Name]
+	rr := s.rules.Running[r.Name]
 	if rr == nil {
 		return tracedVersion{rule: r}, nil
 	}
-	cur := rr.cur
-	at := tracedVersion{rule: r, rev: cur, note: fmt.Sprintf("%s at %s", r.Name, revisionText(cur))}
+	cur := rr.Cur
+	at := tracedVersion{rule: r, rev: cur, note: fmt.Sprintf("%s at %s", r.Name, revisions.Text(cur))}
 	switch {
-	case rr.held():
-		return tracedVersion{rule: rr.stable, rev: rr.from,
-			note: fmt.Sprintf("%s at %s, where it is held: revision %d was rolled back", r.Name, revisionText(rr.from), cur.Number)}, nil
-	case !rr.rolling():
+	case rr.Held():
+		return tracedVersion{rule: rr.Stable, rev: rr.From,
+			note: fmt.Sprintf("%s at %s, where it is held: revision %d was rolled back", r.Name, revisions.Text(rr.From), cur.Number)}, nil
+	case !rr.Rolling():
 		return at, nil
 	}
-	rolling := fmt.Sprintf("%s at step %s", cur.Phase, stepText(cur.State))
-	if atRevision(parent, cur) {
+	rolling := fmt.Sprintf("%s at step %s", cur.Phase, revisions.StepText(cur.State))
+	if revisions.AtRevision(parent, cur) {
 		at.note += ", " + rolling + ", which has reached this parent"
 		return at, nil
 	}
-	items, err := listParents(ctx, s.client.dyn, cur)
+	items, err := revisions.ListParents(ctx, s.client.dyn, cur)
 	if err != nil {
 		return tracedVersion{}, err
 	}
-	if slices.Contains(stepMembers(cur, items), parentKey(parent)) {
+	if slices.Contains(revisions.StepMembers(cur, items), revisions.ParentKey(parent)) {
 		at.note += ", " + rolling + ", whose steps taken hold this parent"
 		return at, nil
 	}
-	return tracedVersion{rule: rr.stable, rev: rr.from,
-		note: fmt.Sprintf("%s at %s, as revision %d, %s, has not reached this parent", r.Name, revisionText(rr.from), cur.Number, rolling)}, nil
+	return tracedVersion{rule: rr.Stable, rev: rr.From,
+		note: fmt.Sprintf("%s at %s, as revision %d, %s, has not reached this parent", r.Name, revisions.Text(rr.From), cur.Number, rolling)}, nil
 }
 
 // traceHeader is the first line of a trace whose rules came from the cluster: where
 // from, and the revision traced of each rule.
-func traceHeader(l *loadedRules, notes []string) string {
-	h := l.header()
+func traceHeader(l *rulesfrom.Loaded, notes []string) string {
+	h := l.Header()
 	if h == "" || len(notes) == 0 {
 		return h
 	}
@@ -72,16 +74,16 @@ func traceHeader(l *loadedRules, notes []string) string {
 func (s *traceSetup) revisionNotes() []string {
 	var notes []string
 	for _, r := range s.served {
-		rr := s.rules.running[r.Name]
+		rr := s.rules.Running[r.Name]
 		if rr == nil {
 			continue
 		}
-		note := fmt.Sprintf("%s at %s", r.Name, revisionText(rr.cur))
+		note := fmt.Sprintf("%s at %s", r.Name, revisions.Text(rr.Cur))
 		switch {
-		case rr.held() && rr.from != nil:
-			note = fmt.Sprintf("%s at %s, where it is held: revision %d was rolled back", r.Name, revisionText(rr.from), rr.cur.Number)
-		case rr.cur.Phase != rollout.Complete:
-			note += fmt.Sprintf(", %s at step %s", rr.cur.Phase, stepText(rr.cur.State))
+		case rr.Held() && rr.From != nil:
+			note = fmt.Sprintf("%s at %s, where it is held: revision %d was rolled back", r.Name, revisions.Text(rr.From), rr.Cur.Number)
+		case rr.Cur.Phase != rollout.Complete:
+			note += fmt.Sprintf(", %s at step %s", rr.Cur.Phase, revisions.StepText(rr.Cur.State))
 		}
 		notes = append(notes, note)
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -43,7 +44,7 @@ type stateCount struct {
 
 // summary lists the parents of every rule that serves the type and sorts them by state.
 func (o *traceOptions) summary(ctx context.Context, tio traceIO, typ string) (*traceSummary, error) {
-	if o.output.value == "dot" {
+	if o.output.Value == "dot" {
 		return nil, errors.New("-o dot draws one parent: give TYPE/NAME")
 	}
 	s, err := o.setup(ctx, tio, typ)
@@ -52,7 +53,7 @@ func (o *traceOptions) summary(ctx context.Context, tio traceIO, typ string) (*t
 	}
 	namespaced := s.mapping.Scope.Name() != meta.RESTScopeNameRoot
 	sum := &traceSummary{Resource: s.mapping.Resource.GroupResource().String(), Rules: []ruleSummary{},
-		RulesFrom: s.rules.from, header: traceHeader(s.rules, s.revisionNotes())}
+		RulesFrom: s.rules.From, header: traceHeader(s.rules, s.revisionNotes())}
 	for _, r := range s.served {
 		m := *s.mapping
 		m.Resource = r.Parent.GVR
@@ -133,8 +134,8 @@ func stateRank(state string) int {
 const summaryExamples = 5
 
 func (o *traceOptions) printSummary(w io.Writer, sum *traceSummary) error {
-	if o.output.value == "json" || o.output.value == "yaml" {
-		return printData(w, o.output.value, sum)
+	if o.output.Value == "json" || o.output.Value == "yaml" {
+		return clikit.PrintData(w, o.output.Value, sum)
 	}
 	if sum.header != "" {
 		fmt.Fprintln(w, sum.header)
@@ -148,7 +149,7 @@ func (o *traceOptions) printSummary(w io.Writer, sum *traceSummary) error {
 		for _, s := range r.States {
 			names := s.Parents
 			more := ""
-			if len(names) > summaryExamples && o.output.value != "wide" {
+			if len(names) > summaryExamples && o.output.Value != "wide" {
 				more = fmt.Sprintf(", and %d more", len(names)-summaryExamples)
 				names = names[:summaryExamples]
 			}

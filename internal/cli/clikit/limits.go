@@ -1,4 +1,4 @@
-package main
+package clikit
 
 import (
 	"fmt"
@@ -9,14 +9,15 @@ import (
 	"github.com/kubecel/kubecel/rules"
 )
 
-// loadLimits are the limits every command that loads rules takes, so that it loads and
+// LoadLimits are the limits every command that loads rules takes, so that it loads and
 // evaluates them as the controller does: the children of a parent under a rule that sets
 // no maxChildren, and the rules and bytes of one source.
-type loadLimits struct {
+type LoadLimits struct {
 	maxChildren, maxRules, maxBytes countFlag
 }
 
-func (l *loadLimits) addFlags(f *pflag.FlagSet) {
+// AddFlags adds --max-children, --max-rules-per-source and --max-source-bytes.
+func (l *LoadLimits) AddFlags(f *pflag.FlagSet) {
 	l.maxChildren.what, l.maxChildren.def = "a number of children", rules.DefaultMaxChildren
 	f.Var(&l.maxChildren, "max-children", fmt.Sprintf("most children one parent may have under a rule that sets no maxChildren (0: %d)", rules.DefaultMaxChildren))
 	l.maxRules.what, l.maxRules.def = "a number of rules", rules.DefaultMaxRulesPerSource
@@ -25,8 +26,8 @@ func (l *loadLimits) addFlags(f *pflag.FlagSet) {
 	f.Var(&l.maxBytes, "max-source-bytes", fmt.Sprintf("largest size of one source of rules, in bytes (0: %d)", rules.DefaultMaxSourceBytes))
 }
 
-// options are the rules.Options the limits set.
-func (l loadLimits) options() rules.Options {
+// Options are the rules.Options the limits set.
+func (l LoadLimits) Options() rules.Options {
 	return rules.Options{MaxChildren: l.maxChildren.n, MaxRulesPerSource: l.maxRules.n, MaxSourceBytes: l.maxBytes.n}
 }
 

@@ -1,4 +1,4 @@
-package main
+package clikit
 
 import (
 	"errors"
@@ -17,30 +17,31 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// reachTimeout bounds the first request of a command to the API server, unless
+// ReachTimeout bounds the first request of a command to the API server, unless
 // --request-timeout says otherwise.
-const reachTimeout = 15 * time.Second
+const ReachTimeout = 15 * time.Second
 
-// clusterFlags are kubectl's connection flags: --kubeconfig, --context, --cluster, --user,
+// ClusterFlags are kubectl's connection flags: --kubeconfig, --context, --cluster, --user,
 // --server, --as, --as-group, --as-uid, --as-user-extra, --token, TLS files,
 // --request-timeout and --disable-compression, with kubectl's names and help. They are
 // bound with client-go's clientcmd, which kubectl's k8s.io/cli-runtime wraps: cli-runtime
 // links kustomize, whose use of package plugin makes the linker export every symbol, and
 // the binary a third larger (see docs/benchmarks.md). Namespaces are not among them: a command that filters by
 // namespace has its own -n, which never defaults to the kubeconfig's namespace.
-type clusterFlags struct {
+type ClusterFlags struct {
 	kubeconfig string
 	userExtra  []string // --as-user-extra KEY=VALUE, repeated
 	overrides  clientcmd.ConfigOverrides
 }
 
-func newClusterFlags() *clusterFlags {
-	return &clusterFlags{overrides: clientcmd.ConfigOverrides{ClusterDefaults: clientcmd.ClusterDefaults}}
+// NewClusterFlags returns the flags with no value given: kubectl's defaults.
+func NewClusterFlags() *ClusterFlags {
+	return &ClusterFlags{overrides: clientcmd.ConfigOverrides{ClusterDefaults: clientcmd.ClusterDefaults}}
 }
 
-// kubeconfigFile connects with the given kubeconfig file and no other flag.
-func kubeconfigFile(path string) *clusterFlags {
-	c := newClusterFlags()
+// KubeconfigFile connects with the given kubeconfig file and no other flag.
+func KubeconfigFile(path string) *ClusterFlags {
+	c := NewClusterFlags()
 	c.kubeconfig = path
 	return c
 }
@@ -48,7 +49,7 @@ func kubeconfigFile(path string) *clusterFlags {
 // overrideFlags names the flags that override the kubeconfig, with kubectl's help.
 func overrideFlags() clientcmd.ConfigOverrideFlags {
 	names := clientcmd.RecommendedConfigOverrideFlags("")
-	// An empty name binds no flag: no namespace (see clusterFlags), no basic
+	// An empty name binds no flag: no namespace (see ClusterFlags), no basic
 	// authentication, no proxy (kubectl has neither).
 	names.ContextOverrideFlags.Namespace.LongName = ""
 	names.AuthOverrideFlags.Username.LongName = ""
@@ -62,16 +63,16 @@ func overrideFlags() clientcmd.ConfigOverrideFlags {
 	return names
 }
 
-// addFlags adds the flags, with the command's own description of --kubeconfig.
-func (c *clusterFlags) addFlags(fs *pflag.FlagSet, kubeconfigUsage string) {
+// AddFlags adds the flags, with the command's own description of --kubeconfig.
+func (c *ClusterFlags) AddFlags(fs *pflag.FlagSet, kubeconfigUsage string) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", c.kubeconfig, kubeconfigUsage)
 	clientcmd.BindOverrideFlags(&c.overrides, fs, overrideFlags())
 	fs.StringArrayVar(&c.userExtra, "as-user-extra", []string{}, "User extras to impersonate for the operation, this flag can be repeated to specify multiple values for the same key.")
 }
 
-// loader reads the kubeconfig as kubectl does: --kubeconfig, else $KUBECONFIG, else
+// Loader reads the kubeconfig as kubectl does: --kubeconfig, else $KUBECONFIG, else
 // ~/.kube/config, else the in-cluster service account, with the flags on top.
-func (c *clusterFlags) loader() clientcmd.ClientConfig {
+func (c *ClusterFlags) Loader() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = c.kubeconfig
 	// What a configuration that loads nothing is compared with, to fall back to in-cluster.
@@ -90,12 +91,12 @@ func (c *clusterFlags) loader() clientcmd.ClientConfig {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &overrides)
 }
 
-// noKubeconfigError says that there is no cluster to connect to, and where kubecel looked.
-type noKubeconfigError struct {
+// NoKubeconfigError says that there is no cluster to connect to, and where kubecel looked.
+type NoKubeconfigError struct {
 	env string // $KUBECONFIG
 }
 
-func (e *noKubeconfigError) Error() string {
+func (e *NoKubeconfigError) Error() string {
 	where := "$KUBECONFIG (not set), ~/.kube/config"
 	if e.env != "" {
 		where = fmt.Sprintf("$KUBECONFIG (%s)", e.env)
@@ -103,11 +104,11 @@ func (e *noKubeconfigError) Error() string {
 	return fmt.Sprintf("no kubeconfig: looked in %s and the in-cluster service account; pass --kubeconfig FILE", where)
 }
 
-// restConfig loads the client configuration the way kubectl does. Where kubectl would
+// RESTConfig loads the client configuration the way kubectl does. Where kubectl would
 // quietly fall back to http://localhost:8080 (nothing to load, or no current context),
 // it says what is missing instead.
-func (c *clusterFlags) restConfig() (*rest.Config, error) {
-	loader := c.loader()
+func (c *ClusterFlags) RESTConfig() (*rest.Config, error) {
+	loader := c.Loader()
 	raw, err := loader.RawConfig()
 	if err != nil {
 		return nil, fmt.Errorf("read kubeconfig: %w", err)
@@ -124,7 +125,7 @@ func (c *clusterFlags) restConfig() (*rest.Config, error) {
 			return nil, fmt.Errorf("kubeconfig %s defines no cluster", c.kubeconfig)
 		case len(raw.Clusters) == 0:
 			if _, err := rest.InClusterConfig(); err != nil {
-				return nil, &noKubeconfigError{env: os.Getenv(clientcmd.RecommendedConfigPathEnvVar)}
+				return nil, &NoKubeconfigError{env: os.Getenv(clientcmd.RecommendedConfigPathEnvVar)}
 			}
 		case raw.CurrentContext == "" && c.overrides.CurrentContext == "" && c.overrides.Context.Cluster == "":
 			msg := "the kubeconfig sets no current-context: pass --context NAME or --cluster NAME"
@@ -146,26 +147,26 @@ func namesOf[T any](what string, m map[string]T) string {
 	return what + ": " + strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
 
-// reach asks the API server for its version, so that a command that cannot talk to it
+// Reach asks the API server for its version, so that a command that cannot talk to it
 // fails at once with the cause, not later with a consequence.
-func reach(cfg *rest.Config) error {
+func Reach(cfg *rest.Config) error {
 	probe := rest.CopyConfig(cfg)
 	if probe.Timeout == 0 {
-		probe.Timeout = reachTimeout
+		probe.Timeout = ReachTimeout
 	}
 	client, err := discovery.NewDiscoveryClientForConfig(probe)
 	if err != nil {
 		return err
 	}
 	if _, err := client.ServerVersion(); err != nil {
-		return serverError(cfg.Host, err)
+		return ServerError(cfg.Host, err)
 	}
 	return nil
 }
 
-// serverError names the API server in an error from it: "cannot reach" when no answer
+// ServerError names the API server in an error from it: "cannot reach" when no answer
 // came (connection refused, DNS, TLS, timeout), else the server's answer.
-func serverError(host string, err error) error {
+func ServerError(host string, err error) error {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return fmt.Errorf("the API server at %s: %w", host, err)
@@ -173,9 +174,9 @@ func serverError(host string, err error) error {
 	return fmt.Errorf("cannot reach the API server at %s: %w", host, err)
 }
 
-// waitProgress returns the function to call at each poll of a wait for what: every
+// WaitProgress returns the function to call at each poll of a wait for what: every
 // interval, it prints on w that the wait goes on, and for how long.
-func waitProgress(w io.Writer, every time.Duration, what string) func(now time.Time) {
+func WaitProgress(w io.Writer, every time.Duration, what string) func(now time.Time) {
 	var start, next time.Time
 	return func(now time.Time) {
 		if start.IsZero() {

@@ -1,4 +1,4 @@
-package main
+package clikit
 
 import (
 	"bytes"
@@ -15,16 +15,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
-
-// writeKubeconfig writes a kubeconfig file and returns its path.
-func writeKubeconfig(t *testing.T, cfg *clientcmdapi.Config) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func TestClusterFlags(t *testing.T) {
 	closed := closedPortKubeconfig(t)
@@ -72,13 +62,13 @@ func TestClusterFlags(t *testing.T) {
 			t.Setenv("KUBECONFIG", tt.env)
 			t.Setenv("HOME", home)
 			t.Setenv("KUBERNETES_SERVICE_HOST", "")
-			c := newClusterFlags()
+			c := NewClusterFlags()
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			c.addFlags(fs, "kubeconfig file")
+			c.AddFlags(fs, "kubeconfig file")
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := c.restConfig()
+			cfg, err := c.RESTConfig()
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -98,7 +88,7 @@ func TestClusterFlags(t *testing.T) {
 
 func TestClusterFlagsAreKubectls(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	newClusterFlags().addFlags(fs, "kubeconfig file")
+	NewClusterFlags().AddFlags(fs, "kubeconfig file")
 	for _, name := range []string{"kubeconfig", "context", "cluster", "user", "server", "as", "as-group", "as-uid", "token",
 		"certificate-authority", "client-certificate", "client-key", "insecure-skip-tls-verify", "tls-server-name", "request-timeout"} {
 		if fs.Lookup(name) == nil {
@@ -113,7 +103,7 @@ func TestClusterFlagsAreKubectls(t *testing.T) {
 }
 
 func TestReachNamesTheServer(t *testing.T) {
-	err := reach(&rest.Config{Host: "https://127.0.0.1:1"})
+	err := Reach(&rest.Config{Host: "https://127.0.0.1:1"})
 	if err == nil || !strings.HasPrefix(err.Error(), "cannot reach the API server at https://127.0.0.1:1: ") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("error %v, want one that says the server at 127.0.0.1:1 refuses connections", err)
 	}
@@ -121,7 +111,7 @@ func TestReachNamesTheServer(t *testing.T) {
 
 func TestWaitProgress(t *testing.T) {
 	var out bytes.Buffer
-	progress := waitProgress(&out, 3*time.Second, "the caches of 2 rules to sync")
+	progress := WaitProgress(&out, 3*time.Second, "the caches of 2 rules to sync")
 	start := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 	for _, after := range []time.Duration{0, time.Second, 3100 * time.Millisecond, 5 * time.Second, 6500 * time.Millisecond, 20 * time.Second} {
 		progress(start.Add(after))
@@ -135,7 +125,7 @@ func TestWaitProgress(t *testing.T) {
 }
 
 // TestEachClusterFlagReachesTheClientConfig gives each connection flag in turn and checks
-// that it changes the client configuration as kubectl's does. Every flag that addFlags
+// that it changes the client configuration as kubectl's does. Every flag that AddFlags
 // adds must have a row, so a flag that is dropped or added unbound fails here.
 func TestEachClusterFlagReachesTheClientConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -204,7 +194,7 @@ func TestEachClusterFlagReachesTheClientConfig(t *testing.T) {
 		{flag: "disable-compression", args: []string{"--disable-compression"}, change: func(c *conn) { c.DisableCompression = true }},
 	}
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	newClusterFlags().addFlags(fs, "kubeconfig file")
+	NewClusterFlags().AddFlags(fs, "kubeconfig file")
 	tested := map[string]bool{}
 	for _, tt := range tests {
 		tested[tt.flag] = true
@@ -218,16 +208,16 @@ func TestEachClusterFlagReachesTheClientConfig(t *testing.T) {
 		t.Run(tt.flag, func(t *testing.T) {
 			t.Setenv("KUBECONFIG", "")
 			t.Setenv("KUBERNETES_SERVICE_HOST", "")
-			c := newClusterFlags()
+			c := NewClusterFlags()
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			c.addFlags(fs, "kubeconfig file")
+			c.AddFlags(fs, "kubeconfig file")
 			if fs.Lookup(tt.flag) == nil {
 				t.Fatalf("no --%s", tt.flag)
 			}
 			if err := fs.Parse(append([]string{"--kubeconfig", kubeconfig}, tt.args...)); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := c.restConfig()
+			cfg, err := c.RESTConfig()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,4 +228,29 @@ func TestEachClusterFlagReachesTheClientConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeKubeconfig writes a kubeconfig file and returns its path.
+func writeKubeconfig(t *testing.T, cfg *clientcmdapi.Config) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// closedPortKubeconfig writes a kubeconfig whose server, 127.0.0.1:1, refuses connections.
+func closedPortKubeconfig(t *testing.T) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["closed"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["nobody"] = &clientcmdapi.AuthInfo{Token: "x"}
+	cfg.Contexts["closed"] = &clientcmdapi.Context{Cluster: "closed", AuthInfo: "nobody"}
+	cfg.CurrentContext = "closed"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,4 +1,4 @@
-package main
+package rulesfrom
 
 import (
 	"strings"
@@ -101,7 +101,7 @@ func TestRunningRevisions(t *testing.T) {
 	tests := []struct {
 		name string
 		revs []storedRevision
-		// from is the index in revs of the revision web's rules run for the parents a
+		// From is the index in revs of the revision web's rules run for the parents a
 		// rollout has not reached (-1: none); planned that of the one plan evaluates.
 		from, planned int
 		wantErr       string
@@ -145,7 +145,7 @@ func TestRunningRevisions(t *testing.T) {
 				tt.revs[1].state.From = rs.Rules[0].Revision
 			}
 			store, compiled := storeRevisions(t, id, tt.revs)
-			byRule, err := listRevisions(t.Context(), store)
+			byRule, err := ListRevisions(t.Context(), store)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,9 +170,9 @@ func TestRunningRevisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			web := compiled["web"]
-			l := &loadedRules{rs: rs, running: running}
+			l := &Loaded{Set: rs, Running: running}
 			got := map[string]string{}
-			for _, r := range l.planned().Rules {
+			for _, r := range l.Planned().Rules {
 				got[r.Name] = r.Revision
 			}
 			want := map[string]string{"web": web[tt.planned].Revision, "api": compiled["api"][0].Revision}
@@ -181,8 +181,8 @@ func TestRunningRevisions(t *testing.T) {
 			}
 			rr := running["web"]
 			gotFrom := ""
-			if rr.stable != nil {
-				gotFrom = rr.stable.Revision
+			if rr.Stable != nil {
+				gotFrom = rr.Stable.Revision
 			}
 			wantFrom := ""
 			if tt.from >= 0 {

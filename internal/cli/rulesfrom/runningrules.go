@@ -1,4 +1,4 @@
-package main
+package rulesfrom
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
@@ -26,38 +27,40 @@ import (
 // command reads them only when every proof it needs verifies, so that whoever can write
 // in that namespace cannot show it a rule the installation does not run.
 
-// runningRule is one rule of the installation, as its revisions say.
-type runningRule struct {
-	// revs are the rule's stored revisions, oldest first; cur is the current one.
-	revs []*rollout.Revision
-	cur  *rollout.Revision
-	// from is the revision cur rolls from (Progressing, Paused) or is held at
-	// (RolledBack), when it is stored; stable is it compiled as the controller runs it
-	// for the parents the rollout has not moved (nil when from is).
-	from   *rollout.Revision
-	stable *rules.Rule
+// RunningRule is one rule of the installation, as its revisions say.
+type RunningRule struct {
+	// Revs are the rule's stored revisions, oldest first.
+	Revs []*rollout.Revision
+	// Cur is the current one.
+	Cur *rollout.Revision
+	// From is the revision Cur rolls from (Progressing, Paused) or is held at
+	// (RolledBack), when it is stored.
+	From *rollout.Revision
+	// Stable is From compiled as the controller runs it for the parents the rollout has
+	// not moved (nil when From is).
+	Stable *rules.Rule
 }
 
-// held reports whether every parent runs the revision rolled back to.
-func (rr *runningRule) held() bool { return rr.cur.Phase == rollout.RolledBack }
+// Held reports whether every parent runs the revision rolled back to.
+func (rr *RunningRule) Held() bool { return rr.Cur.Phase == rollout.RolledBack }
 
-// rolling reports whether the parents are split between cur and from.
-func (rr *runningRule) rolling() bool {
-	return rr.stable != nil && (rr.cur.Phase == rollout.Progressing || rr.cur.Phase == rollout.Paused)
+// Rolling reports whether the parents are split between cur and from.
+func (rr *RunningRule) Rolling() bool {
+	return rr.Stable != nil && (rr.Cur.Phase == rollout.Progressing || rr.Cur.Phase == rollout.Paused)
 }
 
 // loadRunning loads the current revisions of the installation's rules, after checking
 // their proofs with its key.
-func loadRunning(ctx context.Context, env loadEnv) (*loadedRules, error) {
-	id, err := env.identity.load(ctx, env.cfg, identity.ReadOnly, false)
+func loadRunning(ctx context.Context, env Env) (*Loaded, error) {
+	id, err := env.Identity.Load(ctx, env.Config, identity.ReadOnly, false)
 	if err != nil {
 		return nil, err
 	}
-	store, err := revisionStore(env.cfg, env.identity, id)
+	store, err := RevisionStore(env.Config, env.Identity, id)
 	if err != nil {
 		return nil, err
 	}
-	byRule, err := listRevisions(ctx, store)
+	byRule, err := ListRevisions(ctx, store)
 	if err != nil {
 		return nil, err
 	}
@@ -69,14 +72,14 @@ func loadRunning(ctx context.Context, env loadEnv) (*loadedRules, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := rules.LoadDocuments(docs, env.opts)
+	rs, err := rules.LoadDocuments(docs, env.Options)
 	if err != nil {
 		return nil, fmt.Errorf("the installation's running revisions do not load here (were CRD schemas changed?): %w", err)
 	}
 	if err := compileStable(rs, running); err != nil {
 		return nil, err
 	}
-	return &loadedRules{rs: rs, from: runningFrom(store), cluster: true, running: running, id: id}, nil
+	return &Loaded{Set: rs, From: runningFrom(store), Cluster: true, Running: running, id: id}, nil
 }
 
 // runningFrom names the installation's revisions in the output.
@@ -84,8 +87,8 @@ func runningFrom(store *rollout.Store) string {
 	return fmt.Sprintf("the running revisions of installation %q (%s)", store.Installation, store.Namespace)
 }
 
-// listRevisions reads every revision of the installation's rules, by rule.
-func listRevisions(ctx context.Context, store *rollout.Store) (map[string][]*appsv1.ControllerRevision, error) {
+// ListRevisions reads every revision of the installation's rules, by rule.
+func ListRevisions(ctx context.Context, store *rollout.Store) (map[string][]*appsv1.ControllerRevision, error) {
 	list, err := store.Client.AppsV1().ControllerRevisions(store.Namespace).List(ctx, metav1.ListOptions{LabelSelector: store.Selector("").String()})
 	if err != nil {
 		return nil, fmt.Errorf("read the installation's revisions (ControllerRevisions in %s): %w; give the rules with --rules, --rules-configmap or --rules-configmap-selector instead", store.Namespace, err)
@@ -101,8 +104,8 @@ func listRevisions(ctx context.Context, store *rollout.Store) (map[string][]*app
 // currentRevisions decodes each rule's revisions and returns, in the order of the rules'
 // names, the documents of their current revisions (each a RuleSet of one rule, named
 // after the revision). A current revision whose proof does not verify is refused.
-func currentRevisions(store *rollout.Store, byRule map[string][]*appsv1.ControllerRevision) (map[string]*runningRule, []rules.Document, error) {
-	running := map[string]*runningRule{}
+func currentRevisions(store *rollout.Store, byRule map[string][]*appsv1.ControllerRevision) (map[string]*RunningRule, []rules.Document, error) {
+	running := map[string]*RunningRule{}
 	var docs []rules.Document
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(byRule)) {
@@ -113,7 +116,7 @@ func currentRevisions(store *rollout.Store, byRule map[string][]*appsv1.Controll
 		}
 		cur := rollout.Current(revs)
 		if !cur.Proven {
-			errs = append(errs, unproven(store, name, "current revision", cur))
+			errs = append(errs, Unproven(store, name, "current revision", cur))
 			continue
 		}
 		data, err := ruleSetOf(cur.Document)
@@ -121,14 +124,14 @@ func currentRevisions(store *rollout.Store, byRule map[string][]*appsv1.Controll
 			errs = append(errs, fmt.Errorf("rule %q: revision %d (%s): %w", name, cur.Number, cur.Hash, err))
 			continue
 		}
-		running[name] = &runningRule{revs: revs, cur: cur}
+		running[name] = &RunningRule{Revs: revs, Cur: cur}
 		docs = append(docs, rules.Document{Source: fmt.Sprintf("revision %d of rule %s", cur.Number, name), Data: data})
 	}
 	return running, docs, errors.Join(errs...)
 }
 
-// unproven refuses a revision whose proof is not the installation's.
-func unproven(store *rollout.Store, rule, which string, rev *rollout.Revision) error {
+// Unproven refuses a revision whose proof is not the installation's.
+func Unproven(store *rollout.Store, rule, which string, rev *rollout.Revision) error {
 	return fmt.Errorf("rule %q: its %s %d (%s) in namespace %s does not carry installation %q's proof: it was not stored by this installation (or the identity Secret holds another key), so it is not read as the installation's rules",
 		rule, which, rev.Number, rev.Hash, store.Namespace, store.Installation)
 }
@@ -144,7 +147,7 @@ func ruleSetOf(document []byte) ([]byte, error) {
 
 // compileStable checks that each rule compiles to the revision it was read from, and
 // compiles the revision each rollout rolls from (or is held at) as the controller runs it.
-func compileStable(rs *rules.RuleSet, running map[string]*runningRule) error {
+func compileStable(rs *rules.RuleSet, running map[string]*RunningRule) error {
 	var errs []error
 	for _, r := range rs.Rules {
 		rr := running[r.Name]
@@ -152,8 +155,8 @@ func compileStable(rs *rules.RuleSet, running map[string]*runningRule) error {
 			errs = append(errs, fmt.Errorf("rule %q: a revision of another rule holds it", r.Name))
 			continue
 		}
-		if r.Revision != rr.cur.Hash {
-			errs = append(errs, mismatch(r.Name, rr.cur, r.Revision))
+		if r.Revision != rr.Cur.Hash {
+			errs = append(errs, mismatch(r.Name, rr.Cur, r.Revision))
 			continue
 		}
 		errs = append(errs, compileFrom(rs, r, rr))
@@ -163,30 +166,30 @@ func compileStable(rs *rules.RuleSet, running map[string]*runningRule) error {
 
 // compileFrom compiles the revision a rule's current one rolls from (or is held at) as
 // the controller runs it, into rr.stable; nothing when there is none.
-func compileFrom(rs *rules.RuleSet, r *rules.Rule, rr *runningRule) error {
-	switch rr.cur.Phase {
+func compileFrom(rs *rules.RuleSet, r *rules.Rule, rr *RunningRule) error {
+	switch rr.Cur.Phase {
 	case rollout.Progressing, rollout.Paused, rollout.RolledBack:
 	default:
 		return nil
 	}
-	rr.from = rollout.Find(rr.revs, rr.cur.From)
+	rr.From = rollout.Find(rr.Revs, rr.Cur.From)
 	switch {
-	case rr.from == nil && rr.held():
-		return fmt.Errorf("rule %q: revision %d (%s) was rolled back to revision %s, which is no longer stored", r.Name, rr.cur.Number, rr.cur.Hash, rr.cur.From)
-	case rr.from == nil:
+	case rr.From == nil && rr.Held():
+		return fmt.Errorf("rule %q: revision %d (%s) was rolled back to revision %s, which is no longer stored", r.Name, rr.Cur.Number, rr.Cur.Hash, rr.Cur.From)
+	case rr.From == nil:
 		return nil // its parents not moved yet are shown at the current revision
-	case !rr.from.Proven:
+	case !rr.From.Proven:
 		return fmt.Errorf("rule %q: its revision %d (%s), which revision %d rolls from, does not carry the installation's proof: it was not stored by this installation, so it is not read as the installation's rules",
-			r.Name, rr.from.Number, rr.from.Hash, rr.cur.Number)
+			r.Name, rr.From.Number, rr.From.Hash, rr.Cur.Number)
 	}
-	stable, err := engine.StableVersion(rs, r, rr.from)
+	stable, err := engine.StableVersion(rs, r, rr.From)
 	if err != nil {
 		return err
 	}
-	if stable.Revision != rr.from.Hash {
-		return mismatch(r.Name, rr.from, stable.Revision)
+	if stable.Revision != rr.From.Hash {
+		return mismatch(r.Name, rr.From, stable.Revision)
 	}
-	rr.stable = stable
+	rr.Stable = stable
 	return nil
 }
 
@@ -196,39 +199,39 @@ func mismatch(rule string, rev *rollout.Revision, got string) error {
 		rule, rev.Number, rev.Hash, got)
 }
 
-// planned is the rule set plan evaluates: the current revisions, but for a rule held at
+// Planned is the rule set plan evaluates: the current revisions, but for a rule held at
 // the revision it was rolled back to, that revision, which every parent runs.
-func (l *loadedRules) planned() *rules.RuleSet {
-	if l.running == nil {
-		return l.rs
+func (l *Loaded) Planned() *rules.RuleSet {
+	if l.Running == nil {
+		return l.Set
 	}
-	set := *l.rs
-	set.Rules = slices.Clone(l.rs.Rules)
+	set := *l.Set
+	set.Rules = slices.Clone(l.Set.Rules)
 	for i, r := range set.Rules {
-		if rr := l.running[r.Name]; rr != nil && rr.held() && rr.stable != nil {
-			set.Rules[i] = rr.stable
+		if rr := l.Running[r.Name]; rr != nil && rr.Held() && rr.Stable != nil {
+			set.Rules[i] = rr.Stable
 		}
 	}
 	return &set
 }
 
-// holdRolledBack finds the rules, read from files or ConfigMaps, that the controller
+// HoldRolledBack finds the rules, read from files or ConfigMaps, that the controller
 // holds at an older revision: a rule whose text is its current revision, which was
-// rolled back, runs the revision it was rolled back to until its text changes. planned
+// rolled back, runs the revision it was rolled back to until its text changes. Planned
 // (plan) and version (trace) then evaluate that revision for them, as for the running
 // revisions. Revisions that cannot be listed leave the rules as written, and warn says so.
-func (l *loadedRules) holdRolledBack(ctx context.Context, cfg *rest.Config, idf *identityFlags, id *rules.Identity, warn func(string)) error {
-	store, err := revisionStore(cfg, idf, id)
+func (l *Loaded) HoldRolledBack(ctx context.Context, cfg *rest.Config, idf *clikit.IdentityFlags, id *rules.Identity, warn func(string)) error {
+	store, err := RevisionStore(cfg, idf, id)
 	if err != nil {
 		return err
 	}
-	byRule, err := listRevisions(ctx, store)
+	byRule, err := ListRevisions(ctx, store)
 	if err != nil {
 		warn(fmt.Sprintf("warning: a rule held after a rollback is evaluated as written: %v", err))
 		return nil
 	}
 	var errs []error
-	for _, r := range l.rs.Rules {
+	for _, r := range l.Set.Rules {
 		if len(byRule[r.Name]) == 0 {
 			continue
 		}
@@ -241,20 +244,20 @@ func (l *loadedRules) holdRolledBack(ctx context.Context, cfg *rest.Config, idf 
 		if cur == nil || cur.Hash != r.Revision || cur.Phase != rollout.RolledBack || !cur.Proven {
 			continue // the controller runs the text (an edit starts a new rollout)
 		}
-		rr := &runningRule{revs: revs, cur: cur}
-		if err := compileFrom(l.rs, r, rr); err != nil {
+		rr := &RunningRule{Revs: revs, Cur: cur}
+		if err := compileFrom(l.Set, r, rr); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if l.running == nil {
-			l.running = map[string]*runningRule{}
+		if l.Running == nil {
+			l.Running = map[string]*RunningRule{}
 		}
-		l.running[r.Name] = rr
+		l.Running[r.Name] = rr
 	}
 	return errors.Join(errs...)
 }
 
-// warnTo returns a warn function that writes each warning as a line of w.
-func warnTo(w io.Writer) func(string) {
+// WarnTo returns a warn function that writes each warning as a line of w.
+func WarnTo(w io.Writer) func(string) {
 	return func(s string) { fmt.Fprintln(w, s) }
 }

@@ -1,4 +1,4 @@
-package main
+package clikit
 
 import (
 	"context"
@@ -19,21 +19,22 @@ import (
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
-// identityFlags name the installation a command acts for and the Secret that holds its
+// IdentityFlags name the installation a command acts for and the Secret that holds its
 // key (package identity).
-type identityFlags struct {
+type IdentityFlags struct {
 	installation string
 	secret       string
 }
 
-func (o *identityFlags) addFlags(f *pflag.FlagSet) {
+// AddFlags adds --installation and --identity-secret.
+func (o *IdentityFlags) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.installation, "installation", contract.DefaultInstallation, "name of this kubecel installation, shared by its replicas; two installations in one cluster never act on each other's children")
 	f.StringVar(&o.secret, "identity-secret", "", "NAMESPACE/NAME of the Secret that holds the installation's key, created when missing (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)")
 }
 
-// secretRef names the identity Secret. Options made without flags (kubecel dev) get
+// SecretRef names the identity Secret. Options made without flags (kubecel dev) get
 // the defaults.
-func (o *identityFlags) secretRef() (identity.Secret, error) {
+func (o *IdentityFlags) SecretRef() (identity.Secret, error) {
 	s := identity.Secret{Installation: o.installation}
 	if s.Installation == "" {
 		s.Installation = contract.DefaultInstallation
@@ -54,22 +55,22 @@ func (o *identityFlags) secretRef() (identity.Secret, error) {
 // to read its identity.
 const identityRetry = 2 * time.Second
 
-// load reads the installation's identity from the cluster; with identity.Create its
+// Load reads the installation's identity from the cluster; with identity.Create its
 // Secret is made when it is missing, and the key is checked against the installation's
 // stored revisions (identity.CheckKey). With retry (a controller), an API server that
 // cannot be reached is waited for, each failure logged; an answer that refuses
 // (forbidden, a missing namespace, a bad, lost or replaced key) ends the wait with that
 // error.
-func (o *identityFlags) load(ctx context.Context, cfg *rest.Config, mode identity.Mode, retry bool) (*rules.Identity, error) {
-	id, _, err := o.loadChecked(ctx, cfg, mode, retry)
+func (o *IdentityFlags) Load(ctx context.Context, cfg *rest.Config, mode identity.Mode, retry bool) (*rules.Identity, error) {
+	id, _, err := o.LoadChecked(ctx, cfg, mode, retry)
 	return id, err
 }
 
-// loadChecked is load, and reports whether the key replaced an earlier one of the
+// LoadChecked is load, and reports whether the key replaced an earlier one of the
 // installation (identity.CheckKey); identity.CreateNew accepts a key that proves none of
 // the installation's revisions.
-func (o *identityFlags) loadChecked(ctx context.Context, cfg *rest.Config, mode identity.Mode, retry bool) (*rules.Identity, bool, error) {
-	s, err := o.secretRef()
+func (o *IdentityFlags) LoadChecked(ctx context.Context, cfg *rest.Config, mode identity.Mode, retry bool) (*rules.Identity, bool, error) {
+	s, err := o.SecretRef()
 	if err != nil {
 		return nil, false, err
 	}

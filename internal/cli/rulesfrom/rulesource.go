@@ -1,8 +1,7 @@
-package main
+package rulesfrom
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -19,15 +19,15 @@ import (
 // rulesFlagUsage is the help of --rules on the commands that load the rules once.
 const rulesFlagUsage = "rules file, or directory (its *.yaml files, sorted), or - for the standard input; repeatable, all load as one rule set (required)"
 
-// addRulesFlag adds the repeatable --rules to a command that loads the rules once.
-func addRulesFlag(f *pflag.FlagSet, paths *[]string) {
+// AddRulesFlag adds the repeatable --rules to a command that loads the rules once.
+func AddRulesFlag(f *pflag.FlagSet, paths *[]string) {
 	f.StringArrayVar(paths, "rules", nil, rulesFlagUsage)
 }
 
 // fileSources turns --rules into sources: - is the standard input, read once here (at
 // most one - in all); anything else a file or a directory.
 func fileSources(stdin io.Reader, paths []string) ([]rulesource.Source, error) {
-	if err := oneStdin(paths, nil); err != nil {
+	if err := clikit.OneStdin(paths, nil); err != nil {
 		return nil, err
 	}
 	var out []rulesource.Source
@@ -36,7 +36,7 @@ func fileSources(stdin io.Reader, paths []string) ([]rulesource.Source, error) {
 			out = append(out, rulesource.File(p))
 			continue
 		}
-		data, name, err := readInput(stdin, p)
+		data, name, err := clikit.ReadInput(stdin, p)
 		if err != nil {
 			return nil, err
 		}
@@ -45,9 +45,9 @@ func fileSources(stdin io.Reader, paths []string) ([]rulesource.Source, error) {
 	return out, nil
 }
 
-// checkRulesPaths refuses, before anything connects to a cluster, a --rules directory
+// CheckPaths refuses, before anything connects to a cluster, a --rules directory
 // that holds no *.yaml file.
-func checkRulesPaths(paths []string) error {
+func CheckPaths(paths []string) error {
 	for _, p := range paths {
 		if p == "-" {
 			continue
@@ -59,8 +59,8 @@ func checkRulesPaths(paths []string) error {
 	return nil
 }
 
-// readRules reads the documents of --rules once, for the commands that do not watch.
-func readRules(stdin io.Reader, paths []string) ([]rules.Document, error) {
+// Read reads the documents of --rules once, for the commands that do not watch.
+func Read(stdin io.Reader, paths []string) ([]rules.Document, error) {
 	sources, err := fileSources(stdin, paths)
 	if err != nil {
 		return nil, err
@@ -68,30 +68,20 @@ func readRules(stdin io.Reader, paths []string) ([]rules.Document, error) {
 	return rulesource.Read(sources...)
 }
 
-// rulesName names the --rules of a command in messages: the paths (<stdin> for -),
+// Name names the --rules of a command in messages: the paths (<stdin> for -),
 // comma-separated.
-func rulesName(paths []string) string {
+func Name(paths []string) string {
 	names := make([]string, len(paths))
 	for i, p := range paths {
-		names[i] = inputName(p)
+		names[i] = clikit.InputName(p)
 	}
 	return strings.Join(names, ", ")
 }
 
-// ruleSources picks the rule sources of run, in the order their rules join: the
-// --rules files and directories, then --rules-configmap, then
-// --rules-configmap-selector. cfg is used only for the ConfigMap forms.
-func (o *runOptions) ruleSources(cfg *rest.Config) ([]rulesource.Source, error) {
-	if len(o.rulesFiles) == 0 && o.rulesConfigMap == "" && o.rulesSelector == "" {
-		return nil, errors.New("rules are required: give --rules FILE|DIR, --rules-configmap NAMESPACE/NAME or --rules-configmap-selector NAMESPACE/SELECTOR")
-	}
-	return ruleSources(o.stdin, o.rulesFiles, o.rulesConfigMap, o.rulesSelector, cfg)
-}
-
-// ruleSources makes the sources of --rules (files, directories, - for stdin),
+// Sources makes the sources of --rules (files, directories, - for stdin),
 // --rules-configmap NAMESPACE/NAME and --rules-configmap-selector NAMESPACE/SELECTOR,
 // in the order their rules join. cfg is used only for the ConfigMap forms.
-func ruleSources(stdin io.Reader, files []string, configMap, selector string, cfg *rest.Config) ([]rulesource.Source, error) {
+func Sources(stdin io.Reader, files []string, configMap, selector string, cfg *rest.Config) ([]rulesource.Source, error) {
 	sources, err := fileSources(stdin, files)
 	if err != nil {
 		return nil, err
@@ -135,9 +125,9 @@ func ruleSources(stdin io.Reader, files []string, configMap, selector string, cf
 	return sources, nil
 }
 
-// ruleNotifier reports rules that cannot run on the ConfigMap that holds them, and to
+// Notifier reports rules that cannot run on the ConfigMap that holds them, and to
 // report when set.
-func ruleNotifier(loader *rulesource.Loader, report func(string)) func(context.Context, string, string, string) {
+func Notifier(loader *rulesource.Loader, report func(string)) func(context.Context, string, string, string) {
 	return func(_ context.Context, rule, reason, message string) {
 		text := fmt.Sprintf("rule %q does not run: %s", rule, message)
 		loader.Warn(rule, "Rule"+reason, text)
