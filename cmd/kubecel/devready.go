@@ -104,9 +104,9 @@ func parentReady(ctx context.Context, client dynamic.Interface, p readyParent) b
 	if err != nil {
 		return false
 	}
-	conds := conditionsOf(obj.Object, p.conditions...)
+	conds := clikit.ConditionsOf(obj.Object, p.conditions...)
 	for _, want := range p.conditions {
-		if c := condition(conds, want); c == nil || c.Status != string(metav1.ConditionTrue) {
+		if c := clikit.FindCondition(conds, want); c == nil || c.Status != string(metav1.ConditionTrue) {
 			return false
 		}
 	}

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 // flagError is the root command's FlagErrorFunc: an unknown flag gets the closest flag

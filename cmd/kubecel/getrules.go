@@ -235,12 +235,12 @@ func ruleRowOf(ctx context.Context, dyn dynamic.Interface, store *rollout.Store,
 	row.Parents = &parentCounts{Total: len(items)}
 	for i := range items {
 		p := &items[i]
-		conds := conditionsOf(p.Object, cur.ReadyCondition, cur.SyncedCondition)
+		conds := clikit.ConditionsOf(p.Object, cur.ReadyCondition, cur.SyncedCondition)
 		gen := p.GetGeneration()
-		if c := condition(conds, cur.ReadyCondition); c != nil && c.Status == "True" && c.ObservedGeneration == gen {
+		if c := clikit.FindCondition(conds, cur.ReadyCondition); c != nil && c.Status == "True" && c.ObservedGeneration == gen {
 			row.Parents.Ready++
 		}
-		switch c := condition(conds, cur.SyncedCondition); {
+		switch c := clikit.FindCondition(conds, cur.SyncedCondition); {
 		case c == nil:
 		case c.Status == "True" && c.ObservedGeneration == gen:
 			row.Parents.Synced++

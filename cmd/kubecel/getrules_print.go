@@ -8,9 +8,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/duration"
+
 	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/cli/revisions"
-	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // print writes the rules in the format of -o; with no rule, it says so on stderr, as

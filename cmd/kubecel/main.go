@@ -11,8 +11,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 func main() {
@@ -41,4 +43,10 @@ func exitCode(err error) int {
 		fmt.Fprintln(os.Stderr, usage.Hint())
 	}
 	return 1
+}
+
+// streamsOf returns where a command reads and writes: its input, output and error
+// output (os.Stdin, os.Stdout and os.Stderr unless a test set them).
+func streamsOf(cmd *cobra.Command) clikit.Streams {
+	return clikit.Streams{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
 }

@@ -12,8 +12,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/spf13/cobra"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the render and check tests")

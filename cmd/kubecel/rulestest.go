@@ -11,8 +11,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/spf13/cobra"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 // This file holds kubecel test: it finds the test files, runs their tests and reports

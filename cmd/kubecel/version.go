@@ -5,9 +5,10 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 // The linker stamps these (-X main.version=...): make build stamps version from git

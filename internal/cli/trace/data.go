@@ -1,4 +1,4 @@
-package main
+package trace
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
@@ -33,24 +34,15 @@ type traceDoc struct {
 
 // traceObject names a live object, with its own Ready and Synced conditions.
 type traceObject struct {
-	APIVersion string           `json:"apiVersion"`
-	Kind       string           `json:"kind"`
-	Namespace  string           `json:"namespace,omitempty"`
-	Name       string           `json:"name"`
-	UID        string           `json:"uid,omitempty"`
-	Created    string           `json:"created,omitempty"`
-	Generation int64            `json:"generation,omitempty"`
-	Deleting   bool             `json:"deleting,omitempty"`
-	Conditions []traceCondition `json:"conditions,omitempty"`
-}
-
-// traceCondition is one metav1.Condition of an object.
-type traceCondition struct {
-	Type               string `json:"type"`
-	Status             string `json:"status"`
-	Reason             string `json:"reason,omitempty"`
-	Message            string `json:"message,omitempty"`
-	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
+	APIVersion string             `json:"apiVersion"`
+	Kind       string             `json:"kind"`
+	Namespace  string             `json:"namespace,omitempty"`
+	Name       string             `json:"name"`
+	UID        string             `json:"uid,omitempty"`
+	Created    string             `json:"created,omitempty"`
+	Generation int64              `json:"generation,omitempty"`
+	Deleting   bool               `json:"deleting,omitempty"`
+	Conditions []clikit.Condition `json:"conditions,omitempty"`
 }
 
 // traceRule is one rule that serves the parent's resource.
@@ -68,8 +60,8 @@ type traceRule struct {
 	WritesStatus bool `json:"writesStatus"`
 	// Synced and Ready are the rule's conditions on the parent, as the controller wrote
 	// them; absent before it has, or when the rule has no status block.
-	Synced *traceCondition `json:"synced,omitempty"`
-	Ready  *traceCondition `json:"ready,omitempty"`
+	Synced *clikit.Condition `json:"synced,omitempty"`
+	Ready  *clikit.Condition `json:"ready,omitempty"`
 	// EvaluatedReady is what the rule computes now for the parent, from what exists.
 	EvaluatedReady bool         `json:"evaluatedReady"`
 	Children       []traceChild `json:"children"`
@@ -108,9 +100,9 @@ type traceChild struct {
 	Message    string `json:"message,omitempty"`
 	// Lifecycle says when the child is kept (released) rather than deleted, as the rule
 	// writes it: "onRemove: Keep", "onParentDelete: Keep", or both.
-	Lifecycle  string           `json:"lifecycle,omitempty"`
-	Created    string           `json:"created,omitempty"`
-	Conditions []traceCondition `json:"conditions,omitempty"`
+	Lifecycle  string             `json:"lifecycle,omitempty"`
+	Created    string             `json:"created,omitempty"`
+	Conditions []clikit.Condition `json:"conditions,omitempty"`
 }
 
 // Ref states.
@@ -143,43 +135,12 @@ func objectOf(u *unstructured.Unstructured) traceObject {
 	o := traceObject{
 		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(),
 		UID: string(u.GetUID()), Generation: u.GetGeneration(), Deleting: u.GetDeletionTimestamp() != nil,
-		Conditions: conditionsOf(u.Object, contract.ConditionSynced, contract.ConditionReady),
+		Conditions: clikit.ConditionsOf(u.Object, contract.ConditionSynced, contract.ConditionReady),
 	}
 	if t := u.GetCreationTimestamp(); !t.IsZero() {
 		o.Created = t.UTC().Format("2006-01-02T15:04:05Z")
 	}
 	return o
-}
-
-// conditionsOf returns the object's status conditions of the given types, in that order.
-func conditionsOf(obj map[string]any, types ...string) []traceCondition {
-	list, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
-	var out []traceCondition
-	for _, t := range types {
-		for _, c := range list {
-			m, _ := c.(map[string]any)
-			if m["type"] != t {
-				continue
-			}
-			tc := traceCondition{Type: t}
-			tc.Status, _ = m["status"].(string)
-			tc.Reason, _ = m["reason"].(string)
-			tc.Message, _ = m["message"].(string)
-			tc.ObservedGeneration, _, _ = unstructured.NestedInt64(m, "observedGeneration")
-			out = append(out, tc)
-		}
-	}
-	return out
-}
-
-// condition returns the condition of type t, or nil.
-func condition(list []traceCondition, t string) *traceCondition {
-	for i := range list {
-		if list[i].Type == t {
-			return &list[i]
-		}
-	}
-	return nil
 }
 
 // resource is the client of a mapping's objects in namespace ("" for every namespace),

@@ -1,10 +1,12 @@
-package main
+package trace
 
 import (
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 // writeTraceDot prints the trace as a Graphviz digraph: the parent, its rules, each
@@ -68,8 +70,8 @@ func writeTraceDot(w io.Writer, doc *traceDoc) error {
 	return err
 }
 
-func conditionColor(conds []traceCondition) string {
-	if c := condition(conds, "Ready"); c != nil && c.Status == "True" {
+func conditionColor(conds []clikit.Condition) string {
+	if c := clikit.FindCondition(conds, "Ready"); c != nil && c.Status == "True" {
 		return "palegreen"
 	}
 	if len(conds) == 0 {

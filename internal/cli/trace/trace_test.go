@@ -1,4 +1,4 @@
-package main
+package trace
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 func TestParseTraceArgs(t *testing.T) {
@@ -40,14 +42,14 @@ func TestParseTraceArgs(t *testing.T) {
 func sampleTrace() *traceDoc {
 	return &traceDoc{
 		Parent: traceObject{APIVersion: "example.com/v1", Kind: "WebApp", Namespace: "team", Name: "shop", Created: "2026-01-01T10:00:00Z", Generation: 3,
-			Conditions: []traceCondition{{Type: "Ready", Status: "False", Reason: "ChildrenNotReady"}}},
+			Conditions: []clikit.Condition{{Type: "Ready", Status: "False", Reason: "ChildrenNotReady"}}},
 		Rules: []traceRule{{
 			Name: "web", Selected: true, WritesStatus: true,
-			Ready: &traceCondition{Type: "Ready", Status: "False", Reason: "ChildrenNotReady", Message: "not ready: deployment", ObservedGeneration: 2},
+			Ready: &clikit.Condition{Type: "Ready", Status: "False", Reason: "ChildrenNotReady", Message: "not ready: deployment", ObservedGeneration: 2},
 			Children: []traceChild{{
 				ID: "deployment", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "shop", State: stateNotReady,
 				Message: "readyWhen is false", Expression: "self.status.ready &&\n  true", Created: "2026-01-01T10:01:00Z",
-				Conditions: []traceCondition{{Type: "Synced", Status: "True"}},
+				Conditions: []clikit.Condition{{Type: "Synced", Status: "True"}},
 			}},
 			Refs: []traceRef{{ID: "pods", APIVersion: "v1", Kind: "Pod", Namespace: "team", Selector: "app=shop", State: refFound, Found: 2}},
 		}, {
@@ -96,8 +98,8 @@ func TestRuleStatus(t *testing.T) {
 	}{
 		{traceRule{Selected: true, WritesStatus: true, EvaluatedReady: true}, "NoStatus: no conditions written yet; evaluated now: ready"},
 		{traceRule{Selected: true}, "NoStatus: the rule writes no status; evaluated now: not ready"},
-		{traceRule{Selected: true, WritesStatus: true, Synced: &traceCondition{Status: "False", Reason: "ChildExists", Message: "taken"}, Ready: &traceCondition{Status: "True", Reason: "AllChildrenReady"}}, "ChildExists: taken"},
-		{traceRule{Selected: true, WritesStatus: true, Ready: &traceCondition{Status: "True", Reason: "AllChildrenReady", ObservedGeneration: 4}}, "AllChildrenReady"},
+		{traceRule{Selected: true, WritesStatus: true, Synced: &clikit.Condition{Status: "False", Reason: "ChildExists", Message: "taken"}, Ready: &clikit.Condition{Status: "True", Reason: "AllChildrenReady"}}, "ChildExists: taken"},
+		{traceRule{Selected: true, WritesStatus: true, Ready: &clikit.Condition{Status: "True", Reason: "AllChildrenReady", ObservedGeneration: 4}}, "AllChildrenReady"},
 	} {
 		if got := ruleStatus(tc.rule, 4); got != tc.want {
 			t.Errorf("ruleStatus(%+v) = %q, want %q", tc.rule, got, tc.want)

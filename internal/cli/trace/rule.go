@@ -1,4 +1,4 @@
-package main
+package trace
 
 import (
 	"context"
@@ -13,13 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
 // trace reads the parent and traces every rule that serves its resource.
-func (o *traceOptions) trace(ctx context.Context, tio traceIO, target traceTarget) (*traceDoc, error) {
-	s, err := o.setup(ctx, tio, target.typ)
+func (o *Options) trace(ctx context.Context, streams clikit.Streams, target traceTarget) (*traceDoc, error) {
+	s, err := o.setup(ctx, streams, target.typ)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +35,7 @@ func (o *traceOptions) trace(ctx context.Context, tio traceIO, target traceTarge
 		}
 		return nil, fmt.Errorf("read the parent: %w", err)
 	}
-	id, err := s.rules.Identity(ctx, s.cfg, &o.identity)
+	id, err := s.rules.Identity(ctx, s.cfg, &o.Identity)
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +88,8 @@ func (t *ruleTracer) trace(ctx context.Context, parent *unstructured.Unstructure
 	if r.HasStatus {
 		// A rule without a status block writes no conditions: those of its names are
 		// another rule's.
-		conds := conditionsOf(parent.Object, r.SyncedCondition, r.ReadyCondition)
-		t.out.Synced, t.out.Ready = condition(conds, r.SyncedCondition), condition(conds, r.ReadyCondition)
+		conds := clikit.ConditionsOf(parent.Object, r.SyncedCondition, r.ReadyCondition)
+		t.out.Synced, t.out.Ready = clikit.FindCondition(conds, r.SyncedCondition), clikit.FindCondition(conds, r.ReadyCondition)
 	}
 	t.out.Selected = r.Selects(parent.GetNamespace(), t.namespaced, parent.GetLabels())
 	if !t.out.Selected {

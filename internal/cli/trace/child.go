@@ -1,4 +1,4 @@
-package main
+package trace
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
@@ -53,7 +54,7 @@ func (t *ruleTracer) desiredChild(ctx context.Context, d rules.Desired, matched 
 		}
 		c.State, c.Expression = stateNotReady, ch.ReadyWhen()
 		c.Message = "readyWhen is false"
-		if own := condition(c.Conditions, contract.ConditionReady); own != nil && own.Status != "True" {
+		if own := clikit.FindCondition(c.Conditions, contract.ConditionReady); own != nil && own.Status != "True" {
 			c.Message += fmt.Sprintf("; its own Ready condition is %s (%s)", own.Status, joinReason(own.Reason, own.Message))
 		}
 		return c

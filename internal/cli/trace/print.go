@@ -1,4 +1,4 @@
-package main
+package trace
 
 import (
 	"fmt"
@@ -12,14 +12,14 @@ import (
 )
 
 // print writes the trace in the format of -o.
-func (o *traceOptions) print(w io.Writer, doc *traceDoc) error {
-	switch o.output.Value {
+func (o *Options) print(w io.Writer, doc *traceDoc) error {
+	switch o.Output {
 	case "json", "yaml":
-		return clikit.PrintData(w, o.output.Value, doc)
+		return clikit.PrintData(w, o.Output, doc)
 	case "dot":
 		return writeTraceDot(w, doc)
 	}
-	return writeTraceTree(w, doc, o.output.Value == "wide", time.Now())
+	return writeTraceTree(w, doc, o.Output == "wide", time.Now())
 }
 
 // traceLine is one row of the tree.
@@ -33,8 +33,8 @@ func writeTraceTree(w io.Writer, doc *traceDoc, wide bool, now time.Time) error 
 	p := doc.Parent
 	lines := []traceLine{{
 		name: p.Kind + "/" + p.Name, namespace: p.Namespace, apiVersion: p.APIVersion, created: p.Created,
-		synced: condStatus(condition(p.Conditions, contract.ConditionSynced)),
-		ready:  condStatus(condition(p.Conditions, contract.ConditionReady)),
+		synced: condStatus(clikit.FindCondition(p.Conditions, contract.ConditionSynced)),
+		ready:  condStatus(clikit.FindCondition(p.Conditions, contract.ConditionReady)),
 		status: parentStatus(p),
 	}}
 	for i, r := range doc.Rules {
@@ -90,7 +90,7 @@ func branch(last bool) string {
 	return "├─ "
 }
 
-func condStatus(c *traceCondition) string {
+func condStatus(c *clikit.Condition) string {
 	if c == nil {
 		return "-"
 	}
@@ -104,7 +104,7 @@ func parentStatus(p traceObject) string {
 	if p.Deleting {
 		out = append(out, "Deleting")
 	}
-	synced, ready := condition(p.Conditions, contract.ConditionSynced), condition(p.Conditions, contract.ConditionReady)
+	synced, ready := clikit.FindCondition(p.Conditions, contract.ConditionSynced), clikit.FindCondition(p.Conditions, contract.ConditionReady)
 	if synced != nil && synced.Status != "True" {
 		out = append(out, synced.Reason)
 	}
@@ -155,7 +155,7 @@ func childLine(c traceChild) traceLine {
 		name += " (" + c.ID + ")"
 	}
 	l := traceLine{name: name, namespace: c.Namespace, apiVersion: c.APIVersion, created: c.Created, synced: "-", ready: "-"}
-	if own := condition(c.Conditions, contract.ConditionSynced); own != nil {
+	if own := clikit.FindCondition(c.Conditions, contract.ConditionSynced); own != nil {
 		l.synced = own.Status
 	}
 	switch c.State {

@@ -1,4 +1,4 @@
-package main
+package trace
 
 import (
 	"cmp"
@@ -43,11 +43,11 @@ type stateCount struct {
 }
 
 // summary lists the parents of every rule that serves the type and sorts them by state.
-func (o *traceOptions) summary(ctx context.Context, tio traceIO, typ string) (*traceSummary, error) {
-	if o.output.Value == "dot" {
+func (o *Options) summary(ctx context.Context, streams clikit.Streams, typ string) (*traceSummary, error) {
+	if o.Output == "dot" {
 		return nil, errors.New("-o dot draws one parent: give TYPE/NAME")
 	}
-	s, err := o.setup(ctx, tio, typ)
+	s, err := o.setup(ctx, streams, typ)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (o *traceOptions) summary(ctx context.Context, tio traceIO, typ string) (*t
 	for _, r := range s.served {
 		m := *s.mapping
 		m.Resource = r.Parent.GVR
-		list, err := s.client.resource(&m, o.namespace).List(ctx, metav1.ListOptions{})
+		list, err := s.client.resource(&m, o.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("rule %q: list %s: %w", r.Name, r.Parent.GVR.GroupResource(), err)
 		}
@@ -107,8 +107,8 @@ func parentState(ctx context.Context, r *rules.Rule, parent map[string]any, dele
 	if !r.HasStatus {
 		return "NoStatus"
 	}
-	conds := conditionsOf(parent, r.SyncedCondition, r.ReadyCondition)
-	synced, ready := condition(conds, r.SyncedCondition), condition(conds, r.ReadyCondition)
+	conds := clikit.ConditionsOf(parent, r.SyncedCondition, r.ReadyCondition)
+	synced, ready := clikit.FindCondition(conds, r.SyncedCondition), clikit.FindCondition(conds, r.ReadyCondition)
 	switch {
 	case synced != nil && synced.Status != "True":
 		return "Synced=" + synced.Status + " " + synced.Reason
@@ -133,9 +133,9 @@ func stateRank(state string) int {
 // summaryExamples is how many parents a state lists in the text summary.
 const summaryExamples = 5
 
-func (o *traceOptions) printSummary(w io.Writer, sum *traceSummary) error {
-	if o.output.Value == "json" || o.output.Value == "yaml" {
-		return clikit.PrintData(w, o.output.Value, sum)
+func (o *Options) printSummary(w io.Writer, sum *traceSummary) error {
+	if o.Output == "json" || o.Output == "yaml" {
+		return clikit.PrintData(w, o.Output, sum)
 	}
 	if sum.header != "" {
 		fmt.Fprintln(w, sum.header)
@@ -149,7 +149,7 @@ func (o *traceOptions) printSummary(w io.Writer, sum *traceSummary) error {
 		for _, s := range r.States {
 			names := s.Parents
 			more := ""
-			if len(names) > summaryExamples && o.output.Value != "wide" {
+			if len(names) > summaryExamples && o.Output != "wide" {
 				more = fmt.Sprintf(", and %d more", len(names)-summaryExamples)
 				names = names[:summaryExamples]
 			}
