@@ -61,7 +61,7 @@ func (n ruleNames) list(ctx context.Context) ([]string, error) {
 				files = append(files, f)
 			}
 		}
-		rs, _, err := loadRules(nil, files, "", rules.Options{})
+		rs, _, err := rulesfrom.LoadFiles(nil, files, "", rules.Options{})
 		if err != nil {
 			return nil, err
 		}

@@ -51,7 +51,7 @@ status 1 when the rules do not load, or no rule (or not the one named) has an ap
 }
 
 func (o *crdOptions) run(stdin io.Reader, stdout io.Writer) error {
-	rs, _, err := loadRules(stdin, o.rules, "", o.limits.Options())
+	rs, _, err := rulesfrom.LoadFiles(stdin, o.rules, "", o.limits.Options())
 	if err != nil {
 		return &clikit.ExitError{Code: 1, Err: err}
 	}

@@ -1,4 +1,4 @@
-package main
+package rulestest
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/internal/rulesource"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -123,7 +124,7 @@ func loadTestFile(file string) (*testSuite, error) {
 		crdDir = filepath.Join(dir, doc.CRDs)
 	}
 	s := &testSuite{file: file}
-	if s.rules, s.crds, err = loadRules(nil, rulesPaths, crdDir, rules.Options{}); err != nil {
+	if s.rules, s.crds, err = rulesfrom.LoadFiles(nil, rulesPaths, crdDir, rules.Options{}); err != nil {
 		return nil, err
 	}
 	if len(doc.Tests) == 0 {
@@ -234,7 +235,7 @@ func expectedChildren(dir string, raw json.RawMessage) (objs []map[string]any, f
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
 		return nil, file, nil // none yet: every child is unexpected until --update writes them
 	}
-	if objs, err = readObjects(nil, file); err != nil {
+	if objs, err = clikit.ReadObjects(nil, file); err != nil {
 		return nil, "", fmt.Errorf("expect.children: %w", err)
 	}
 	return objs, file, nil
@@ -264,7 +265,7 @@ func testObjects(dir, at string, raw json.RawMessage, named bool) ([]map[string]
 		}
 		return nil, fmt.Errorf("%s: neither an object (with a kind) nor %s", at, want)
 	}
-	objs, err := readObjects(nil, filepath.Join(dir, ref.File))
+	objs, err := clikit.ReadObjects(nil, filepath.Join(dir, ref.File))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", at, err)
 	}

@@ -1,4 +1,4 @@
-package main
+package rulestest
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 // declares exactly the fields kubecel test reads: the schema is generated from types of
 // package rules, and the file is read with the types of this package.
 func TestTestFileSchemaFields(t *testing.T) {
-	data, err := os.ReadFile("../../rules/ruletest.schema.json")
+	data, err := os.ReadFile("../../../rules/ruletest.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}

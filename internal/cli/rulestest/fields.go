@@ -1,4 +1,4 @@
-package main
+package rulestest
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"slices"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 // This file makes the mistakes in the shape of a test file readable: an unknown field
@@ -68,7 +70,7 @@ func checkTestFields(file string, data []byte) error {
 func closestWord(w string, words []string) string {
 	best, bestDist := "", 3
 	for _, c := range words {
-		if d := editDistance(w, c); d < bestDist {
+		if d := clikit.EditDistance(w, c); d < bestDist {
 			best, bestDist = c, d
 		}
 	}

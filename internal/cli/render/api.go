@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // server would store it: with the defaults of the rules' api, without the fields it
 // does not declare (each noted). A parent the API server would refuse is an error
 // naming its fields. Parents of other kinds are returned as they are.
-func (o *renderOutput) admitParent(rs *rules.RuleSet, parent map[string]any) (map[string]any, error) {
+func (o *Output) admitParent(rs *rules.RuleSet, parent map[string]any) (map[string]any, error) {
 	admitted, err := rs.Admit(parent)
 	switch {
 	case err != nil:
@@ -23,7 +23,7 @@ func (o *renderOutput) admitParent(rs *rules.RuleSet, parent map[string]any) (ma
 	}
 	if len(admitted.Dropped) > 0 {
 		ns, name := clikit.ObjectName(parent)
-		o.note(fmt.Sprintf("%s %s: the API server drops %s, which the rules' api does not declare", parent["kind"], clikit.Namespaced(ns, name), strings.Join(admitted.Dropped, ", ")))
+		o.Note(fmt.Sprintf("%s %s: the API server drops %s, which the rules' api does not declare", parent["kind"], clikit.Namespaced(ns, name), strings.Join(admitted.Dropped, ", ")))
 	}
 	return admitted.Object, nil
 }

@@ -1,4 +1,4 @@
-package main
+package rulestest
 
 import (
 	"bytes"
@@ -40,12 +40,12 @@ func updateOf(c *testCase, o *testOutcome) (testUpdate, bool) {
 	for _, d := range o.children {
 		var was map[string]any
 		for _, w := range c.expectChildren {
-			if isChild(w, d.object) {
+			if isChild(w, d.Object) {
 				was = w
 				break
 			}
 		}
-		u.children = append(u.children, expectedForm(d.object, was))
+		u.children = append(u.children, expectedForm(d.Object, was))
 	}
 	// A children file that does not exist yet is written even when empty.
 	u.setChildren = !c.hasChildren || c.expectChildren == nil || len(u.children) != len(c.expectChildren)

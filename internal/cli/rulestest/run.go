@@ -1,4 +1,4 @@
-package main
+package rulestest
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/render"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
@@ -22,8 +23,8 @@ import (
 
 // testOutcome is what the rules computed for a test's parent.
 type testOutcome struct {
-	children []renderDoc
-	// status joins the status fields of every rule with a status block; nil when none
+	children []render.Doc
+	// Status joins the status fields of every rule with a status block; nil when none
 	// has one.
 	status map[string]any
 	ready  bool
@@ -38,11 +39,11 @@ type testOutcome struct {
 // returns the outcome, or the errors that stopped the evaluation.
 func renderTest(ctx context.Context, s *testSuite, c *testCase) (*testOutcome, []string) {
 	// The CRDs of --crds, and the APIs the rules define.
-	out := &renderOutput{yaml: true, stdout: io.Discard, stderr: io.Discard, schemas: s.rules.Schemas()}
-	failed, unmatched := out.renderParent(ctx, s.rules, s.crds, c.parent, c.observed)
+	out := &render.Output{YAML: true, Stdout: io.Discard, Stderr: io.Discard, Schemas: s.rules.Schemas()}
+	failed, unmatched := out.Render(ctx, s.rules, s.crds, c.parent, c.observed)
 	if unmatched != nil {
 		// No rule applies: no children and no status, which a test may expect.
-		out.note(unmatched.Error())
+		out.Note(unmatched.Error())
 	}
 	if len(failed) > 0 {
 		var msgs []string
@@ -51,31 +52,31 @@ func renderTest(ctx context.Context, s *testSuite, c *testCase) (*testOutcome, [
 		}
 		return nil, msgs
 	}
-	o := &testOutcome{ready: len(out.notReady) == 0}
+	o := &testOutcome{ready: len(out.NotReady) == 0}
 	children := map[string]any{}
-	for _, r := range out.applied {
+	for _, r := range out.Applied {
 		for _, ch := range r.Children {
 			if ch.ForEach {
 				children[ch.ID] = []any{}
 			}
 		}
 	}
-	for _, d := range out.docs {
+	for _, d := range out.Docs {
 		switch {
-		case d.object == nil:
-			if !strings.Contains(d.comment, contract.PlaceholderUID) {
-				o.notes = append(o.notes, d.comment)
+		case d.Object == nil:
+			if !strings.Contains(d.Comment, contract.PlaceholderUID) {
+				o.notes = append(o.notes, d.Comment)
 			}
-		case d.child != "":
+		case d.Child != "":
 			o.children = append(o.children, d)
-			if d.index >= 0 {
-				list, _ := children[d.child].([]any)
-				children[d.child] = append(list, d.object)
+			if d.Index >= 0 {
+				list, _ := children[d.Child].([]any)
+				children[d.Child] = append(list, d.Object)
 			} else {
-				children[d.child] = d.object
+				children[d.Child] = d.Object
 			}
-		case d.status:
-			st, _ := d.object["status"].(map[string]any)
+		case d.Status:
+			st, _ := d.Object["status"].(map[string]any)
 			if o.status == nil {
 				o.status = map[string]any{}
 			}
@@ -131,7 +132,7 @@ func checkError(want string, errs []string) []string {
 // compareChildren pairs each expected child with the rendered child of the same kind,
 // name and (where the expectation gives one) namespace, and reports the differences,
 // the missing children and the unexpected ones.
-func compareChildren(want []map[string]any, got []renderDoc) []string {
+func compareChildren(want []map[string]any, got []render.Doc) []string {
 	var msgs []string
 	used := make([]bool, len(got))
 	for _, w := range want {
@@ -141,23 +142,23 @@ func compareChildren(want []map[string]any, got []renderDoc) []string {
 			continue
 		}
 		used[i] = true
-		g := expectedForm(got[i].object, w)
+		g := expectedForm(got[i].Object, w)
 		if !reflect.DeepEqual(w, g) {
-			msgs = append(msgs, fmt.Sprintf("child %s (rule %q child %q) differs (-want +got):\n%s", childName(w), got[i].rule, got[i].child, yamlDiff(w, g)))
+			msgs = append(msgs, fmt.Sprintf("child %s (rule %q child %q) differs (-want +got):\n%s", childName(w), got[i].Rule, got[i].Child, yamlDiff(w, g)))
 		}
 	}
 	for i, d := range got {
 		if !used[i] {
-			msgs = append(msgs, fmt.Sprintf("child %s (rule %q child %q): not expected", childName(d.object), d.rule, d.child))
+			msgs = append(msgs, fmt.Sprintf("child %s (rule %q child %q): not expected", childName(d.Object), d.Rule, d.Child))
 		}
 	}
 	return msgs
 }
 
 // findChild returns the index of the first unused rendered child that is want.
-func findChild(want map[string]any, got []renderDoc, used []bool) int {
+func findChild(want map[string]any, got []render.Doc, used []bool) int {
 	for i, d := range got {
-		if !used[i] && isChild(want, d.object) {
+		if !used[i] && isChild(want, d.Object) {
 			return i
 		}
 	}
