@@ -1,4 +1,4 @@
-package main
+package plan
 
 import (
 	"bytes"
@@ -7,30 +7,30 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kubecel/kubecel/engine/plan"
+	engineplan "github.com/kubecel/kubecel/engine/plan"
 )
 
 func TestWriteTextPlan(t *testing.T) {
-	parent := plan.ObjectRef{APIVersion: "example.com/v1", Kind: "App", Namespace: "ns", Name: "a"}
-	cm := plan.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "a"}
-	update := plan.Change{Action: plan.ActionUpdate, Child: "config", Object: cm,
-		Fields: []plan.FieldChange{{Op: plan.OpChange, Path: "data.size", Old: "1", New: "2"}}}
+	parent := engineplan.ObjectRef{APIVersion: "example.com/v1", Kind: "App", Namespace: "ns", Name: "a"}
+	cm := engineplan.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "a"}
+	update := engineplan.Change{Action: engineplan.ActionUpdate, Child: "config", Object: cm,
+		Fields: []engineplan.FieldChange{{Op: engineplan.OpChange, Path: "data.size", Old: "1", New: "2"}}}
 	tests := []struct {
 		name  string
-		plans []plan.ParentPlan
+		plans []engineplan.ParentPlan
 		color bool
 		want  string
 	}{{
 		name:  "nothing to change",
-		plans: []plan.ParentPlan{{Rule: "app", Parent: parent}},
+		plans: []engineplan.ParentPlan{{Rule: "app", Parent: parent}},
 		want:  "No changes: the cluster matches the rules (1 parent).\n",
 	}, {
 		name: "changes and an error, plain",
-		plans: []plan.ParentPlan{
-			{Rule: "app", Parent: parent, Changes: []plan.Change{update}},
-			{Rule: "app", Parent: plan.ObjectRef{APIVersion: "example.com/v1", Kind: "App", Namespace: "ns", Name: "b"},
+		plans: []engineplan.ParentPlan{
+			{Rule: "app", Parent: parent, Changes: []engineplan.Change{update}},
+			{Rule: "app", Parent: engineplan.ObjectRef{APIVersion: "example.com/v1", Kind: "App", Namespace: "ns", Name: "b"},
 				Waiting: []string{"svc waits for deploy"}, Errors: []error{errors.New("rule \"app\" child \"x\": rejected\nsecond line")}},
-			{Rule: "app", Parent: plan.ObjectRef{APIVersion: "example.com/v1", Kind: "App", Namespace: "ns", Name: "c"}},
+			{Rule: "app", Parent: engineplan.ObjectRef{APIVersion: "example.com/v1", Kind: "App", Namespace: "ns", Name: "c"}},
 		},
 		want: `rule app: App.example.com ns/a
   ~ ConfigMap ns/a (child config)
@@ -45,7 +45,7 @@ Plan: 0 to create, 1 to update, 0 to prune, 0 status changes, in 1 of 3 parents;
 `,
 	}, {
 		name:  "colour on a terminal",
-		plans: []plan.ParentPlan{{Rule: "app", Parent: parent, Changes: []plan.Change{update}}},
+		plans: []engineplan.ParentPlan{{Rule: "app", Parent: parent, Changes: []engineplan.Change{update}}},
 		color: true,
 		want: "\x1b[1mrule app: App.example.com ns/a\x1b[0m\n" +
 			"  \x1b[33m~ ConfigMap ns/a (child config)\x1b[0m\n" +

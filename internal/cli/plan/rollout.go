@@ -1,4 +1,4 @@
-package main
+package plan
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubecel/kubecel/engine/plan"
+	engineplan "github.com/kubecel/kubecel/engine/plan"
 	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/cli/revisions"
 	"github.com/kubecel/kubecel/internal/rollout"
@@ -36,14 +36,14 @@ type planRollout struct {
 
 // planStep is one step of a planned rollout: the parents it adds.
 type planStep struct {
-	Percent float64          `json:"percent"`
-	Parents []plan.ObjectRef `json:"parents"`
+	Percent float64                `json:"percent"`
+	Parents []engineplan.ObjectRef `json:"parents"`
 }
 
 // planRollouts works out, for every planned rule with a rollout policy, the steps its
 // text would take from the revisions stored in the cluster, with the parents each step
 // takes (in the order the controller takes them: canaries first).
-func planRollouts(ctx context.Context, cfg *rest.Config, store rollout.Store, rs *rules.RuleSet, only string, plans []plan.ParentPlan) []planRollout {
+func planRollouts(ctx context.Context, cfg *rest.Config, store rollout.Store, rs *rules.RuleSet, only string, plans []engineplan.ParentPlan) []planRollout {
 	var out []planRollout
 	kube, err := kubernetes.NewForConfig(cfg)
 	for _, r := range rs.Rules {
@@ -90,9 +90,9 @@ func planRollouts(ctx context.Context, cfg *rest.Config, store rollout.Store, rs
 }
 
 // stepsOf divides a rule's planned parents into its rollout's steps.
-func stepsOf(r *rules.Rule, plans []plan.ParentPlan) []planStep {
+func stepsOf(r *rules.Rule, plans []engineplan.ParentPlan) []planStep {
 	var parents []rollout.Parent
-	refs := map[rollout.Parent]plan.ObjectRef{}
+	refs := map[rollout.Parent]engineplan.ObjectRef{}
 	for _, pp := range plans {
 		if pp.Rule != r.Name {
 			continue
@@ -106,7 +106,7 @@ func stepsOf(r *rules.Rule, plans []plan.ParentPlan) []planStep {
 	taken := 0
 	for i, pct := range r.Rollout.Steps {
 		m := rollout.Members(r.Rollout.Steps, i+1, len(parents))
-		steps[i] = planStep{Percent: pct, Parents: []plan.ObjectRef{}}
+		steps[i] = planStep{Percent: pct, Parents: []engineplan.ObjectRef{}}
 		for _, p := range parents[taken:m] {
 			steps[i].Parents = append(steps[i].Parents, refs[p])
 		}
@@ -136,7 +136,7 @@ func writeTextRollouts(w io.Writer, rollouts []planRollout, p palette) {
 }
 
 // stepParents names the parents a step adds, at most 10.
-func stepParents(refs []plan.ObjectRef, first bool) string {
+func stepParents(refs []engineplan.ObjectRef, first bool) string {
 	more := " more"
 	if first {
 		more = ""
