@@ -1,13 +1,13 @@
-package main
+package rolloutcmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
-
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/cli/revisions"
 	"github.com/kubecel/kubecel/internal/rollout"
 )
@@ -15,34 +15,20 @@ import (
 // historyMessageWidth is how many characters of a revision's message history shows.
 const historyMessageWidth = 60
 
-func newRolloutHistoryCommand() *cobra.Command {
-	var o rolloutOptions
-	cmd := &cobra.Command{
-		Use:   "history RULE",
-		Short: "List the stored revisions of a rule",
-		Long: `history lists every stored revision of a rule, oldest first, as kubectl rollout history
-does: its number, hash, phase, the step its rollout reached, when it was created (RFC
-3339, UTC) and the start of its message (kubecel rollout status shows it whole). The
-last row is the current revision. Exit status 0; 1 when the rule has no revision.`,
-		Example: `  kubecel rollout history webapp`,
-		Args:    ruleArg,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			revs, _, err := c.current(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return printHistory(cmd.OutOrStdout(), revs)
-		},
+// History prints every stored revision of rule on s.Out, oldest first.
+func History(ctx context.Context, o *Options, rule string, s clikit.Streams) error {
+	c, err := o.connect(ctx, false)
+	if err != nil {
+		return err
 	}
-	o.addFlags(cmd.Flags())
-	cmd.ValidArgsFunction = o.ruleNames().complete(true)
-	return cmd
+	revs, _, err := c.current(ctx, rule)
+	if err != nil {
+		return err
+	}
+	return printHistory(s.Out, revs)
 }
 
+// printHistory writes the revisions as a table.
 func printHistory(w io.Writer, revs []*rollout.Revision) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "REVISION\tHASH\tPHASE\tSTEP\tCREATED\tMESSAGE")

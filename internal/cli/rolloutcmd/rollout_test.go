@@ -1,4 +1,4 @@
-package main
+package rolloutcmd
 
 import (
 	"errors"
@@ -64,7 +64,7 @@ func TestRolloutOpConflict(t *testing.T) {
 				return false, nil, nil
 			})
 			c := &rolloutClient{store: &rollout.Store{Client: client, Namespace: "kubecel-system", Installation: "kubecel", Signer: testIdentity(t)}}
-			line, err := c.apply(t.Context(), pauseOp, "web")
+			line, err := c.apply(t.Context(), Pause, "web")
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("apply: error %v, want %q", err, tt.wantErr)

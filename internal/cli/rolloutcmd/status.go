@@ -1,4 +1,4 @@
-package main
+package rolloutcmd
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"io"
 	"strings"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/cli/revisions"
@@ -17,70 +15,35 @@ import (
 // maxFailing is how many parents that are not healthy status names.
 const maxFailing = 10
 
-type rolloutStatusOptions struct {
-	rolloutOptions
-	watch    bool
-	interval time.Duration
-	timeout  time.Duration
-}
-
-func newRolloutStatusCommand() *cobra.Command {
-	var o rolloutStatusOptions
-	cmd := &cobra.Command{
-		Use:   "status RULE [--watch [--interval 2s] [--timeout DURATION]]",
-		Short: "Show the rollout of a rule's current revision and where its parents are",
-		Long: `status shows a rule's current revision: its number and hash, its phase, the step of a
-rollout under way ("2 of 4 (10%)") and since when, the revision it rolls from, and its
-message (a rollout paused or rolled back by its progress deadline names the parents that
-failed). From the live parents (the objects of the rule's parent resource in its
-namespaces that match its selector; its when: expression is not evaluated) it counts how many are at the revision and at the one it rolls from, and,
-while the rollout is Progressing or Paused, names the members of the steps taken that
-are not healthy (not at the revision, or not Ready), at most 10. The members are the
-parents in the rollout's order: the canaries its policy names first.
-
-After an undo (RolledBack) it says at which revision the rule is held until its text
-changes. Exit status 0.
-
---watch (-w) reads the revision again every --interval and prints a line at each
-change until the rollout is no longer Progressing: exit status 0 when it is Complete,
-1 when it is Paused or RolledBack, and 1 when --timeout (0: none) passes first.`,
-		Example: `  # where the rollout of the rule's current revision stands
-  kubecel rollout status webapp
-
-  # follow it until it completes, fails or 10 minutes pass
-  kubecel rollout status webapp --watch --timeout 10m`,
-		Args: ruleArg,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.interval <= 0 {
-				return &clikit.UsageError{Msg: fmt.Sprintf("--interval %s: want a positive duration", o.interval), Command: cmd.CommandPath()}
-			}
-			if o.timeout < 0 {
-				return &clikit.UsageError{Msg: fmt.Sprintf("--timeout %s: want a duration, 0 for none", o.timeout), Command: cmd.CommandPath()}
-			}
-			c, err := o.connect(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			if o.watch {
-				return c.watch(cmd.Context(), cmd.OutOrStdout(), args[0], o.interval, o.timeout)
-			}
-			v, err := c.view(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return v.print(cmd.OutOrStdout())
-		},
-	}
-	f := cmd.Flags()
-	o.addFlags(f)
-	cmd.ValidArgsFunction = o.ruleNames().complete(true)
-	f.BoolVarP(&o.watch, "watch", "w", false, "print each change until the rollout is no longer Progressing; exit 0 when Complete, 1 when Paused or RolledBack")
-	f.DurationVar(&o.interval, "interval", 2*time.Second, "with --watch, how often to read the revision and its parents")
-	f.DurationVar(&o.timeout, "timeout", 0, "with --watch, how long to wait before exiting 1 (0: no limit)")
-	return cmd
+// StatusOptions are rollout status's flags.
+type StatusOptions struct {
+	Options
+	// Watch prints each change until the rollout is no longer Progressing.
+	Watch bool
+	// Interval is how often a watch reads the revision and its parents.
+	Interval time.Duration
+	// Timeout ends a watch with status 1 when it passes first; 0 for none.
+	Timeout time.Duration
 }
 
 // print writes the status of the current revision.
+// Status prints where the rollout of rule's current revision stands on s.Out; with
+// o.watch, a line at each change until it is no longer Progressing.
+func Status(ctx context.Context, o *StatusOptions, rule string, s clikit.Streams) error {
+	c, err := o.connect(ctx, false)
+	if err != nil {
+		return err
+	}
+	if o.Watch {
+		return c.watch(ctx, s.Out, rule, o.Interval, o.Timeout)
+	}
+	v, err := c.view(ctx, rule)
+	if err != nil {
+		return err
+	}
+	return v.print(s.Out)
+}
+
 func (v *rolloutView) print(w io.Writer) error {
 	cur := v.cur
 	var b strings.Builder
@@ -176,7 +139,7 @@ func (v *rolloutView) summary() string {
 	return s
 }
 
-// watch prints a line at each change of a rule's current revision until its rollout is
+// Watch prints a line at each change of a rule's current revision until its rollout is
 // no longer Progressing.
 func (c *rolloutClient) watch(ctx context.Context, w io.Writer, rule string, interval, timeout time.Duration) error {
 	var deadline <-chan time.Time
