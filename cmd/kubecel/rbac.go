@@ -104,7 +104,7 @@ func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
 	if m.mapper != nil {
 		for _, r := range rs.Rules {
 			if _, err := m.mapper.KindFor(r.Parent.GVR); meta.IsNoMatchError(err) {
-				fmt.Fprintf(stderr, "note: rule %q: the cluster does not serve parent resource %s (yet); its permissions are included all the same\n", r.Name, gvrString(r.Parent.GVR))
+				fmt.Fprintf(stderr, "note: rule %q: the cluster does not serve parent resource %s (yet); its permissions are included all the same\n", r.Name, clikit.GVRString(r.Parent.GVR))
 			}
 		}
 	}
@@ -227,12 +227,4 @@ func gvkString(gvk schema.GroupVersionKind) string {
 		return gvk.Kind + "/" + gvk.Version
 	}
 	return gvk.Kind + "." + gvk.Group + "/" + gvk.Version
-}
-
-// gvrString renders a resource as group/version/resource, or version/resource for the core group.
-func gvrString(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Version + "/" + gvr.Resource
-	}
-	return gvr.Group + "/" + gvr.Version + "/" + gvr.Resource
 }

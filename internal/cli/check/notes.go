@@ -1,12 +1,10 @@
-package main
+package check
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -18,14 +16,6 @@ import (
 // noticeSeverity is the severity of what check says without it being a problem: the
 // parents and children that were not type-checked.
 const noticeSeverity = "notice"
-
-// clusterChoosingFlags are the connection flags that make check read a cluster.
-var clusterChoosingFlags = []string{"kubeconfig", "context", "cluster", "server"}
-
-// choosesCluster reports whether check was given a cluster to check against.
-func choosesCluster(fs *pflag.FlagSet) bool {
-	return slices.ContainsFunc(clusterChoosingFlags, fs.Changed)
-}
 
 // clusterSchemas reads the CRDs of the cluster and what it serves, for check.
 func clusterSchemas(ctx context.Context, c *clikit.ClusterFlags) (rules.SchemaSource, rules.ServedSource, error) {
@@ -55,7 +45,7 @@ func typeCheckNotices(rs *rules.RuleSet, from string) []*rules.Error {
 	var out []*rules.Error
 	for _, r := range rs.Rules {
 		if !r.ParentTypeChecked() {
-			msg := noSchema(gvrString(r.Parent.GVR), r.Parent.GVR.GroupVersion(), from, "a misspelt parent field fails only when evaluated")
+			msg := noSchema(clikit.GVRString(r.Parent.GVR), r.Parent.GVR.GroupVersion(), from, "a misspelt parent field fails only when evaluated")
 			if plural := guessPlural(r.Parent.GVR.Resource); plural != r.Parent.GVR.Resource {
 				msg += fmt.Sprintf("; parent.resource is the plural resource name: if %q is singular, write %q", r.Parent.GVR.Resource, plural)
 			}
