@@ -1,4 +1,4 @@
-package main
+package rbac
 
 import (
 	"slices"
@@ -49,7 +49,7 @@ func TestRefGrants(t *testing.T) {
 				t.Errorf("the ClusterRole grants list and watch on secrets: %v, want %v", got, tt.wantCluster)
 			}
 			var namespaces []string
-			for _, obj := range refRoles("kubecel-rules", rs, m.resourceFor, "kubecel-system/kubecel") {
+			for _, obj := range RefRoles("kubecel-rules", rs, m.resourceFor, "kubecel-system/kubecel") {
 				switch o := obj.(type) {
 				case *rbacv1.Role:
 					namespaces = append(namespaces, o.Namespace)

@@ -1,4 +1,4 @@
-package main
+package rbac
 
 import (
 	"cmp"
@@ -18,13 +18,13 @@ import (
 // `kubecel rbac`.
 const aggregateLabel = "kubecel.dev/aggregate-to-controller"
 
-// resourceMapper maps a child's kind to the resource that serves it.
-type resourceMapper func(schema.GroupVersionKind) schema.GroupVersionResource
+// ResourceMapper maps a child's kind to the resource that serves it.
+type ResourceMapper func(schema.GroupVersionKind) schema.GroupVersionResource
 
-// rulesClusterRole returns the least-privilege ClusterRole that the rules need,
+// ClusterRole returns the least-privilege ClusterRole that the rules need,
 // named name and labelled for aggregation into the controller's ClusterRole. The reads
 // of refs that the rules confine to named namespaces are not in it: see refRoles.
-func rulesClusterRole(name string, rs *rules.RuleSet, resourceFor resourceMapper) *rbacv1.ClusterRole {
+func ClusterRole(name string, rs *rules.RuleSet, resourceFor ResourceMapper) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -36,14 +36,14 @@ func rulesClusterRole(name string, rs *rules.RuleSet, resourceFor resourceMapper
 }
 
 // policyRules computes the access the rules need in every namespace.
-func policyRules(rs *rules.RuleSet, resourceFor resourceMapper) []rbacv1.PolicyRule {
+func policyRules(rs *rules.RuleSet, resourceFor ResourceMapper) []rbacv1.PolicyRule {
 	cluster, _ := neededAccess(rs, resourceFor)
 	return mergeRules(cluster)
 }
 
 // neededAccess lists what the rules need: in every namespace (the ClusterRole), and in
 // named namespaces only (the reads of refs that the rules confine there), by namespace.
-func neededAccess(rs *rules.RuleSet, resourceFor resourceMapper) (cluster []rules.Access, byNamespace map[string][]rules.Access) {
+func neededAccess(rs *rules.RuleSet, resourceFor ResourceMapper) (cluster []rules.Access, byNamespace map[string][]rules.Access) {
 	byNamespace = map[string][]rules.Access{}
 	for _, r := range rs.Rules {
 		var children []schema.GroupVersionResource
@@ -112,10 +112,10 @@ func mergeRules(access []rules.Access) []rbacv1.PolicyRule {
 	return result
 }
 
-// refRoles returns, for each namespace to which the rules confine the reads of refs, a
+// RefRoles returns, for each namespace to which the rules confine the reads of refs, a
 // Role with those reads and a RoleBinding of it to the controller's ServiceAccount
 // (NAMESPACE/NAME), sorted by namespace: none when every ref may read every namespace.
-func refRoles(name string, rs *rules.RuleSet, resourceFor resourceMapper, serviceAccount string) []any {
+func RefRoles(name string, rs *rules.RuleSet, resourceFor ResourceMapper, serviceAccount string) []any {
 	_, byNamespace := neededAccess(rs, resourceFor)
 	saNamespace, saName, _ := strings.Cut(serviceAccount, "/")
 	var out []any
