@@ -1,4 +1,4 @@
-package main
+package getrules
 
 import (
 	"fmt"
@@ -16,16 +16,16 @@ import (
 
 // print writes the rules in the format of -o; with no rule, it says so on stderr, as
 // kubectl get does.
-func (o *getRulesOptions) print(out, stderr io.Writer, list *ruleList) error {
-	switch o.output.Value {
+func (o *Options) print(out, stderr io.Writer, list *ruleList) error {
+	switch o.Output {
 	case "json", "yaml":
-		return clikit.PrintData(out, o.output.Value, list)
+		return clikit.PrintData(out, o.Output, list)
 	}
 	if len(list.Rules) == 0 {
 		_, err := fmt.Fprintf(stderr, "No rules found for installation %q in namespace %s.\n", list.Installation, list.Namespace)
 		return err
 	}
-	return writeRuleTable(out, list.Rules, o.output.Value == "wide", time.Now())
+	return writeRuleTable(out, list.Rules, o.Output == "wide", time.Now())
 }
 
 // writeRuleTable prints one row per rule; wide adds UP-TO-DATE, RESOURCE, FROM, AGE and
