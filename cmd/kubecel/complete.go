@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -23,8 +25,8 @@ const completeTimeout = 5 * time.Second
 // command has a --rules flag and it is set, else the installation's revisions.
 type ruleNames struct {
 	files    *[]string
-	cluster  *clusterFlags
-	identity *identityFlags
+	cluster  *clikit.ClusterFlags
+	identity *clikit.IdentityFlags
 }
 
 // complete returns a completion function of rules' names; single completes one name
@@ -59,7 +61,7 @@ func (n ruleNames) list(ctx context.Context) ([]string, error) {
 				files = append(files, f)
 			}
 		}
-		rs, _, err := loadRules(nil, files, "", rules.Options{})
+		rs, _, err := rulesfrom.LoadFiles(nil, files, "", rules.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -70,21 +72,33 @@ func (n ruleNames) list(ctx context.Context) ([]string, error) {
 		slices.Sort(names)
 		return names, nil
 	}
-	cfg, err := n.cluster.restConfig()
+	cfg, err := n.cluster.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
 	cfg.UserAgent = "kubecel-completion"
 	cfg.Timeout = completeTimeout
-	store, err := revisionStore(cfg, n.identity, nil)
+	store, err := rulesfrom.RevisionStore(cfg, n.identity, nil)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, completeTimeout)
 	defer cancel()
-	byRule, err := listRevisions(ctx, store)
+	byRule, err := rulesfrom.ListRevisions(ctx, store)
 	if err != nil {
 		return nil, err
 	}
 	return slices.Sorted(maps.Keys(byRule)), nil
+}
+
+// completeOutputs makes shell completion offer the formats of every command's -o.
+func completeOutputs(cmd *cobra.Command) {
+	if f := cmd.Flags().Lookup("output"); f != nil {
+		if o, ok := f.Value.(*clikit.OutputFlag); ok {
+			_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(o.Formats, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		completeOutputs(sub)
+	}
 }

@@ -1,25 +1,16 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
-	"github.com/kubecel/kubecel/rules/apischema"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/crd"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 )
 
-type crdOptions struct {
-	rules  []string
-	rule   string
-	output outputFlag
-	limits loadLimits
-}
-
 func newCRDCommand() *cobra.Command {
-	var o crdOptions
+	var o crd.Options
+	var output clikit.OutputFlag
 	cmd := &cobra.Command{
 		Use:   "crd --rules FILE|DIR... [--rule NAME] [-o yaml|json]",
 		Short: "Print the CustomResourceDefinitions that the rules' api blocks define",
@@ -37,66 +28,14 @@ status 1 when the rules do not load, or no rule (or not the one named) has an ap
   kubectl apply --server-side -f crds.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.InOrStdin(), cmd.OutOrStdout())
+			o.Output = output.Value
+			return crd.Run(&o, streamsOf(cmd))
 		},
 	}
-	addRulesFlag(cmd.Flags(), &o.rules)
-	cmd.Flags().StringVar(&o.rule, "rule", "", "print only this rule's CRD")
-	o.output.addFlag(cmd.Flags(), "yaml", "json")
-	o.limits.addFlags(cmd.Flags())
+	rulesfrom.AddRulesFlag(cmd.Flags(), &o.Rules)
+	cmd.Flags().StringVar(&o.Rule, "rule", "", "print only this rule's CRD")
+	output.AddFlag(cmd.Flags(), "yaml", "json")
+	o.Limits.AddFlags(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
-}
-
-func (o *crdOptions) run(stdin io.Reader, stdout io.Writer) error {
-	rs, _, err := loadRules(stdin, o.rules, "", o.limits.options())
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	type doc struct {
-		rule string
-		obj  map[string]any
-	}
-	var docs []doc
-	found := false
-	for _, r := range rs.Rules {
-		if o.rule != "" && r.Name != o.rule {
-			continue
-		}
-		found = true
-		if crd := r.CRD(); crd != nil {
-			obj, err := apischema.Manifest(crd)
-			if err != nil {
-				return err
-			}
-			docs = append(docs, doc{rule: r.Name, obj: obj})
-		}
-	}
-	file := rulesName(o.rules)
-	switch {
-	case o.rule != "" && !found:
-		return &exitError{code: 1, err: fmt.Errorf("%s has no rule %q", file, o.rule)}
-	case len(docs) == 0 && o.rule != "":
-		return &exitError{code: 1, err: fmt.Errorf("rule %q has no api block: it names an existing resource", o.rule)}
-	case len(docs) == 0:
-		return &exitError{code: 1, err: errors.New(file + ": no rule has an api block")}
-	}
-	if o.output.value == "json" {
-		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{}}
-		for _, d := range docs {
-			list["items"] = append(list["items"].([]any), d.obj)
-		}
-		return printData(stdout, "json", list)
-	}
-	for i, d := range docs {
-		if i > 0 {
-			fmt.Fprintln(stdout, "---")
-		}
-		data, err := yaml.Marshal(d.obj)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "# the api of rule %q\n%s", d.rule, data)
-	}
-	return nil
 }

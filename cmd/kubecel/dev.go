@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine"
 	"github.com/kubecel/kubecel/examples"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/controlplane"
 	"github.com/kubecel/kubecel/internal/leader"
 	"github.com/kubecel/kubecel/internal/lease"
@@ -221,7 +222,7 @@ func (o *devOptions) startController(ctx context.Context, cmd *cobra.Command, cp
 	c := &devController{
 		opts: runOptions{
 			rulesFiles:    []string{rulesFile},
-			cluster:       kubeconfigFile(cp.Kubeconfig),
+			cluster:       clikit.KubeconfigFile(cp.Kubeconfig),
 			workers:       4,
 			batch:         engine.DefaultMaxWritesPerReconcile,
 			revisionsKept: rollout.DefaultKeep,

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -78,7 +79,7 @@ func (o *devOptions) reportReady(ctx context.Context, cfg *rest.Config, parents 
 			return
 		case time.Now().After(deadline):
 			o.reports.print(fmt.Sprintf("%d of %d sample %s not Ready %s after the start: %s; `kubecel trace RESOURCE/NAME --rules %s --kubeconfig %s` says why.",
-				len(notReady), len(parents), plural(len(parents), "parent is", "parents are"), wait, strings.Join(notReady, ", "), rulesFile, kubeconfig))
+				len(notReady), len(parents), clikit.Plural(len(parents), "parent is", "parents are"), wait, strings.Join(notReady, ", "), rulesFile, kubeconfig))
 			return
 		}
 		select {
@@ -103,9 +104,9 @@ func parentReady(ctx context.Context, client dynamic.Interface, p readyParent) b
 	if err != nil {
 		return false
 	}
-	conds := conditionsOf(obj.Object, p.conditions...)
+	conds := clikit.ConditionsOf(obj.Object, p.conditions...)
 	for _, want := range p.conditions {
-		if c := condition(conds, want); c == nil || c.Status != string(metav1.ConditionTrue) {
+		if c := clikit.FindCondition(conds, want); c == nil || c.Status != string(metav1.ConditionTrue) {
 			return false
 		}
 	}

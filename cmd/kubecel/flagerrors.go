@@ -1,16 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 // flagError is the root command's FlagErrorFunc: an unknown flag gets the closest flag
@@ -23,20 +20,7 @@ func flagError(cmd *cobra.Command, err error) error {
 			msg += fmt.Sprintf(" (did you mean --%s?)", near)
 		}
 	}
-	return &usageError{msg: msg, command: cmd.CommandPath()}
-}
-
-// usageError is a mistake in a command line; main prints where the usage is after it.
-type usageError struct {
-	msg     string
-	command string // kubecel check
-}
-
-func (e *usageError) Error() string { return e.msg }
-
-// hint is the line main prints after the error.
-func (e *usageError) hint() string {
-	return fmt.Sprintf("See '%s --help' for usage.", e.command)
+	return &clikit.UsageError{Msg: msg, Command: cmd.CommandPath()}
 }
 
 // closestFlag returns the visible flag of fs nearest to name: one that starts with it,
@@ -47,7 +31,7 @@ func closestFlag(fs *pflag.FlagSet, name string) string {
 		if f.Hidden {
 			return
 		}
-		d := editDistance(name, f.Name)
+		d := clikit.EditDistance(name, f.Name)
 		if strings.HasPrefix(f.Name, name) || strings.HasPrefix(name, f.Name) {
 			d = min(d, 1)
 		}
@@ -56,33 +40,4 @@ func closestFlag(fs *pflag.FlagSet, name string) string {
 		}
 	})
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
-
-// crdsFlag reads the CRDs of --crds DIR, saying so when DIR does not exist.
-func crdsFlag(dir string) (*rules.CRDSchemas, error) {
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("--crds %s: no such file or directory", dir)
-	}
-	return rules.SchemasFromCRDDir(dir)
 }

@@ -1,20 +1,12 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/client-go/dynamic"
 
-	"github.com/kubecel/kubecel/internal/identity"
-	"github.com/kubecel/kubecel/internal/rollout"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/getrules"
 )
 
 func newGetCommand() *cobra.Command {
@@ -27,23 +19,18 @@ type is rules (kubecel get rules): the installation's rules, from their stored r
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return &usageError{msg: "give a type: kubecel get rules", command: cmd.CommandPath()}
+				return &clikit.UsageError{Msg: "give a type: kubecel get rules", Command: cmd.CommandPath()}
 			}
-			return &usageError{msg: fmt.Sprintf("unknown type %q: kubecel get lists rules (kubecel get rules)", args[0]), command: cmd.CommandPath()}
+			return &clikit.UsageError{Msg: fmt.Sprintf("unknown type %q: kubecel get lists rules (kubecel get rules)", args[0]), Command: cmd.CommandPath()}
 		},
 	}
 	cmd.AddCommand(newGetRulesCommand())
 	return cmd
 }
 
-type getRulesOptions struct {
-	cluster  *clusterFlags
-	identity identityFlags
-	output   outputFlag
-}
-
 func newGetRulesCommand() *cobra.Command {
-	o := getRulesOptions{cluster: newClusterFlags()}
+	var output clikit.OutputFlag
+	o := getrules.Options{Cluster: clikit.NewClusterFlags()}
 	cmd := &cobra.Command{
 		Use:     "rules [NAME...] [-o wide|json|yaml]",
 		Aliases: []string{"rule"},
@@ -81,181 +68,15 @@ proof does not verify, or the parents cannot be listed (the other rules are list
   # one rule, with its revision's hash and the parents' reasons
   kubecel get rules webapp -o wide`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := o.get(cmd.Context(), args)
-			if list == nil {
-				return err
-			}
-			if perr := o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), list); perr != nil {
-				return errors.Join(err, perr)
-			}
-			if err != nil {
-				return &exitError{code: 1, err: err}
-			}
-			return nil
+			o.Output = output.Value
+			return getrules.Run(cmd.Context(), &o, args, streamsOf(cmd))
 		},
 	}
 	f := cmd.Flags()
-	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
-	o.identity.addFlags(f)
+	o.Cluster.AddFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.Identity.AddFlags(f)
 	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret: the revisions are in its namespace, and its key proves them (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
-	o.output.addFlag(f, "text", "wide", "json", "yaml")
-	cmd.ValidArgsFunction = ruleNames{cluster: o.cluster, identity: &o.identity}.complete(false)
+	output.AddFlag(f, "text", "wide", "json", "yaml")
+	cmd.ValidArgsFunction = ruleNames{cluster: o.Cluster, identity: &o.Identity}.complete(false)
 	return cmd
-}
-
-// ruleList is what get rules prints.
-type ruleList struct {
-	Installation string    `json:"installation"`
-	Namespace    string    `json:"namespace"`
-	Rules        []ruleRow `json:"rules"`
-}
-
-// ruleRow is one rule: its current revision and its parents.
-type ruleRow struct {
-	Name     string        `json:"name"`
-	Revision int64         `json:"revision"`
-	Hash     string        `json:"hash"`
-	Phase    rollout.Phase `json:"phase"`
-	// Step and Steps are the steps taken and the policy's steps (percents).
-	Step  int       `json:"step,omitempty"`
-	Steps []float64 `json:"steps,omitempty"`
-	// From is the revision a rollout rolls from, or a rolled-back rule is held at.
-	From           *revisionRef `json:"from,omitempty"`
-	Message        string       `json:"message,omitempty"`
-	ParentResource string       `json:"parentResource,omitempty"`
-	Created        time.Time    `json:"created,omitzero"`
-	// WritesStatus is false for a rule without a status block: it writes no conditions,
-	// so no parent counts as Ready, Synced or failing.
-	WritesStatus bool `json:"writesStatus"`
-	// Parents is nil when the revision does not say where its parents are.
-	Parents *parentCounts `json:"parents,omitempty"`
-}
-
-// revisionRef names a stored revision.
-type revisionRef struct {
-	Revision int64  `json:"revision,omitempty"`
-	Hash     string `json:"hash"`
-}
-
-// parentCounts are a rule's parents by state.
-type parentCounts struct {
-	Total   int `json:"total"`
-	Ready   int `json:"ready"`
-	Synced  int `json:"synced"`
-	Failing int `json:"failing"`
-	// UpToDate are at the revision that runs for them.
-	UpToDate int `json:"upToDate"`
-}
-
-// get reads the installation's revisions, checks their proofs, and counts each rule's
-// parents. A rule that cannot be listed is an error beside the others' rows.
-func (o *getRulesOptions) get(ctx context.Context, names []string) (*ruleList, error) {
-	cfg, err := o.cluster.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg.UserAgent = "kubecel-get"
-	if err := reach(cfg); err != nil {
-		return nil, err
-	}
-	id, err := o.identity.load(ctx, cfg, identity.ReadOnly, false)
-	if err != nil {
-		return nil, err
-	}
-	store, err := revisionStore(cfg, &o.identity, id)
-	if err != nil {
-		return nil, err
-	}
-	byRule, err := listRevisions(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	list := &ruleList{Installation: store.Installation, Namespace: store.Namespace, Rules: []ruleRow{}}
-	var errs []error
-	if len(names) == 0 {
-		names = slices.Sorted(maps.Keys(byRule))
-	}
-	for _, name := range names {
-		if len(byRule[name]) == 0 {
-			errs = append(errs, fmt.Errorf("rule %q has no revision in namespace %s for installation %q: the rule never ran there, or runs under another installation (--installation, --identity-secret)", name, store.Namespace, store.Installation))
-			continue
-		}
-		row, err := ruleRowOf(ctx, dyn, store, name, byRule[name])
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		list.Rules = append(list.Rules, row)
-	}
-	return list, errors.Join(errs...)
-}
-
-// ruleRowOf reads one rule's row from its revisions and its parents.
-func ruleRowOf(ctx context.Context, dyn dynamic.Interface, store *rollout.Store, name string, crs []*appsv1.ControllerRevision) (ruleRow, error) {
-	revs, err := store.Decode(crs)
-	if err != nil {
-		return ruleRow{}, fmt.Errorf("rule %q: %w", name, err)
-	}
-	cur := rollout.Current(revs)
-	if !cur.Proven {
-		return ruleRow{}, unproven(store, name, "current revision", cur)
-	}
-	row := ruleRow{Name: name, Revision: cur.Number, Hash: cur.Hash, Phase: cur.Phase, Message: cur.Message, ParentResource: cur.ParentResource,
-		WritesStatus: writesStatus(cur.Document)}
-	if cur.Phase == rollout.Progressing || cur.Phase == rollout.Paused {
-		row.Step, row.Steps = cur.Step, cur.Steps
-	}
-	if cur.Object != nil {
-		row.Created = cur.Object.CreationTimestamp.UTC()
-	}
-	runs := cur // the revision that runs for the parents
-	if cur.From != "" && cur.Phase != rollout.Complete && cur.Phase != rollout.Superseded {
-		row.From = &revisionRef{Hash: cur.From}
-		if from := rollout.Find(revs, cur.From); from != nil {
-			row.From.Revision = from.Number
-			if cur.Phase == rollout.RolledBack {
-				runs = from
-			}
-		}
-	}
-	if cur.ParentResource == "" {
-		return row, nil
-	}
-	items, err := listParents(ctx, dyn, cur)
-	if err != nil {
-		return ruleRow{}, err
-	}
-	row.Parents = &parentCounts{Total: len(items)}
-	for i := range items {
-		p := &items[i]
-		conds := conditionsOf(p.Object, cur.ReadyCondition, cur.SyncedCondition)
-		gen := p.GetGeneration()
-		if c := condition(conds, cur.ReadyCondition); c != nil && c.Status == "True" && c.ObservedGeneration == gen {
-			row.Parents.Ready++
-		}
-		switch c := condition(conds, cur.SyncedCondition); {
-		case c == nil:
-		case c.Status == "True" && c.ObservedGeneration == gen:
-			row.Parents.Synced++
-		case c.Status == "False":
-			row.Parents.Failing++
-		}
-		if atRevision(p, runs) {
-			row.Parents.UpToDate++
-		}
-	}
-	return row, nil
-}
-
-// writesStatus reports whether a revision's document (the rule's source as JSON) has a
-// status block.
-func writesStatus(document []byte) bool {
-	var doc struct {
-		Status json.RawMessage `json:"status"`
-	}
-	return json.Unmarshal(document, &doc) == nil && len(doc.Status) > 0 && string(doc.Status) != "null"
 }

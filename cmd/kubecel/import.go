@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 	"github.com/kubecel/kubecel/internal/kro"
 )
 
@@ -48,11 +49,11 @@ when the file is not a ResourceGraphDefinition.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := os.ReadFile(args[0])
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return &clikit.ExitError{Code: 1, Err: err}
 			}
 			res, err := kro.Convert(data)
 			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("%s: %w", args[0], err)}
+				return &clikit.ExitError{Code: 1, Err: fmt.Errorf("%s: %w", args[0], err)}
 			}
 			if _, err := cmd.OutOrStdout().Write(res.Rules); err != nil {
 				return err
@@ -61,7 +62,7 @@ when the file is not a ResourceGraphDefinition.`,
 				fmt.Fprintln(cmd.ErrOrStderr(), "note: "+n)
 			}
 			if res.Load != nil {
-				return &exitError{code: 1, err: fmt.Errorf("the rules converted from %s do not load: %w", args[0], res.Load)}
+				return &clikit.ExitError{Code: 1, Err: fmt.Errorf("the rules converted from %s do not load: %w", args[0], res.Load)}
 			}
 			return nil
 		},

@@ -11,7 +11,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 func main() {
@@ -27,17 +30,23 @@ func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
-	var ee *exitError
+	var ee *clikit.ExitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", ee.err)
+		if ee.Err != nil {
+			fmt.Fprintln(os.Stderr, "Error:", ee.Err)
 		}
-		return ee.code
+		return ee.Code
 	}
 	fmt.Fprintln(os.Stderr, "Error:", err)
-	var usage *usageError
+	var usage *clikit.UsageError
 	if errors.As(err, &usage) {
-		fmt.Fprintln(os.Stderr, usage.hint())
+		fmt.Fprintln(os.Stderr, usage.Hint())
 	}
 	return 1
+}
+
+// streamsOf returns where a command reads and writes: its input, output and error
+// output (os.Stdin, os.Stdout and os.Stderr unless a test set them).
+func streamsOf(cmd *cobra.Command) clikit.Streams {
+	return clikit.Streams{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
 }

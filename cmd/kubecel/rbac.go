@@ -1,33 +1,16 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
 
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/rbac"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 )
 
-type rbacOptions struct {
-	rulesFiles []string
-	cluster    *clusterFlags
-	name       string
-	sa         string
-	crdDir     string
-	output     outputFlag
-}
-
 func newRBACCommand() *cobra.Command {
-	o := rbacOptions{name: "kubecel-rules", sa: "kubecel-system/kubecel", cluster: newClusterFlags()}
+	var output clikit.OutputFlag
+	o := rbac.Options{Name: "kubecel-rules", ServiceAccount: "kubecel-system/kubecel", Cluster: clikit.NewClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "rbac --rules FILE|DIR... [-o yaml|json]",
 		Short: "Print the least-privilege ClusterRole that the rules need",
@@ -59,178 +42,16 @@ ClusterRole (-o json prints a List then).`,
   kubectl apply -f rules-rbac.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.Output = output.Value
+			return rbac.Run(&o, streamsOf(cmd))
 		},
 	}
-	addRulesFlag(cmd.Flags(), &o.rulesFiles)
-	o.cluster.addFlags(cmd.Flags(), "kubeconfig of the cluster whose discovery maps kinds to resources (default $KUBECONFIG, ~/.kube/config or in-cluster; without one, resource names are guessed)")
-	cmd.Flags().StringVar(&o.name, "name", o.name, "name of the ClusterRole (and of the Roles for refs confined to namespaces)")
-	cmd.Flags().StringVar(&o.sa, "serviceaccount", o.sa, "NAMESPACE/NAME of the controller's ServiceAccount, which the RoleBindings for refs confined to namespaces bind")
-	cmd.Flags().StringVar(&o.crdDir, "crds", "", "directory of CustomResourceDefinition manifests that map the kinds they define to their resources")
-	o.output.addFlag(cmd.Flags(), "yaml", "json")
+	rulesfrom.AddRulesFlag(cmd.Flags(), &o.Rules)
+	o.Cluster.AddFlags(cmd.Flags(), "kubeconfig of the cluster whose discovery maps kinds to resources (default $KUBECONFIG, ~/.kube/config or in-cluster; without one, resource names are guessed)")
+	cmd.Flags().StringVar(&o.Name, "name", o.Name, "name of the ClusterRole (and of the Roles for refs confined to namespaces)")
+	cmd.Flags().StringVar(&o.ServiceAccount, "serviceaccount", o.ServiceAccount, "NAMESPACE/NAME of the controller's ServiceAccount, which the RoleBindings for refs confined to namespaces bind")
+	cmd.Flags().StringVar(&o.CRDs, "crds", "", "directory of CustomResourceDefinition manifests that map the kinds they define to their resources")
+	output.AddFlag(cmd.Flags(), "yaml", "json")
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd
-}
-
-func (o *rbacOptions) run(stdin io.Reader, stdout, stderr io.Writer) error {
-	if ns, name, ok := strings.Cut(o.sa, "/"); !ok || ns == "" || name == "" {
-		return fmt.Errorf("--serviceaccount %q: want NAMESPACE/NAME", o.sa)
-	}
-	docs, err := readRules(stdin, o.rulesFiles)
-	if err != nil {
-		return err
-	}
-	rs, err := rules.LoadDocuments(docs, rules.Options{})
-	if err != nil {
-		return fmt.Errorf("load rules:\n%w", err)
-	}
-	m := &kindMapping{}
-	if o.crdDir != "" {
-		if m.crds, err = crdsFlag(o.crdDir); err != nil {
-			return err
-		}
-	}
-	m.mapper, err = o.discoveryMapper()
-	var none *noKubeconfigError
-	switch {
-	case errors.As(err, &none):
-		// Nothing to ask: kinds are guessed, with notes.
-	case err != nil:
-		return fmt.Errorf("read the cluster's resources: %w", err)
-	}
-	role := rulesClusterRole(o.name, rs, m.resourceFor)
-	if m.mapper != nil {
-		for _, r := range rs.Rules {
-			if _, err := m.mapper.KindFor(r.Parent.GVR); meta.IsNoMatchError(err) {
-				fmt.Fprintf(stderr, "note: rule %q: the cluster does not serve parent resource %s (yet); its permissions are included all the same\n", r.Name, gvrString(r.Parent.GVR))
-			}
-		}
-	}
-	for _, n := range escalationNotes(rs) {
-		fmt.Fprintf(stderr, "note: %s\n", n)
-	}
-	hint := "--crds DIR with its CRD"
-	if m.mapper == nil && len(m.guessed) > 0 {
-		hint += ", or --kubeconfig"
-		fmt.Fprintf(stderr, "note: cannot read the cluster's resources (no kubeconfig and not in a cluster), so the resources of kinds are guessed from their names\n")
-	}
-	for _, g := range m.guessed {
-		fmt.Fprintf(stderr, "note: guessed resource %q for kind %s%s; check it, or pass %s\n", g.resource, g.kind, g.why, hint)
-	}
-	objs := append([]any{role}, refRoles(o.name, rs, m.resourceFor, o.sa)...)
-	return printRoles(stdout, o.output.value, objs)
-}
-
-// printRoles writes the roles as kubectl's printers write objects: JSON indented by four
-// spaces (one object, or a v1 List of several), or YAML documents after a comment that
-// says where they come from.
-func printRoles(w io.Writer, format string, objs []any) error {
-	if format == "json" {
-		var v any = objs[0]
-		if len(objs) > 1 {
-			v = map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
-		}
-		data, err := json.MarshalIndent(v, "", "    ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(data, '\n'))
-		return err
-	}
-	var b strings.Builder
-	b.WriteString("# The permissions that the rules need, from \"kubecel rbac\". Regenerate it after editing the rules.\n")
-	for i, obj := range objs {
-		data, err := yaml.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			b.WriteString("---\n")
-		}
-		b.Write(data)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// discoveryMapper returns a RESTMapper built from the discovery of the configured cluster.
-func (o *rbacOptions) discoveryMapper() (meta.RESTMapper, error) {
-	cfg, err := o.cluster.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	if err := reach(cfg); err != nil {
-		return nil, err
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = reachTimeout
-	}
-	client, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	groups, err := restmapper.GetAPIGroupResources(client)
-	// A group whose discovery failed (an aggregated API that is down) maps nothing; its
-	// kinds are guessed like those of any group the cluster does not serve.
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return nil, serverError(cfg.Host, err)
-	}
-	return restmapper.NewDiscoveryRESTMapper(groups), nil
-}
-
-// kindMapping maps child kinds to resources: from CRD manifests first, then from the
-// cluster's discovery, and otherwise by guessing the plural from the kind's name.
-type kindMapping struct {
-	crds    *rules.CRDSchemas // nil without --crds
-	mapper  meta.RESTMapper   // nil without a usable cluster
-	guessed []guess
-}
-
-// guess records a kind whose resource was guessed, and why when a cluster was asked.
-type guess struct {
-	kind, resource, why string
-}
-
-func (m *kindMapping) resourceFor(gvk schema.GroupVersionKind) schema.GroupVersionResource {
-	if m.crds != nil {
-		if gvr, ok := m.crds.ResourceFor(gvk); ok {
-			return gvr
-		}
-	}
-	var why string
-	if m.mapper != nil {
-		mapping, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err == nil {
-			return mapping.Resource
-		}
-		why = " (the cluster does not serve it)"
-		if !meta.IsNoMatchError(err) {
-			why = " (" + err.Error() + ")"
-		}
-	}
-	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
-	g := guess{kind: gvkString(gvk), resource: gvr.Resource, why: why}
-	for _, seen := range m.guessed {
-		if seen.kind == g.kind {
-			return gvr
-		}
-	}
-	m.guessed = append(m.guessed, g)
-	return gvr
-}
-
-// gvkString renders a kind as kubectl does: Kind.group/version, or Kind/v1 for the core group.
-func gvkString(gvk schema.GroupVersionKind) string {
-	if gvk.Group == "" {
-		return gvk.Kind + "/" + gvk.Version
-	}
-	return gvk.Kind + "." + gvk.Group + "/" + gvk.Version
-}
-
-// gvrString renders a resource as group/version/resource, or version/resource for the core group.
-func gvrString(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Version + "/" + gvr.Resource
-	}
-	return gvr.Group + "/" + gvr.Version + "/" + gvr.Resource
 }

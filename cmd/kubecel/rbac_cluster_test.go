@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/cli/rbac"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -137,7 +138,7 @@ func TestLeastPrivilegeRBAC(t *testing.T) {
 		return m.Resource
 	}
 	roleName := ns + "-rules"
-	role := rulesClusterRole(roleName, rs, resourceFor)
+	role := rbac.ClusterRole(roleName, rs, resourceFor)
 	grantServiceAccount(t, ns, role)
 
 	// A second rule that needs Secrets, which the role does not grant.

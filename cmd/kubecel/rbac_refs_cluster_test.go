@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/cli/rbac"
 	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -61,14 +62,14 @@ rules:
 		}
 		return m.Resource
 	}
-	role := rulesClusterRole(ns+"-rules", rs, resourceFor)
+	role := rbac.ClusterRole(ns+"-rules", rs, resourceFor)
 	for _, r := range role.Rules {
 		if strings.Contains(strings.Join(r.Resources, ","), "secrets") {
 			t.Fatalf("the ClusterRole grants secrets: %v", r)
 		}
 	}
 	grantServiceAccount(t, ns, role)
-	objs := refRoles(ns+"-rules", rs, resourceFor, ns+"/kubecel")
+	objs := rbac.RefRoles(ns+"-rules", rs, resourceFor, ns+"/kubecel")
 	if len(objs) != 2 {
 		t.Fatalf("refRoles printed %d objects, want a Role and a RoleBinding", len(objs))
 	}

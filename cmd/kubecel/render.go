@@ -1,31 +1,14 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/internal/cli/render"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 )
 
-type renderOptions struct {
-	rules  []string
-	files  []string
-	output string
-	crds   string
-	limits loadLimits
-}
-
 func newRenderCommand() *cobra.Command {
-	var o renderOptions
+	var o render.Options
 	cmd := &cobra.Command{
 		Use:   "render --rules FILE -f PARENTS [-f OBSERVED]... [-o yaml|json] [--crds DIR]",
 		Short: "Print the children and status that the rules compute for parents, offline",
@@ -62,173 +45,14 @@ rules from it, -f - the parents or observed objects (one of them only).`,
   # with the children as they exist, and the CRDs that default and check the parents
   kubecel render --rules rules.yaml --crds crds/ -f parents.yaml -f observed.yaml -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return render.Run(cmd.Context(), &o, streamsOf(cmd)) },
 	}
-	addRulesFlag(cmd.Flags(), &o.rules)
-	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "the parent objects, then files of observed children (repeatable; - for the standard input)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
-	cmd.Flags().StringVar(&o.crds, "crds", "", "directory of CustomResourceDefinition manifests, for kind-to-resource mapping and type checking")
-	o.limits.addFlags(cmd.Flags())
+	rulesfrom.AddRulesFlag(cmd.Flags(), &o.Rules)
+	cmd.Flags().StringArrayVarP(&o.Files, "filename", "f", nil, "the parent objects, then files of observed children (repeatable; - for the standard input)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.Flags().StringVar(&o.CRDs, "crds", "", "directory of CustomResourceDefinition manifests, for kind-to-resource mapping and type checking")
+	o.Limits.AddFlags(cmd.Flags())
 	_ = cmd.MarkFlagRequired("rules")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
-}
-
-func (o *renderOptions) run(cmd *cobra.Command) error {
-	if o.output != "yaml" && o.output != "json" {
-		return &exitError{code: 1, err: fmt.Errorf("unknown output format %q: use yaml or json", o.output)}
-	}
-	if err := oneStdin(o.rules, o.files); err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	stdin := cmd.InOrStdin()
-	rs, crds, err := loadRules(stdin, o.rules, o.crds, o.limits.options())
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	parents, err := readObjects(stdin, o.files[0])
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	if len(parents) == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%s: no parent object", inputName(o.files[0]))}
-	}
-	var observed []map[string]any
-	for _, f := range o.files[1:] {
-		objs, err := readObjects(stdin, f)
-		if err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		observed = append(observed, objs...)
-	}
-	schemas := rs.Schemas() // the CRDs of --crds, and the APIs the rules define
-	out := &renderOutput{yaml: o.output == "yaml", stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), schemas: schemas}
-	var failed, unmatched []error
-	for _, parent := range parents {
-		errs, err := out.renderParent(cmd.Context(), rs, crds, parent, observed)
-		if err != nil {
-			unmatched = append(unmatched, err)
-		}
-		failed = append(failed, errs...)
-	}
-	if len(unmatched) == len(parents) {
-		// No rule takes any of the parents: that is the answer, and an error.
-		failed = append(failed, unmatched...)
-	} else {
-		// Some parents of a sample file may be there to show what a rule leaves out.
-		for _, err := range unmatched {
-			out.note(err.Error())
-		}
-	}
-	if err := out.flush(); err != nil {
-		return err
-	}
-	if len(failed) > 0 {
-		return &exitError{code: 1, err: errors.Join(failed...)}
-	}
-	return nil
-}
-
-// renderParent evaluates every rule that selects parent, with the observed objects (the
-// children as they exist, and the objects refs read), and records the outcome. It
-// returns the errors of evaluation and shaping, or unmatched when no rule selects the
-// parent.
-func (o *renderOutput) renderParent(ctx context.Context, rs *rules.RuleSet, crds *rules.CRDSchemas, parent map[string]any, observed []map[string]any) (failed []error, unmatched error) {
-	parent, err := o.admitParent(rs, parent)
-	if err != nil {
-		return []error{err}, nil
-	}
-	matched, gr, err := rs.Matching(parent, crds)
-	if err != nil {
-		return nil, err
-	}
-	if crds != nil {
-		// The parent as the API server would store it: with its CRD's defaults, or
-		// refused, which is the parent's error and not the rules'.
-		if parent, err = crds.Admit(ctx, parent); err != nil {
-			return []error{fmt.Errorf("%w: the API server would refuse this parent, so no rule evaluates it", err)}, nil
-		}
-	}
-	ref := o.parentRef(parent, gr)
-	for _, r := range matched {
-		res, err := r.EvaluateObserved(ctx, parent, ref, observed)
-		if res != nil {
-			failed = append(failed, o.add(r, ref, parent, res)...)
-		}
-		if err != nil {
-			failed = append(failed, err)
-		}
-	}
-	return failed, nil
-}
-
-// loadRules reads and loads the --rules files and directories (- for stdin) as one rule
-// set, with the schemas of a CRD directory if given.
-func loadRules(stdin io.Reader, paths []string, crdDir string, opts rules.Options) (*rules.RuleSet, *rules.CRDSchemas, error) {
-	docs, err := readRules(stdin, paths)
-	if err != nil {
-		return nil, nil, err
-	}
-	var crds *rules.CRDSchemas
-	if crdDir != "" {
-		if crds, err = crdsFlag(crdDir); err != nil {
-			return nil, nil, err
-		}
-		opts.Schemas = crds
-	}
-	rs, err := rules.LoadDocuments(docs, opts)
-	if err != nil {
-		return nil, nil, err // each problem names its file and line
-	}
-	return rs, crds, nil
-}
-
-// readObjects reads the objects of a multi-document YAML (or JSON) file (- for stdin) as
-// JSON-like maps, with integers as int64, the way the API machinery hands them out.
-func readObjects(stdin io.Reader, file string) ([]map[string]any, error) {
-	data, file, err := readInput(stdin, file)
-	if err != nil {
-		return nil, err
-	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var objs []map[string]any
-	for i := 1; ; i++ {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		jsonDoc, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
-		}
-		var obj map[string]any
-		if err := utiljson.Unmarshal(jsonDoc, &obj); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
-		}
-		if obj == nil {
-			continue // an empty document
-		}
-		if _, ok := obj["kind"].(string); !ok {
-			return nil, fmt.Errorf("%s: document %d is not a Kubernetes object (no kind)", file, i)
-		}
-		objs = append(objs, obj)
-	}
-}
-
-// objectName reads an object's namespace and name.
-func objectName(obj map[string]any) (namespace, name string) {
-	md, _ := obj["metadata"].(map[string]any)
-	namespace, _ = md["namespace"].(string)
-	name, _ = md["name"].(string)
-	return namespace, name
-}
-
-func namespaced(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }

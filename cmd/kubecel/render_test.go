@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the render and check tests")
@@ -27,12 +29,12 @@ func runCommand(t *testing.T, cmd *cobra.Command, args ...string) (stdout, stder
 	cmd.SilenceUsage = true
 	cmd.SilenceErrors = true
 	err := cmd.ExecuteContext(t.Context())
-	switch ee := (*exitError)(nil); {
+	switch ee := (*clikit.ExitError)(nil); {
 	case err == nil:
 	case errors.As(err, &ee):
-		code = ee.code
-		if ee.err != nil {
-			fmt.Fprintf(&errOut, "Error: %v\n", ee.err)
+		code = ee.Code
+		if ee.Err != nil {
+			fmt.Fprintf(&errOut, "Error: %v\n", ee.Err)
 		}
 	default:
 		code = 1

@@ -16,6 +16,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/rulesfrom"
 	"github.com/kubecel/kubecel/internal/crdschema"
 	"github.com/kubecel/kubecel/internal/identity"
 	"github.com/kubecel/kubecel/internal/rollout"
@@ -30,7 +32,7 @@ type runOptions struct {
 	rulesConfigMap string
 	rulesSelector  string
 	stdin          io.Reader // for --rules -
-	cluster        *clusterFlags
+	cluster        *clikit.ClusterFlags
 	dryRun         bool
 	workers        int
 	batch          int
@@ -40,10 +42,10 @@ type runOptions struct {
 	metricsAddr    string
 	healthAddr     string
 	pprofAddr      string
-	limits         loadLimits
+	limits         clikit.LoadLimits
 	leader         leaderOptions
 	sharding       shardOptions
-	identity       identityFlags
+	identity       clikit.IdentityFlags
 	adoptUnproven  bool
 	newIdentity    bool
 	revisionsKept  int
@@ -53,7 +55,7 @@ type runOptions struct {
 }
 
 func newRunCommand() *cobra.Command {
-	o := runOptions{cluster: newClusterFlags()}
+	o := runOptions{cluster: clikit.NewClusterFlags()}
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the controller",
@@ -89,7 +91,7 @@ other. --dry-run writes nothing and takes no Lease.`,
 	f.StringArrayVar(&o.rulesFiles, "rules", nil, "rules file, or directory (its *.yaml files, sorted), re-read when it changes; - reads the rules once from the standard input; repeatable")
 	f.StringVar(&o.rulesConfigMap, "rules-configmap", "", "NAMESPACE/NAME of a ConfigMap whose keys ending in .yaml hold rules (watched)")
 	f.StringVar(&o.rulesSelector, "rules-configmap-selector", "", "NAMESPACE/SELECTOR: every ConfigMap of NAMESPACE whose labels match SELECTOR holds rules in its keys ending in .yaml (watched)")
-	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.cluster.AddFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "never write: log each change the controller would make")
 	f.IntVar(&o.workers, "workers", 16, "parallel reconciles")
 	f.IntVar(&o.revisionsKept, "revision-history-limit", rollout.DefaultKeep, "revisions of each rule kept in the cluster (ControllerRevisions in the identity Secret's namespace), for kubecel rollout history and undo")
@@ -100,10 +102,10 @@ other. --dry-run writes nothing and takes no Lease.`,
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "address of /metrics (empty disables)")
 	f.StringVar(&o.healthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty disables)")
 	f.StringVar(&o.pprofAddr, "pprof-addr", "", "address of net/http/pprof under /debug/pprof/ (empty disables)")
-	o.limits.addFlags(f)
+	o.limits.AddFlags(f)
 	o.leader.addFlags(f)
 	o.sharding.addFlags(f)
-	o.identity.addFlags(f)
+	o.identity.AddFlags(f)
 	f.BoolVar(&o.newIdentity, "new-identity", false, "make a new key when the installation's identity Secret is missing or holds another key than the one its stored revisions were proven with (a lost key): every child made with the earlier key becomes a stranger to it; restore the Secret from a backup instead where you can")
 	f.BoolVar(&o.adoptUnproven, "adopt-unproven", false, "take over children made by a kubecel before proofs (this rule's and parent's labels, no installation label); for an upgrade only")
 	return cmd
@@ -122,7 +124,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	if o.dryRun && o.sharding.enabled {
 		return errors.New("--dry-run and --sharding cannot be combined: a dry run writes nothing, and sharding writes membership Leases; run the dry run as a single replica")
 	}
-	ref, err := o.identity.secretRef()
+	ref, err := o.identity.SecretRef()
 	if err != nil {
 		return err
 	}
@@ -132,10 +134,10 @@ func (o *runOptions) run(ctx context.Context) error {
 	if err := o.sharding.resolve(ref); err != nil {
 		return err
 	}
-	if err := checkRulesPaths(o.rulesFiles); err != nil {
+	if err := rulesfrom.CheckPaths(o.rulesFiles); err != nil {
 		return err
 	}
-	cfg, err := o.cluster.restConfig()
+	cfg, err := o.cluster.RESTConfig()
 	if err != nil {
 		return err
 	}
@@ -154,7 +156,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	case o.newIdentity:
 		mode = identity.CreateNew
 	}
-	id, keyReplaced, err := o.identity.loadChecked(ctx, cfg, mode, true)
+	id, keyReplaced, err := o.identity.LoadChecked(ctx, cfg, mode, true)
 	if err != nil {
 		return err
 	}
@@ -228,11 +230,11 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 	if err != nil {
 		return err
 	}
-	ref, err := o.identity.secretRef()
+	ref, err := o.identity.SecretRef()
 	if err != nil {
 		return err
 	}
-	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, FairnessKey: o.fairnessKey, DryRun: o.dryRun, Registry: reg, Identity: inst.id, KeyReplaced: inst.keyReplaced, AdoptUnproven: o.adoptUnproven, Notify: ruleNotifier(loader, o.report),
+	opts := engine.Options{Workers: o.workers, MaxWritesPerReconcile: o.batch, FairnessKey: o.fairnessKey, DryRun: o.dryRun, Registry: reg, Identity: inst.id, KeyReplaced: inst.keyReplaced, AdoptUnproven: o.adoptUnproven, Notify: rulesfrom.Notifier(loader, o.report),
 		RevisionNamespace: ref.Namespace, RevisionsKept: o.revisionsKept}
 	if member != nil {
 		opts.Shard = member
@@ -275,7 +277,7 @@ func (o *runOptions) newLoader(cfg *rest.Config, reg *prometheus.Registry, sourc
 		Registry: reg,
 		Report:   o.report,
 		LoadOptions: func(ctx context.Context) rules.Options {
-			opts := o.limits.options()
+			opts := o.limits.Options()
 			schemas, err := crdschema.FromCluster(ctx, cfg)
 			if err != nil {
 				klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
@@ -300,4 +302,14 @@ func serveErr(what string, err error) error {
 		return fmt.Errorf("%s server: %w", what, err)
 	}
 	return nil
+}
+
+// ruleSources picks the rule sources of run, in the order their rules join: the
+// --rules files and directories, then --rules-configmap, then
+// --rules-configmap-selector. cfg is used only for the ConfigMap forms.
+func (o *runOptions) ruleSources(cfg *rest.Config) ([]rulesource.Source, error) {
+	if len(o.rulesFiles) == 0 && o.rulesConfigMap == "" && o.rulesSelector == "" {
+		return nil, errors.New("rules are required: give --rules FILE|DIR, --rules-configmap NAMESPACE/NAME or --rules-configmap-selector NAMESPACE/SELECTOR")
+	}
+	return rulesfrom.Sources(o.stdin, o.rulesFiles, o.rulesConfigMap, o.rulesSelector, cfg)
 }

@@ -1,35 +1,15 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
-	"github.com/kubecel/kubecel/internal/crdschema"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/internal/cli/clikit"
+	"github.com/kubecel/kubecel/internal/cli/trace"
 )
 
-type traceOptions struct {
-	source    rulesFromFlags
-	cluster   *clusterFlags
-	namespace string
-	output    outputFlag
-	limits    loadLimits
-	identity  identityFlags
-}
-
 func newTraceCommand() *cobra.Command {
-	o := traceOptions{cluster: newClusterFlags()}
+	o := trace.Options{Cluster: clikit.NewClusterFlags()}
+	var output clikit.OutputFlag
 	cmd := &cobra.Command{
 		Use:   "trace TYPE[/NAME] [--rules FILE|DIR... | --rules-configmap NS/NAME | --rules-configmap-selector NS/SELECTOR] [-n NAMESPACE] [-o text|wide|json|yaml|dot]",
 		Short: "Show a live parent with its rules, children and refs, their readiness and reasons",
@@ -84,189 +64,18 @@ and -o yaml print the same as data, -o dot a Graphviz digraph (dot -Tsvg). Exit 
   # a graph of one parent for Graphviz
   kubecel trace webapps/shop -n team-a -o dot > shop.dot`,
 		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Output = output.Value
+			return trace.Run(cmd.Context(), &o, args, streamsOf(cmd))
+		},
 	}
 	f := cmd.Flags()
-	o.source.addFlags(f)
-	o.cluster.addFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
-	o.identity.addFlags(f)
+	o.Rules.AddFlags(f)
+	o.Cluster.AddFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	o.Identity.AddFlags(f)
 	f.Lookup("identity-secret").Usage = "NAMESPACE/NAME of the installation's identity Secret, read (get) and never created: its key tells the installation's children and revisions from look-alikes (default: <installation>-identity in the pod's namespace in a cluster, kubecel-system outside one)"
-	f.StringVarP(&o.namespace, "namespace", "n", "", "the parent's namespace (default: the kubeconfig's namespace, else default); without NAME, only this namespace")
-	o.output.addFlag(f, "text", "wide", "json", "yaml", "dot")
-	o.limits.addFlags(f)
+	f.StringVarP(&o.Namespace, "namespace", "n", "", "the parent's namespace (default: the kubeconfig's namespace, else default); without NAME, only this namespace")
+	output.AddFlag(f, "text", "wide", "json", "yaml", "dot")
+	o.Limits.AddFlags(f)
 	return cmd
-}
-
-// traceTarget names what trace looks at: a type, and a parent when name is set.
-type traceTarget struct{ typ, name string }
-
-func parseTraceArgs(args []string) (traceTarget, error) {
-	t := traceTarget{typ: args[0]}
-	if typ, name, ok := strings.Cut(args[0], "/"); ok {
-		if len(args) > 1 {
-			return t, fmt.Errorf("give TYPE/NAME or TYPE NAME, not both (%s %s)", args[0], args[1])
-		}
-		t.typ, t.name = typ, name
-		if typ == "" || name == "" || strings.Contains(name, "/") {
-			return t, fmt.Errorf("%q: want TYPE/NAME, such as webapps/shop", args[0])
-		}
-	} else if len(args) > 1 {
-		t.name = args[1]
-	}
-	return t, nil
-}
-
-// traceClient reads the cluster for trace: objects by resource, and kinds mapped to
-// resources as kubectl maps them.
-type traceClient struct {
-	dyn    dynamic.Interface
-	mapper meta.RESTMapper
-}
-
-func newTraceClient(cfg *rest.Config) (*traceClient, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	cached := memory.NewMemCacheClient(dc)
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
-	return &traceClient{dyn: dyn, mapper: mapper}, nil
-}
-
-// resolve maps TYPE to a resource as kubectl does: resource[.version.group] or
-// resource[.group] (plural, singular or short name), else Kind[.version.group].
-func (c *traceClient) resolve(arg string) (*meta.RESTMapping, error) {
-	fullGVR, gr := schema.ParseResourceArg(arg)
-	var gvk schema.GroupVersionKind
-	if fullGVR != nil {
-		gvk, _ = c.mapper.KindFor(*fullGVR)
-	}
-	if gvk.Empty() {
-		gvk, _ = c.mapper.KindFor(gr.WithVersion(""))
-	}
-	if !gvk.Empty() {
-		return c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
-	fullGVK, gk := schema.ParseKindArg(arg)
-	if fullGVK != nil {
-		if m, err := c.mapper.RESTMapping(fullGVK.GroupKind(), fullGVK.Version); err == nil {
-			return m, nil
-		}
-	}
-	if m, err := c.mapper.RESTMapping(gk); err == nil {
-		return m, nil
-	}
-	return nil, fmt.Errorf("the server does not serve a resource type %q (give a kind, a plural resource or resource.group, as kubectl takes them)", arg)
-}
-
-// mapping maps a kind of the rules to its resource.
-func (c *traceClient) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	return c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-}
-
-func (o *traceOptions) run(cmd *cobra.Command, args []string) error {
-	target, err := parseTraceArgs(args)
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	out := cmd.OutOrStdout()
-	tio := traceIO{stdin: cmd.InOrStdin(), stderr: cmd.ErrOrStderr()}
-	if target.name == "" {
-		sum, err := o.summary(cmd.Context(), tio, target.typ)
-		if err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		return o.printSummary(out, sum)
-	}
-	doc, err := o.trace(cmd.Context(), tio, target)
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	return o.print(out, doc)
-}
-
-// traceIO is where trace reads --rules - and says what it warns of.
-type traceIO struct {
-	stdin  io.Reader
-	stderr io.Writer
-}
-
-// traceSetup is what both forms of trace need: the rules, the cluster and the type.
-type traceSetup struct {
-	rules   *loadedRules
-	client  *traceClient
-	mapping *meta.RESTMapping
-	// served are the rules whose parent resource is the type's, in the rules' order.
-	served []*rules.Rule
-	cfg    *rest.Config
-}
-
-func (o *traceOptions) setup(ctx context.Context, tio traceIO, typ string) (*traceSetup, error) {
-	if err := checkRulesPaths(o.source.files); err != nil {
-		return nil, err
-	}
-	cfg, err := o.cluster.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	if err := reach(cfg); err != nil {
-		return nil, err
-	}
-	cfg.UserAgent = "kubecel-trace"
-	cfg.QPS, cfg.Burst = 50, 100
-	opts := o.limits.options()
-	if schemas, err := crdschema.FromCluster(ctx, cfg); err == nil {
-		opts.Schemas = schemas
-	}
-	loaded, err := o.source.load(ctx, loadEnv{stdin: tio.stdin, cfg: cfg, opts: opts, identity: &o.identity,
-		warn: func(s string) { fmt.Fprintln(tio.stderr, s) }})
-	if err != nil {
-		return nil, err
-	}
-	// A rule held after a rollback runs the revision it is held at. Without the
-	// installation's key no revision is proven, so none holds a rule (and a trace of one
-	// parent says why the key cannot be read).
-	if id, err := loaded.identity(ctx, cfg, &o.identity); err == nil && !o.source.running() {
-		if err := loaded.holdRolledBack(ctx, cfg, &o.identity, id, warnTo(tio.stderr)); err != nil {
-			return nil, err
-		}
-	}
-	client, err := newTraceClient(cfg)
-	if err != nil {
-		return nil, err
-	}
-	m, err := client.resolve(typ)
-	if err != nil {
-		return nil, err
-	}
-	s := &traceSetup{rules: loaded, client: client, mapping: m, cfg: cfg}
-	for _, r := range loaded.rs.Rules {
-		if r.Parent.GVR.GroupResource() == m.Resource.GroupResource() {
-			s.served = append(s.served, r)
-		}
-	}
-	if len(s.served) == 0 {
-		return nil, fmt.Errorf("no rule of %s serves %s", loaded.from, m.Resource.GroupResource())
-	}
-	return s, nil
-}
-
-// parentNamespace is the namespace of the parent: -n, else the kubeconfig's, else
-// default; "" for a cluster-scoped resource.
-func (o *traceOptions) parentNamespace(m *meta.RESTMapping) (string, error) {
-	if m.Scope.Name() == meta.RESTScopeNameRoot {
-		return "", nil
-	}
-	if o.namespace != "" {
-		return o.namespace, nil
-	}
-	ns, _, err := o.cluster.loader().Namespace()
-	if err != nil {
-		return "", fmt.Errorf("read the kubeconfig's namespace: %w", err)
-	}
-	return ns, nil
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+
+	"github.com/kubecel/kubecel/internal/cli/clikit"
 )
 
 // The linker stamps these (-X main.version=...): make build stamps version from git
@@ -83,7 +85,7 @@ func (b buildInfo) String() string {
 }
 
 func newVersionCommand() *cobra.Command {
-	var output outputFlag
+	var output clikit.OutputFlag
 	cmd := &cobra.Command{
 		Use:   "version [-o text|json|yaml]",
 		Short: "Print kubecel's version",
@@ -96,14 +98,14 @@ its tag), the VCS revision it was built from and whether the tree had local chan
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b := readBuildInfo()
-			if output.value == "text" {
+			if output.Value == "text" {
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), b)
 				return err
 			}
-			return printData(cmd.OutOrStdout(), output.value, b)
+			return clikit.PrintData(cmd.OutOrStdout(), output.Value, b)
 		},
 	}
-	output.addFlag(cmd.Flags(), "text", "json", "yaml")
+	output.AddFlag(cmd.Flags(), "text", "json", "yaml")
 	return cmd
 }
 
