@@ -100,6 +100,10 @@ func (c *Controller) notReady() []metrics.NotReady {
 	g := gate{shard: c.opts.Shard}
 	return c.reconciler.NotReady(names, func(key queueKey) bool {
 		st := v.get(key.Rule)
-		return st != nil && !st.Stopped() && g.serves(key) && st.HasParent(key)
+		if st == nil || st.Stopped() || !g.serves(key) {
+			return false
+		}
+		_, cached := st.ParentVersion(key)
+		return cached
 	})
 }

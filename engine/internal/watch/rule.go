@@ -126,7 +126,8 @@ func (st *Rule) cachedParent(key Key) (*informers.Object, bool) {
 	return obj.(*informers.Object), true
 }
 
-// ParentVersion is the resourceVersion of a parent in the rule's cache.
+// ParentVersion is the resourceVersion of a parent in the rule's cache; false when the
+// cache does not hold it.
 func (st *Rule) ParentVersion(key Key) (string, bool) {
 	obj, ok := st.cachedParent(key)
 	if !ok {
@@ -141,12 +142,6 @@ func (st *Rule) ParentVersion(key Key) (string, bool) {
 func (st *Rule) DeletedWithOrphan(key Key) bool {
 	obj, ok := st.cachedParent(key)
 	return ok && obj.DeletedWithOrphan()
-}
-
-// HasParent reports whether the rule's cache holds the parent.
-func (st *Rule) HasParent(key Key) bool {
-	_, ok := st.cachedParent(key)
-	return ok
 }
 
 // Get reads a parent from the rule's cache and decodes it: the result is the
