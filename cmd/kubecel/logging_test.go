@@ -69,7 +69,7 @@ func TestLoggingFlags(t *testing.T) {
 	if out, err := exec.Command("go", testenv.BuildArgs(bin, ".")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	run := []string{"run", "--rules", "testdata/render/rules.yaml", "--kubeconfig", closedPortKubeconfig(t), "--metrics-addr", "", "--health-addr", ""}
+	run := []string{"run", "--rules", "testdata/render/rules.yaml", "--kubeconfig", testenv.ClosedPortKubeconfig(t), "--metrics-addr", "", "--health-addr", ""}
 	// The first thing kubecel run does with the cluster is read its identity: against a
 	// server that is not there, it logs that it retries.
 	const loaded, verbose = "Cannot read the installation's identity; retrying", "Config loaded from file"

@@ -224,7 +224,7 @@ func TestPlan(t *testing.T) {
 func TestPlanConnectionErrors(t *testing.T) {
 	e := newPlanEnv(t)
 	cfg := testenv.Config(t)
-	closed := closedPortKubeconfig(t)
+	closed := testenv.ClosedPortKubeconfig(t)
 	wrongToken := clientcmdapi.NewConfig()
 	wrongToken.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	wrongToken.AuthInfos["stranger"] = &clientcmdapi.AuthInfo{Token: "not-a-token"}
@@ -241,7 +241,7 @@ func TestPlanConnectionErrors(t *testing.T) {
 			want: `Error: cannot reach the API server at https://127.0.0.1:1: Get "https://127.0.0.1:1/version?timeout=15s": dial tcp 127.0.0.1:1: connect: connection refused`},
 		{name: "closed port, $KUBECONFIG", env: closed,
 			want: `Error: cannot reach the API server at https://127.0.0.1:1: Get "https://127.0.0.1:1/version?timeout=15s": dial tcp 127.0.0.1:1: connect: connection refused`},
-		{name: "refused credentials", env: absent, args: []string{"--kubeconfig", writeKubeconfig(t, wrongToken)},
+		{name: "refused credentials", env: absent, args: []string{"--kubeconfig", testenv.WriteKubeconfig(t, wrongToken)},
 			want: "Error: the API server at " + cfg.Host + ": the server has asked for the client to provide credentials"},
 		{name: "no kubeconfig", env: absent,
 			want: "Error: no kubeconfig: looked in $KUBECONFIG (" + absent + ") and the in-cluster service account; pass --kubeconfig FILE"},

@@ -293,7 +293,7 @@ func TestRBACConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := testenv.ControlPlane(t).Kubeconfig
-	closed := closedPortKubeconfig(t)
+	closed := testenv.ClosedPortKubeconfig(t)
 	absent := filepath.Join(t.TempDir(), "absent")
 	const unreachable = `read the cluster's resources: cannot reach the API server at https://127.0.0.1:1: Get "https://127.0.0.1:1/version?timeout=15s": dial tcp 127.0.0.1:1: connect: connection refused`
 	tests := []struct {

@@ -12,17 +12,18 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubecel/kubecel/internal/testenv"
 )
 
 func TestClusterFlags(t *testing.T) {
-	closed := closedPortKubeconfig(t)
+	closed := testenv.ClosedPortKubeconfig(t)
 	noContext := clientcmdapi.NewConfig()
 	noContext.Clusters["a"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
 	noContext.Contexts["a"] = &clientcmdapi.Context{Cluster: "a"}
-	noCurrentContext := writeKubeconfig(t, noContext)
-	empty := writeKubeconfig(t, clientcmdapi.NewConfig())
+	noCurrentContext := testenv.WriteKubeconfig(t, noContext)
+	empty := testenv.WriteKubeconfig(t, clientcmdapi.NewConfig())
 	absent := filepath.Join(t.TempDir(), "absent")
 	home := t.TempDir() // no .kube/config in it
 
@@ -145,7 +146,7 @@ func TestEachClusterFlagReachesTheClientConfig(t *testing.T) {
 	kc.Contexts["a"] = &clientcmdapi.Context{Cluster: "a", AuthInfo: "alice"}
 	kc.Contexts["b"] = &clientcmdapi.Context{Cluster: "b", AuthInfo: "bob"}
 	kc.CurrentContext = "a"
-	kubeconfig := writeKubeconfig(t, kc)
+	kubeconfig := testenv.WriteKubeconfig(t, kc)
 
 	// What the flags can change in a client configuration.
 	type conn struct {
@@ -228,29 +229,4 @@ func TestEachClusterFlagReachesTheClientConfig(t *testing.T) {
 			}
 		})
 	}
-}
-
-// writeKubeconfig writes a kubeconfig file and returns its path.
-func writeKubeconfig(t *testing.T, cfg *clientcmdapi.Config) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// closedPortKubeconfig writes a kubeconfig whose server, 127.0.0.1:1, refuses connections.
-func closedPortKubeconfig(t *testing.T) string {
-	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["closed"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
-	cfg.AuthInfos["nobody"] = &clientcmdapi.AuthInfo{Token: "x"}
-	cfg.Contexts["closed"] = &clientcmdapi.Context{Cluster: "closed", AuthInfo: "nobody"}
-	cfg.CurrentContext = "closed"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

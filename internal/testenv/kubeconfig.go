@@ -1,4 +1,4 @@
-package main
+package testenv
 
 import (
 	"path/filepath"
@@ -8,8 +8,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// writeKubeconfig writes a kubeconfig file and returns its path.
-func writeKubeconfig(t *testing.T, cfg *clientcmdapi.Config) string {
+// WriteKubeconfig writes a kubeconfig file into the test's temporary directory and
+// returns its path.
+func WriteKubeconfig(t testing.TB, cfg *clientcmdapi.Config) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
@@ -18,17 +19,14 @@ func writeKubeconfig(t *testing.T, cfg *clientcmdapi.Config) string {
 	return path
 }
 
-// closedPortKubeconfig writes a kubeconfig whose server, 127.0.0.1:1, refuses connections.
-func closedPortKubeconfig(t *testing.T) string {
+// ClosedPortKubeconfig writes a kubeconfig whose server, 127.0.0.1:1, refuses
+// connections, and returns its path.
+func ClosedPortKubeconfig(t testing.TB) string {
 	t.Helper()
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["closed"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
 	cfg.AuthInfos["nobody"] = &clientcmdapi.AuthInfo{Token: "x"}
 	cfg.Contexts["closed"] = &clientcmdapi.Context{Cluster: "closed", AuthInfo: "nobody"}
 	cfg.CurrentContext = "closed"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return WriteKubeconfig(t, cfg)
 }
