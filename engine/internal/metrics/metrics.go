@@ -77,7 +77,7 @@ func New(reg *prometheus.Registry) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"flow_busy"}),
 		LockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "kubecel_reconcile_lock_wait_seconds", Help: "Time a worker waited on the controller's own locks (the running rules, a ring change's pause) between taking a parent from the queue and starting its reconcile.",
+			Name: "kubecel_reconcile_lock_wait_seconds", Help: "Time a worker waited on the controller's own locks (a ring change's pause; the running rules are read without one) before it reconciles a parent it took from the queue.",
 			Buckets: []float64{0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10},
 		}),
 	}
