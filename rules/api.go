@@ -32,6 +32,8 @@ type RuleSet struct {
 	sources []*ruleSource
 	pieces  []piece
 	opts    Options
+	// reuse is what a later load with this set as Options.Previous compares (reuse.go).
+	reuse reuseScope
 }
 
 // Rule is one compiled rule. It is immutable and safe for concurrent use.
@@ -100,6 +102,8 @@ type Rule struct {
 	warnings []*Error
 	// api is the resource the rule defines (api_rules.go); nil when it names one.
 	api *apischema.Definition
+	// reuseKey is the rule's reuseKey, for a later load that may take it over.
+	reuseKey string
 }
 
 // ParentTypeChecked reports whether `parent` is typed from a schema of the parent
@@ -197,6 +201,14 @@ type Options struct {
 	// error, and none of its rules is compiled.
 	MaxRulesPerSource int
 	MaxSourceBytes    int
+	// Previous, when set, is the rule set loaded before (a reload): its rules whose
+	// source, place in the file and document are unchanged, loaded with the same Schemas
+	// and Served sources (the same values: a SchemaSource must not change once given)
+	// and the same limits, among rules that define the same APIs, are taken over instead
+	// of being compiled again, so that a reload that edits one rule compiles that rule.
+	// A rule with load warnings is always compiled again. The result is the same as
+	// without it.
+	Previous *RuleSet
 }
 
 // schemas is Options.Schemas, then the embedded built-in kinds.

@@ -16,6 +16,9 @@ import (
 // of its closest ancestor), and sorts the errors by document and line, problems without
 // a line first. It runs only when loading failed.
 func locate(pieces []piece, errs ErrorList) {
+	if len(errs) == 0 {
+		return // nothing to place: spare parsing every document again
+	}
 	lines := map[path]int{}
 	scalars := map[path]*yamlv3.Node{}
 	for _, p := range pieces {

@@ -47,13 +47,18 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 		}
 	}
 	sources = tooManyRules(sources, pieces, opts, &errs)
+	scope := newReuseScope(sources, opts)
 	opts = withAPIs(sources, opts, &errs)
 	checkRuleNames(sources, pieces, &errs)
 	checkStatusOwners(sources, newScopes(opts), &errs)
-	rs := &RuleSet{Hash: documentsHash(docs), sources: sources, pieces: pieces, opts: opts}
+	reusable := scope.reusable(opts.Previous)
+	opts.Previous = nil // a set must not keep every set before it
+	rs := &RuleSet{Hash: documentsHash(docs), sources: sources, pieces: pieces, opts: opts, reuse: scope}
 	var flows ErrorList
-	for _, src := range sources {
-		if r := compileRule(src, opts, &errs); r != nil {
+	for i, c := range compileAll(sources, pieces, opts, reusable) {
+		src := sources[i]
+		errs = append(errs, c.errs...)
+		if r := c.rule; r != nil {
 			r.Source = pieces[src.piece].source
 			r.Origin = pieces[src.piece].origin
 			r.api = src.api.definition()

@@ -271,6 +271,10 @@ func (o *runOptions) control(ctx context.Context, cfg *rest.Config, reg *prometh
 // newLoader loads the rules of sources with the cluster's CRD schemas and hands each
 // rule set that loads to apply. A dry run records no Events.
 func (o *runOptions) newLoader(cfg *rest.Config, reg *prometheus.Registry, sources []rulesource.Source, apply func(context.Context, *rules.RuleSet)) (*rulesource.Loader, error) {
+	crds, err := crdschema.NewReader(cfg)
+	if err != nil {
+		return nil, err
+	}
 	opts := rulesource.Options{
 		Sources:  sources,
 		Apply:    apply,
@@ -278,7 +282,7 @@ func (o *runOptions) newLoader(cfg *rest.Config, reg *prometheus.Registry, sourc
 		Report:   o.report,
 		LoadOptions: func(ctx context.Context) rules.Options {
 			opts := o.limits.Options()
-			schemas, err := crdschema.FromCluster(ctx, cfg)
+			schemas, err := crds.Schemas(ctx)
 			if err != nil {
 				klog.FromContext(ctx).Error(err, "Cannot read CRD schemas; rules are checked without them")
 				return opts

@@ -1,9 +1,13 @@
 package crdschema
 
 import (
+	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -60,4 +64,54 @@ func TestFromCluster(t *testing.T) {
 	if s := schemas.ResourceSchema(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}); s != nil {
 		t.Error("a built-in kind has a CRD schema; want dynamically typed")
 	}
+}
+
+// TestReaderKeepsTheSourceWhileNoCRDChanges: a Reader returns the very same source while
+// the CRDs stay as they are (so that a rules reload takes over its compiled rules), and
+// a new one that has the change as soon as a CRD changes.
+func TestReaderKeepsTheSourceWhileNoCRDChanges(t *testing.T) {
+	ctx := t.Context()
+	cfg := testenv.Config(t)
+	r, err := NewReader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.Schemas(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := r.Schemas(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Fatal("a second read with no CRD changed gave another source")
+	}
+	client, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gizmos := gadgets.DeepCopy()
+	gizmos.Name, gizmos.Spec.Names = "gizmos.crdschema.kubecel.dev", apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"}
+	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, gizmos, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), gizmos.Name, metav1.DeleteOptions{})
+	})
+	changed, err := r.Schemas(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "crdschema.kubecel.dev", Version: "v1", Resource: "gizmos"}
+	if changed == first || changed.ResourceSchema(gvr) == nil {
+		t.Errorf("after a CRD was created: the same source %v, schema of gizmos %v", changed == first, changed.ResourceSchema(gvr))
+	}
+	// The API server writes the new CRD's status (names accepted, established) after
+	// the create, each a change; once it is done, reads give one source again.
+	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+		a, errA := r.Schemas(ctx)
+		b, errB := r.Schemas(ctx)
+		return errA == nil && errB == nil && a == b && a.ResourceSchema(gvr) != nil, fmt.Sprintf("two reads give the same source with gizmos: %v (errors %v, %v)", a == b, errA, errB)
+	})
 }

@@ -65,6 +65,9 @@ type Loader struct {
 	// applied is the hash of the rule set last given to Apply, and names its rules.
 	applied      string
 	appliedRules []string
+	// last is the rule set that last loaded: the next load takes over its compiled
+	// rules that did not change (rules.Options.Previous).
+	last *rules.RuleSet
 
 	// mu guards recorder and objects, which Warn reads: Apply may call Warn (through
 	// the controller) while a reload runs.

@@ -341,3 +341,44 @@ func TestRefusedPartBlocksNoEdit(t *testing.T) {
 		t.Errorf("the file dropped ga: running rules (-want +got):\n%s", diff)
 	}
 }
+
+// TestReloadTakesOverUnchangedRules: a reload after an edit of one file compiles the
+// rules of that file and takes over the others' (rules.Options.Previous): their compiled
+// children are the objects of the set before, while the edited file's are new.
+func TestReloadTakesOverUnchangedRules(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	write(t, a, ruleDoc("a1", "a2"))
+	write(t, b, ruleDoc("b1"))
+	var got applied
+	l, err := New(Options{Sources: []Source{File(dir)}, Apply: got.apply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	write(t, b, ruleDoc("b1", "b2"))
+	if err := l.reload(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if got.count() != 2 {
+		t.Fatalf("%d rule sets applied, want 2", got.count())
+	}
+	before, after := got.sets[0].Rules, got.sets[1].Rules
+	taken := map[string]bool{}
+	for _, r := range after {
+		for _, p := range before {
+			if p.Name == r.Name {
+				taken[r.Name] = r.Children[0] == p.Children[0]
+			}
+		}
+	}
+	// b1 is unchanged at its place in the edited file, so it is taken over too: what
+	// counts is a rule's own source and place, not the rest of its file.
+	want := map[string]bool{"a1": true, "a2": true, "b1": true}
+	if diff := cmp.Diff(want, taken); diff != "" {
+		t.Errorf("rules taken over from the set before (-want +got):\n%s", diff)
+	}
+}

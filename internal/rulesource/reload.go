@@ -41,10 +41,11 @@ func (l *Loader) reload(ctx context.Context, first bool) error {
 	}
 	var rs *rules.RuleSet
 	var firstErr, loadErr error
+	opts.Previous = l.last
 	for {
 		set, err := rules.LoadDocuments(l.candidate(current, failed), opts)
 		if err == nil {
-			rs = set
+			rs, l.last = set, set
 			break
 		}
 		loadErr = err
