@@ -102,8 +102,10 @@ type Rule struct {
 	warnings []*Error
 	// api is the resource the rule defines (api_rules.go); nil when it names one.
 	api *apischema.Definition
-	// reuseKey is the rule's reuseKey, for a later load that may take it over.
+	// reuseKey is the rule's reuseKey, and kinds its kindDeps, for a later load that
+	// may take it over.
 	reuseKey string
+	kinds    []kindDep
 }
 
 // ParentTypeChecked reports whether `parent` is typed from a schema of the parent

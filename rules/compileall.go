@@ -22,14 +22,13 @@ const parallelFrom = 8
 // source; what rules share (the CEL library, the embedded schemas, the CRD schemas) is
 // immutable or locked.
 //
-// A source whose reuseKey is in reusable takes that rule over (reuse.go) instead.
-func compileAll(sources []*ruleSource, pieces []piece, opts Options, reusable map[string]*Rule) []compiled {
+// A source whose rule reuse may take over takes it over (reuse.go) instead.
+func compileAll(sources []*ruleSource, pieces []piece, opts Options, reuse reusable) []compiled {
 	out := make([]compiled, len(sources))
 	var todo []int
 	for i, src := range sources {
-		key := reuseKey(src, pieces[src.piece])
-		if prev := reusable[key]; prev != nil {
-			out[i].rule = takeOver(prev, src)
+		if r := reuse.take(src, pieces[src.piece], opts); r != nil {
+			out[i].rule = r
 			continue
 		}
 		todo = append(todo, i)
@@ -37,6 +36,7 @@ func compileAll(sources []*ruleSource, pieces []piece, opts Options, reusable ma
 	one := func(i int) {
 		if r := compileRule(sources[i], opts, &out[i].errs); r != nil {
 			r.reuseKey = reuseKey(sources[i], pieces[sources[i].piece])
+			r.kinds = kindDeps(r, opts)
 			out[i].rule = r
 		}
 	}

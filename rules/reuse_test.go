@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // numbered is a rule writing status on ConfigMaps' parents of the webapp CRD
@@ -51,7 +52,26 @@ func viewRules(rs *RuleSet) []ruleView {
 // taken over (their compiled children are the same objects), every other one is
 // compiled again, and the result is what a load without Previous gives.
 func TestReloadTakesOverUnchangedRules(t *testing.T) {
-	schemas := testSchemas(t)
+	crds, err := ReadCRDDir("testdata/crds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := SchemasFromCRDs(crds...)
+	// changedWebapp is the webapp CRD with another field in its schema.
+	changedWebapp := crds[0].DeepCopy()
+	props := changedWebapp.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	props.Properties["extra"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	changedWebapp.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = props
+	// onNamespaces is a rule whose kinds are all built in.
+	onNamespaces := `  - name: namespaced
+    parent: {apiVersion: v1, resource: namespaces}
+    children:
+      - id: config
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}", namespace: default}
+`
 	first := []string{numbered(0, "a"), numbered(1, "b"), numbered(2, "c")}
 	tests := []struct {
 		name string
@@ -72,6 +92,11 @@ func TestReloadTakesOverUnchangedRules(t *testing.T) {
 			map[string]bool{"thing0": true, "thing1": true}},
 		{"another schema source", nil, first, func(o Options) Options { o.Schemas = testSchemas(t); return o },
 			map[string]bool{"thing0": false, "thing1": false, "thing2": false}},
+		{"another schema source of the same CRD objects", nil, first, func(o Options) Options { o.Schemas = SchemasFromCRDs(crds...); return o },
+			map[string]bool{"thing0": true, "thing1": true, "thing2": true}},
+		{"the parent's CRD changed", append(first[:2:2], onNamespaces), append(first[:2:2], onNamespaces),
+			func(o Options) Options { o.Schemas = SchemasFromCRDs(changedWebapp); return o },
+			map[string]bool{"thing0": false, "thing1": false, "namespaced": true}},
 		{"another limit", nil, first, func(o Options) Options { o.MaxChildren = 7; return o },
 			map[string]bool{"thing0": false, "thing1": false, "thing2": false}},
 		{"another cost limit", nil, first, func(o Options) Options { o.CostLimit = 1e9; return o },

@@ -107,6 +107,10 @@ func TestReaderKeepsTheSourceWhileNoCRDChanges(t *testing.T) {
 	if changed == first || changed.ResourceSchema(gvr) == nil {
 		t.Errorf("after a CRD was created: the same source %v, schema of gizmos %v", changed == first, changed.ResourceSchema(gvr))
 	}
+	gadgetsGVR := gvr.GroupVersion().WithResource("gadgets")
+	if a, b := first.ResourceSchema(gadgetsGVR), changed.ResourceSchema(gadgetsGVR); a == nil || a != b {
+		t.Error("the schema of gadgets, whose CRD did not change, is another object in the new source: rules that name gadgets would be compiled again")
+	}
 	// The API server writes the new CRD's status (names accepted, established) after
 	// the create, each a change; once it is done, reads give one source again.
 	testenv.Eventually(t, 30*time.Second, func() (bool, string) {

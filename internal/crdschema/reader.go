@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
@@ -20,15 +21,21 @@ import (
 // Reader reads the cluster's CRD schemas for every rules load of a running controller.
 // While no CRD changed it returns the same SchemaSource again, after listing only the
 // CRDs' names and resource versions, so that a reload takes over the rules it compiled
-// before (rules.Options.Previous) and does not fetch every schema again.
+// before (rules.Options.Previous) and does not fetch every schema again; after a change
+// the new source keeps the objects of the CRDs whose spec is the same.
 type Reader struct {
-	crds apiextensionsclient.Interface
-	meta metadata.Interface
+	client apiextensionsclient.Interface
+	meta   metadata.Interface
 
 	mu sync.Mutex
 	// last is the source read last, and version the resource versions it was read at.
 	last    rules.SchemaSource
 	version string
+	// crds are the CRD objects last is made of, by name: a new source is made of the
+	// same objects where a CRD's spec did not change, so that the rules that name only
+	// such kinds are taken over by a reload (rules.Options.Previous compares schema
+	// objects).
+	crds map[string]*apiextensionsv1.CustomResourceDefinition
 }
 
 // NewReader is a Reader of the cluster cfg points at.
@@ -41,7 +48,7 @@ func NewReader(cfg *rest.Config) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{crds: crds, meta: meta}, nil
+	return &Reader{client: crds, meta: meta}, nil
 }
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -60,11 +67,19 @@ func (r *Reader) Schemas(ctx context.Context) (rules.SchemaSource, error) {
 			return r.last, nil
 		}
 	}
-	list, err := r.crds.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
+	list, err := r.client.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	crds := toPointers(list.Items)
+	byName := make(map[string]*apiextensionsv1.CustomResourceDefinition, len(crds))
+	for i, crd := range crds {
+		if old := r.crds[crd.Name]; old != nil && old.UID == crd.UID && equality.Semantic.DeepEqual(old.Spec, crd.Spec) {
+			crds[i] = old
+		}
+		byName[crd.Name] = crds[i]
+	}
+	r.crds = byName
 	r.last = rules.SchemasFromCRDs(crds...)
 	r.version = versionsOf(list.Items, func(o apiextensionsv1.CustomResourceDefinition) metav1.ObjectMeta { return o.ObjectMeta })
 	return r.last, nil
