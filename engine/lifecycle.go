@@ -17,6 +17,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
 	"github.com/kubecel/kubecel/engine/internal/rollouts"
 	"github.com/kubecel/kubecel/engine/internal/watch"
+	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -148,15 +149,16 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 }
 
 // start resolves a rule's kinds, checks its permissions (with reviews, the operation's
-// answers), starts its watches and reads or stores its revisions, and returns it
+// answers), starts its watches and reads (from listed, when not nil) or stores its
+// revisions, and returns it
 // running. old, when set, is the version being replaced: its child kinds stay watched.
 // Nothing of old is stopped here.
-func (l *lifecycle) start(ctx context.Context, reviews *access.Reviews, r *rules.Rule, old *runningRule) (*runningRule, error) {
+func (l *lifecycle) start(ctx context.Context, reviews *access.Reviews, listed rollout.Listed, r *rules.Rule, old *runningRule) (*runningRule, error) {
 	schema, err := l.ensureAPI(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	prep, err := l.revs.Prepare(ctx, l.rs, r)
+	prep, err := l.revs.Prepare(ctx, l.rs, r, listed)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +241,7 @@ func (l *lifecycle) restart(ctx context.Context, target *watch.Rule) {
 	if cur == nil || cur.st != target {
 		return // replaced or stopped meanwhile
 	}
-	next, err := l.start(ctx, l.reviews(), cur.st.Rule, cur)
+	next, err := l.start(ctx, l.reviews(), nil, cur.st.Rule, cur)
 	if err != nil && keepsOld(err) {
 		// Its api is refused now (someone changed the CRD): the version that runs keeps
 		// running, as a reload leaves it.

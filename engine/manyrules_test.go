@@ -47,10 +47,14 @@ const manyRule = `
 // TestManyRulesStartAtOnce: rules loaded together start together (with the race
 // detector, their starts share the watcher, the discovery cache and the access
 // reviews): every one of them runs, and every parent converges. They need the same
-// permissions, which are each asked once; a reload that edits one rule asks that rule's
-// permissions again, and no other rule's.
+// permissions, which are each asked once, and their revisions are read with one list
+// (listAllFrom lowered below their number); a reload that edits one rule asks that
+// rule's permissions again and lists that rule's revisions, and no other rule's. A
+// controller started again on the same rules reads their revisions with one list and
+// writes none.
 func TestManyRulesStartAtOnce(t *testing.T) {
 	const n = 30
+	t.Cleanup(engine.SetListAllFrom(n / 2)) // registered first, so run after the controllers stop
 	ns := testenv.Namespace(t)
 	prefix := fmt.Sprintf("many-%04x", rand.IntN(1<<16))
 	load := func(edited int) *rules.RuleSet {
@@ -85,26 +89,45 @@ func TestManyRulesStartAtOnce(t *testing.T) {
 		}
 	}
 
-	var reviews atomic.Int64
+	var reviews, revisionLists, revisionWrites atomic.Int64
 	cfg := rest.CopyConfig(testenv.Config(t))
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/selfsubjectaccessreviews") {
+			switch {
+			case req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/selfsubjectaccessreviews"):
 				reviews.Add(1)
+			case strings.HasSuffix(req.URL.Path, "/controllerrevisions") && req.Method == http.MethodGet && req.URL.Query().Get("watch") != "true":
+				revisionLists.Add(1)
+			case strings.Contains(req.URL.Path, "/controllerrevisions") && req.Method != http.MethodGet:
+				revisionWrites.Add(1)
 			}
 			return rt.RoundTrip(req)
 		})
 	})
-	reg := prometheus.NewRegistry()
-	ctrl, err := engine.New(cfg, engine.Options{Identity: testenv.Identity(t), Workers: 4, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
+	identity := testenv.Identity(t)
+	start := func() (*engine.Controller, *prometheus.Registry, func()) {
+		t.Helper()
+		reg := prometheus.NewRegistry()
+		ctrl, err := engine.New(cfg, engine.Options{Identity: identity, Workers: 4, Registry: reg, RevisionNamespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ctrl.SetRules(ctx, rs)
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = ctrl.Run(ctx) })
+		stop := sync.OnceFunc(func() { cancel(); wg.Wait() })
+		t.Cleanup(stop)
+		return ctrl, reg, stop
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ctrl.SetRules(ctx, rs)
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = ctrl.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	ctrl, reg, stop := start()
+	ctx := t.Context()
+	if got := revisionLists.Load(); got != 1 {
+		t.Errorf("revision lists sent by the start of %d rules = %d, want 1", n, got)
+	}
+	if got := revisionWrites.Load(); got != n {
+		t.Errorf("revision writes of the first start of %d rules = %d, want %d: each rule stores its revision", n, got, n)
+	}
 
 	if ok, pending := ctrl.Ready(); len(pending) > 0 {
 		t.Fatalf("rules waiting after the start (ready %v): %v", ok, pending)
@@ -138,12 +161,26 @@ func TestManyRulesStartAtOnce(t *testing.T) {
 		converged(i, fmt.Sprint(i))
 	}
 
+	// The same rules started again by another controller: their revisions are stored.
+	stop()
+	lists, writes := revisionLists.Load(), revisionWrites.Load()
+	ctrl, reg, _ = start()
+	if got := revisionLists.Load() - lists; got != 1 {
+		t.Errorf("revision lists sent by a restart of %d rules = %d, want 1", n, got)
+	}
+	if got := revisionWrites.Load() - writes; got != 0 {
+		t.Errorf("revision writes of a restart on the same rules = %d, want 0", got)
+	}
+
 	// A reload that edits one rule starts that rule alone.
 	const edited = 7
-	before := reviews.Load()
+	before, lists := reviews.Load(), revisionLists.Load()
 	ctrl.SetRules(ctx, load(edited))
 	if got := reviews.Load() - before; got != int64(perRule) {
 		t.Errorf("access reviews sent by a reload that edits one rule = %d, want %d (that rule's)", got, perRule)
+	}
+	if got := revisionLists.Load() - lists; got != 1 {
+		t.Errorf("revision lists sent by a reload that edits one rule = %d, want 1 (that rule's)", got)
 	}
 	if got := gaugeValue(t, reg, "kubecel_active_rules"); got != n {
 		t.Errorf("kubecel_active_rules after the reload = %v, want %d", got, n)

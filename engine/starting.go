@@ -5,23 +5,34 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kubecel/kubecel/engine/internal/access"
 	"github.com/kubecel/kubecel/engine/internal/watch"
+	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
 
 // An operation of the lifecycle (a rules reload, a retry of the waiting rules) starts
 // its rules at once: a rule's start is mostly waiting on the API server (its CRD,
 // discovery, access reviews, revisions), so a thousand rules start in the time the
-// server takes to answer them, not a thousand times a rule's round trips. The results
+// server takes to answer them, not a thousand times a rule's round trips. Access
+// reviews are asked once per permission for the operation, and an operation that
+// starts many rules reads every rule's revisions with one list. The results
 // are then applied one rule after another, in the order of the rules' names, as if
 // they had started so.
 
 // startWorkers is how many rules one operation starts at once.
 var startWorkers = max(16, 8*runtime.GOMAXPROCS(0))
+
+// listAllFrom is the number of rules from which an operation reads the revisions of
+// every rule with one list, instead of a list per rule (the first start of a large
+// installation): below it, the rules' own lists read less. Tests lower it.
+var listAllFrom atomic.Int64
+
+func init() { listAllFrom.Store(64) }
 
 // startJob is one rule to start, the version it replaces (nil when none runs), and,
 // once startAll returns, what came of it.
@@ -51,6 +62,10 @@ func startJobs(rs []*rules.Rule, old func(name string) *runningRule) []*startJob
 // the starts run, and changes it after.
 func (l *lifecycle) startAll(ctx context.Context, jobs []*startJob, before func(rule string), after func(st *watch.Rule)) {
 	reviews := l.reviews()
+	var listed rollout.Listed
+	if int64(len(jobs)) >= listAllFrom.Load() {
+		listed = l.revs.ListAll(ctx)
+	}
 	var g errgroup.Group
 	g.SetLimit(startWorkers)
 	for _, j := range jobs {
@@ -58,7 +73,7 @@ func (l *lifecycle) startAll(ctx context.Context, jobs []*startJob, before func(
 			if before != nil {
 				before(j.rule.Name)
 			}
-			j.next, j.err = l.start(ctx, reviews, j.rule, j.old)
+			j.next, j.err = l.start(ctx, reviews, listed, j.rule, j.old)
 			return nil
 		})
 	}

@@ -57,6 +57,30 @@ func (s *Store) List(ctx context.Context, rule string) ([]*Revision, error) {
 	for i := range list.Items {
 		crs[i] = &list.Items[i]
 	}
+	return s.DecodeRule(rule, crs)
+}
+
+// Listed is the stored revisions of every rule of the installation as one list read
+// them, by rule: what starting many rules at once reads instead of a list per rule.
+type Listed map[string][]*appsv1.ControllerRevision
+
+// ListAll reads the revisions of every rule of the installation with one list.
+func (s *Store) ListAll(ctx context.Context) (Listed, error) {
+	list, err := s.Client.AppsV1().ControllerRevisions(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: s.Selector("").String()})
+	if err != nil {
+		return nil, fmt.Errorf("list the rules' revisions in namespace %s: %w", s.Namespace, err)
+	}
+	out := Listed{}
+	for i := range list.Items {
+		cr := &list.Items[i]
+		rule := cr.Labels[contract.LabelRule]
+		out[rule] = append(out[rule], cr)
+	}
+	return out, nil
+}
+
+// DecodeRule is Decode of the revisions of rule, its errors naming the rule.
+func (s *Store) DecodeRule(rule string, crs []*appsv1.ControllerRevision) ([]*Revision, error) {
 	revs, err := s.Decode(crs)
 	if err != nil {
 		return nil, fmt.Errorf("rule %q: %w", rule, err)

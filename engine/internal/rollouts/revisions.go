@@ -37,6 +37,21 @@ func (v *Revisions) event(rev *rollout.Revision, eventType, reason, message stri
 	}
 }
 
+// ListAll reads the revisions of every rule with one list, for an operation that starts
+// many rules: nil when revisions are not kept, or when the list fails (each rule then
+// lists its own, and reports its own error).
+func (v *Revisions) ListAll(ctx context.Context) rollout.Listed {
+	if v.Store == nil {
+		return nil
+	}
+	listed, err := v.Store.ListAll(ctx)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot list the rules' revisions at once; each rule lists its own", "err", err)
+		return nil
+	}
+	return listed
+}
+
 // Prepared is what starting a rule takes for its revisions: the change to store once it
 // runs, and the stable version's rule to run beside it.
 type Prepared struct {
@@ -52,8 +67,9 @@ type Prepared struct {
 
 // Prepare reads a rule's stored revisions and decides what making r its current
 // revision takes; it compiles the stable revision when the rollout needs one. It writes
-// nothing.
-func (v *Revisions) Prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rule) (*Prepared, error) {
+// nothing. listed, when not nil, is what a list of every rule's revisions read at the
+// start of the operation (ListAll), read instead of a list of the rule's.
+func (v *Revisions) Prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rule, listed rollout.Listed) (*Prepared, error) {
 	if v.Store == nil {
 		// Without revisions a rule runs its one version; a rule with a rollout policy
 		// then cannot run, but in a dry run (kubecel plan) that is what is planned.
@@ -62,7 +78,13 @@ func (v *Revisions) Prepare(ctx context.Context, rs *rules.RuleSet, r *rules.Rul
 		}
 		return &Prepared{}, nil
 	}
-	revs, err := v.Store.List(ctx, r.Name)
+	var revs []*rollout.Revision
+	var err error
+	if listed != nil {
+		revs, err = v.Store.DecodeRule(r.Name, listed[r.Name])
+	} else {
+		revs, err = v.Store.List(ctx, r.Name)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,8 @@
+package engine
+
+// SetListAllFrom sets listAllFrom, the number of rules from which an operation reads
+// every rule's revisions with one list, until the returned restore is called.
+func SetListAllFrom(n int) (restore func()) {
+	old := listAllFrom.Swap(int64(n))
+	return func() { listAllFrom.Store(old) }
+}
