@@ -145,5 +145,5 @@ fuzz: ## run the fuzz tests for longer (FUZZTIME=60s each)
 # with it (and kubecel built with it); the long form is about durations and sizes, and its
 # memory figures are those of the binary users run. .ci/run calls it after `make test`.
 .PHONY: test-faults
-test-faults: controlplane ## the fault-injection suite, long form (30 s outages, 14 crash points, 200 property steps, 10,000-widget load); CI runs it after test
+test-faults: controlplane ## the fault-injection suite, long form (30 s outages, 14 crash points, 200 property steps for a new seed and 80 for each known one, 10,000-widget load); CI runs it after test
 	$(GO) test -count=1 -timeout 60m ./internal/faults -faults.long
