@@ -1,13 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/spf13/cobra"
 
-	"github.com/kubecel/kubecel/internal/cli/clikit"
-	"github.com/kubecel/kubecel/internal/kro"
+	"github.com/kubecel/kubecel/internal/cli/importkro"
 )
 
 func newImportCommand() *cobra.Command {
@@ -47,24 +43,7 @@ when the file is not a ResourceGraphDefinition.`,
   kubecel check --rules rules.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := os.ReadFile(args[0])
-			if err != nil {
-				return &clikit.ExitError{Code: 1, Err: err}
-			}
-			res, err := kro.Convert(data)
-			if err != nil {
-				return &clikit.ExitError{Code: 1, Err: fmt.Errorf("%s: %w", args[0], err)}
-			}
-			if _, err := cmd.OutOrStdout().Write(res.Rules); err != nil {
-				return err
-			}
-			for _, n := range res.Notes {
-				fmt.Fprintln(cmd.ErrOrStderr(), "note: "+n)
-			}
-			if res.Load != nil {
-				return &clikit.ExitError{Code: 1, Err: fmt.Errorf("the rules converted from %s do not load: %w", args[0], res.Load)}
-			}
-			return nil
+			return importkro.Run(args[0], streamsOf(cmd))
 		},
 	}
 }

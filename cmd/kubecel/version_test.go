@@ -2,102 +2,33 @@ package main
 
 import (
 	"encoding/json"
-	"runtime"
-	"runtime/debug"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/yaml"
-)
 
-func TestBuildInfo(t *testing.T) {
-	const rev = "0123456789abcdef0123456789abcdef01234567"
-	vcs := func(modified string) []debug.BuildSetting {
-		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
-	}
-	tests := []struct {
-		name    string
-		bi      *debug.BuildInfo
-		stamped stamp
-		want    buildInfo
-		line    string
-	}{{
-		name: "module version from go install",
-		bi:   &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.1.0"}},
-		want: buildInfo{Version: "v0.1.0", GoVersion: "go1.26.8"},
-		line: "kubecel v0.1.0 go1.26.8",
-	}, {
-		name: "checkout with local changes",
-		bi: &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261122100000-0123456789ab+dirty"},
-			Settings: vcs("true")},
-		want: buildInfo{Version: "v0.0.0-20261122100000-0123456789ab+dirty", Revision: rev, Dirty: true, GoVersion: "go1.26.8"},
-		line: "kubecel v0.0.0-20261122100000-0123456789ab+dirty (revision 0123456789ab, dirty) go1.26.8",
-	}, {
-		name:    "the stamped version replaces (devel)",
-		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: vcs("false")},
-		stamped: stamp{version: "v0.1.0-3-g0123456"},
-		want:    buildInfo{Version: "v0.1.0-3-g0123456", Revision: rev, GoVersion: "go1.26.8"},
-		line:    "kubecel v0.1.0-3-g0123456 (revision 0123456789ab) go1.26.8",
-	}, {
-		name:    "a module version wins over the stamped one",
-		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.2.0"}},
-		stamped: stamp{version: "0123456-dirty"},
-		want:    buildInfo{Version: "v0.2.0", GoVersion: "go1.26.8"},
-		line:    "kubecel v0.2.0 go1.26.8",
-	}, {
-		// make release builds with -buildvcs=false and stamps its tag and commit.
-		name:    "a release: version and revision stamped, no VCS information",
-		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}},
-		stamped: stamp{version: "v0.3.0", revision: rev},
-		want:    buildInfo{Version: "v0.3.0", Revision: rev, GoVersion: "go1.26.8"},
-		line:    "kubecel v0.3.0 (revision 0123456789ab) go1.26.8",
-	}, {
-		name:    "a release from a tree with local changes",
-		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}},
-		stamped: stamp{version: "v0.3.0", revision: rev, modified: true},
-		want:    buildInfo{Version: "v0.3.0", Revision: rev, Dirty: true, GoVersion: "go1.26.8"},
-		line:    "kubecel v0.3.0 (revision 0123456789ab, dirty) go1.26.8",
-	}, {
-		name:    "the toolchain's VCS revision wins over the stamped one",
-		bi:      &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: vcs("false")},
-		stamped: stamp{version: "v0.3.0", revision: "fedcba9876543210fedcba9876543210fedcba98", modified: true},
-		want:    buildInfo{Version: "v0.3.0", Revision: rev, GoVersion: "go1.26.8"},
-		line:    "kubecel v0.3.0 (revision 0123456789ab) go1.26.8",
-	}, {
-		name: "no build information",
-		want: buildInfo{Version: "(devel)", GoVersion: runtime.Version()},
-		line: "kubecel (devel) " + runtime.Version(),
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := buildInfoFrom(tt.bi, tt.stamped)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("build info (-want +got):\n%s", diff)
-			}
-			if got.String() != tt.line {
-				t.Errorf("line %q, want %q", got.String(), tt.line)
-			}
-		})
-	}
-}
+	"github.com/kubecel/kubecel/internal/cli/buildinfo"
+	"github.com/kubecel/kubecel/internal/testenv"
+)
 
 func TestVersionCommand(t *testing.T) {
 	want := readBuildInfo()
-	decodeJSON := func(s string) (buildInfo, error) {
-		var b buildInfo
+	decodeJSON := func(s string) (buildinfo.Info, error) {
+		var b buildinfo.Info
 		err := json.Unmarshal([]byte(s), &b)
 		return b, err
 	}
-	decodeYAML := func(s string) (buildInfo, error) {
-		var b buildInfo
+	decodeYAML := func(s string) (buildinfo.Info, error) {
+		var b buildinfo.Info
 		err := yaml.UnmarshalStrict([]byte(s), &b)
 		return b, err
 	}
 	tests := []struct {
 		name   string
 		args   []string
-		decode func(string) (buildInfo, error) // nil: the text line
+		decode func(string) (buildinfo.Info, error) // nil: the text line
 		code   int
 	}{
 		{name: "version", args: []string{"version"}},
@@ -134,29 +65,27 @@ func TestVersionCommand(t *testing.T) {
 	}
 }
 
-func TestBuildInfoMetric(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	if err := registerBuildInfo(reg); err != nil {
-		t.Fatal(err)
+// TestStampedVersion builds kubecel as make release does, without VCS information and
+// with the linker stamping package main's version, revision and modified, and checks
+// that kubecel version reports what was stamped.
+func TestStampedVersion(t *testing.T) {
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	bin := filepath.Join(t.TempDir(), "kubecel")
+	ldflags := "-X main.version=v9.9.9-stamped -X main.revision=" + rev + " -X main.modified=true"
+	args := append([]string{"build", "-buildvcs=false", "-ldflags", ldflags}, testenv.BuildArgs(bin, ".")[1:]...)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	families, err := reg.Gather()
+	out, err := exec.Command(bin, "version", "-o", "json").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kubecel version -o json: %v", err)
 	}
-	b := readBuildInfo()
-	want := map[string]string{"goversion": b.GoVersion, "revision": b.Revision, "version": b.Version}
-	if len(families) != 1 || families[0].GetName() != "kubecel_build_info" || len(families[0].GetMetric()) != 1 {
-		t.Fatalf("gathered %v, want one kubecel_build_info sample", families)
+	var got buildinfo.Info
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("decode %q: %v", out, err)
 	}
-	m := families[0].GetMetric()[0]
-	got := map[string]string{}
-	for _, l := range m.GetLabel() {
-		got[l.GetName()] = l.GetValue()
-	}
+	want := buildinfo.Info{Version: "v9.9.9-stamped", Revision: rev, Dirty: true, GoVersion: got.GoVersion}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("labels (-want +got):\n%s", diff)
-	}
-	if v := m.GetGauge().GetValue(); v != 1 {
-		t.Errorf("value %v, want 1", v)
+		t.Errorf("version of the stamped binary (-want +got):\n%s", diff)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package dev
 
 import (
 	"cmp"
@@ -18,7 +18,7 @@ import (
 )
 
 // defaultReadyWait is how long dev waits for its sample parents to turn Ready before it
-// says which are not (devOptions.readyWait, for tests).
+// says which are not (Options.readyWait, for tests).
 const defaultReadyWait = 2 * time.Minute
 
 // readyParent is a sample that rules with a status block serve: it turns Ready when each
@@ -57,7 +57,7 @@ func readyParents(rulesData []byte, samples []sample) []readyParent {
 // reportReady waits until every parent is Ready and says so, with the time since start;
 // when some are not Ready after the wait, it names them and how to see why. It returns
 // when it has said either, or when ctx ends.
-func (o *devOptions) reportReady(ctx context.Context, cfg *rest.Config, parents []readyParent, rulesFile, kubeconfig string, start time.Time) {
+func (o *Options) reportReady(ctx context.Context, cfg *rest.Config, parents []readyParent, rulesFile, kubeconfig string, start time.Time) {
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil || len(parents) == 0 {
 		return

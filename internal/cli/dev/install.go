@@ -1,4 +1,4 @@
-package main
+package dev
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 
 // installs returns what dev installs at start: the CRDs (the examples', then those of
 // --crds) and the rules file's content (the examples' rules, then those of --rules).
-func (o *devOptions) installs() ([]*apiextensionsv1.CustomResourceDefinition, []byte, error) {
+func (o *Options) installs() ([]*apiextensionsv1.CustomResourceDefinition, []byte, error) {
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	var rulesData []byte
-	if !o.noExamples {
+	if !o.NoExamples {
 		var err error
 		if crds, err = exampleCRDs(); err != nil {
 			return nil, nil, err
@@ -29,21 +29,21 @@ func (o *devOptions) installs() ([]*apiextensionsv1.CustomResourceDefinition, []
 			return nil, nil, fmt.Errorf("combine the examples' rules: %w", err)
 		}
 	}
-	if o.crds != "" {
-		own, err := crdsOfDir(o.crds)
+	if o.CRDs != "" {
+		own, err := crdsOfDir(o.CRDs)
 		if err != nil {
 			return nil, nil, err
 		}
 		crds = append(crds, own...)
 	}
 	switch {
-	case o.rules != "":
-		data, err := os.ReadFile(o.rules)
+	case o.Rules != "":
+		data, err := os.ReadFile(o.Rules)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--rules: %w", err)
 		}
 		if len(rulesData) > 0 {
-			rulesData = append(append(rulesData, []byte("\n---\n# "+o.rules+"\n")...), data...)
+			rulesData = append(append(rulesData, []byte("\n---\n# "+o.Rules+"\n")...), data...)
 		} else {
 			rulesData = data
 		}
@@ -67,15 +67,15 @@ func crdsOfDir(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 
 // applyObjects applies the examples' sample parents and the objects of -f, and returns
 // them.
-func (o *devOptions) applyObjects(ctx context.Context, cfg *rest.Config) ([]sample, error) {
+func (o *Options) applyObjects(ctx context.Context, cfg *rest.Config) ([]sample, error) {
 	var objs []*unstructured.Unstructured
-	if !o.noExamples {
+	if !o.NoExamples {
 		var err error
 		if objs, err = exampleObjects(); err != nil {
 			return nil, err
 		}
 	}
-	for _, f := range o.objects {
+	for _, f := range o.Objects {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("-f: %w", err)

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -17,42 +16,38 @@ import (
 	"github.com/kubecel/kubecel/internal/shard"
 )
 
-// shardOptions are the sharding flags of `kubecel run`.
-type shardOptions struct {
-	enabled bool
-	opts    shard.Options
-}
-
-func (o *shardOptions) addFlags(f *pflag.FlagSet) {
-	f.BoolVar(&o.enabled, "sharding", false, "run active-active: the parents are spread over every replica that holds a membership Lease in the ring (not with --leader-elect)")
-	f.StringVar(&o.opts.Ring, "sharding-ring", "", "name of the ring: the label kubecel.dev/ring on its members' Leases (default: the installation's name)")
-	f.StringVar(&o.opts.Namespace, "sharding-namespace", "", "namespace of the membership Leases (default: the identity Secret's namespace)")
-	o.opts.Timing.AddFlags(f, "sharding")
+// ShardOptions are the sharding flags of kubecel run.
+type ShardOptions struct {
+	// Enabled runs the controller active-active, for this member's share of the ring.
+	Enabled bool
+	// Options name the ring and its Leases' namespace and timing; the ring and the
+	// namespace default to the installation's.
+	Options shard.Options
 }
 
 // resolve gives the ring its defaults, the installation's name in the identity
 // Secret's namespace (where its leader election Lease is too), and checks the flags
 // when sharding is on.
-func (o *shardOptions) resolve(id identity.Secret) error {
-	if o.opts.Ring == "" {
-		o.opts.Ring = id.Installation
+func (o *ShardOptions) resolve(id identity.Secret) error {
+	if o.Options.Ring == "" {
+		o.Options.Ring = id.Installation
 	}
-	if o.opts.Namespace == "" {
-		o.opts.Namespace = id.Namespace
+	if o.Options.Namespace == "" {
+		o.Options.Namespace = id.Namespace
 	}
-	if !o.enabled {
+	if !o.Enabled {
 		return nil
 	}
-	return o.opts.Validate()
+	return o.Options.Validate()
 }
 
 // newMember prepares membership of the ring (see shard.New), or returns nil when
 // sharding is off.
-func newMember(o shardOptions, cfg *rest.Config, reg *prometheus.Registry) (*shard.Member, error) {
-	if !o.enabled {
+func newMember(o ShardOptions, cfg *rest.Config, reg *prometheus.Registry) (*shard.Member, error) {
+	if !o.Enabled {
 		return nil, nil
 	}
-	return shard.New(o.opts, cfg, reg)
+	return shard.New(o.Options, cfg, reg)
 }
 
 // leave deletes the member's Lease once the controller has stopped, so that the other

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -27,19 +27,19 @@ import (
 
 // refuseShardedPeers returns an error when live members of the installation's ring
 // exist: a process with leader election would run beside them.
-func refuseShardedPeers(ctx context.Context, kube kubernetes.Interface, installation string, ring shardOptions) error {
-	list, err := kube.CoordinationV1().Leases(ring.opts.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{shard.LabelRing: ring.opts.Ring}.AsSelector().String(),
+func refuseShardedPeers(ctx context.Context, kube kubernetes.Interface, installation string, ring ShardOptions) error {
+	list, err := kube.CoordinationV1().Leases(ring.Options.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{shard.LabelRing: ring.Options.Ring}.AsSelector().String(),
 	})
 	if apierrors.IsForbidden(err) {
 		// RBAC of an older release (leader election only got, created and updated its
 		// Lease): the controller runs, and says what it could not check.
 		klog.FromContext(ctx).Error(err, "Cannot look for sharded processes of this installation; running without that check (grant list on leases in this namespace)",
-			"installation", installation, "namespace", ring.opts.Namespace)
+			"installation", installation, "namespace", ring.Options.Namespace)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("look for sharded processes of installation %q (Leases of ring %q in %s): %w", installation, ring.opts.Ring, ring.opts.Namespace, err)
+		return fmt.Errorf("look for sharded processes of installation %q (Leases of ring %q in %s): %w", installation, ring.Options.Ring, ring.Options.Namespace, err)
 	}
 	var holders []string
 	now := time.Now()
@@ -53,21 +53,21 @@ func refuseShardedPeers(ctx context.Context, kube kubernetes.Interface, installa
 	}
 	slices.Sort(holders)
 	return fmt.Errorf("installation %q already runs sharded (ring %q in %s: %s): this process would write the same parents; start it with --sharding to join them, or give it its own --installation (and --identity-secret) to run a separate installation",
-		installation, ring.opts.Ring, ring.opts.Namespace, strings.Join(holders, ", "))
+		installation, ring.Options.Ring, ring.Options.Namespace, strings.Join(holders, ", "))
 }
 
 // refuseLeader returns an error when the installation's leader Lease is held: a
 // sharded process would run beside its leader.
-func refuseLeader(ctx context.Context, kube kubernetes.Interface, installation string, elect leaderOptions) error {
-	l, err := kube.CoordinationV1().Leases(elect.opts.Namespace).Get(ctx, elect.opts.ID, metav1.GetOptions{})
+func refuseLeader(ctx context.Context, kube kubernetes.Interface, installation string, elect LeaderOptions) error {
+	l, err := kube.CoordinationV1().Leases(elect.Options.Namespace).Get(ctx, elect.Options.ID, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("look for a leader of installation %q (Lease %s/%s): %w", installation, elect.opts.Namespace, elect.opts.ID, err)
+		return fmt.Errorf("look for a leader of installation %q (Lease %s/%s): %w", installation, elect.Options.Namespace, elect.Options.ID, err)
 	case !lease.Live(l, time.Now()):
 		return nil
 	}
 	return fmt.Errorf("installation %q already runs with leader election (Lease %s/%s held by %s): this process would write the same parents; start it without --sharding to stand by, or give it its own --installation (and --identity-secret) to run a separate installation",
-		installation, elect.opts.Namespace, elect.opts.ID, ptr.Deref(l.Spec.HolderIdentity, ""))
+		installation, elect.Options.Namespace, elect.Options.ID, ptr.Deref(l.Spec.HolderIdentity, ""))
 }

@@ -1,4 +1,4 @@
-package main
+package memory
 
 import (
 	"context"
@@ -117,7 +117,7 @@ func TestMemoryLoopReleasesWhenIdle(t *testing.T) {
 		defer cancel()
 		var w fakeWorkload
 		gc := newFakeCollector(0, noLimit)
-		go memoryLoop(ctx, &w, gc, time.Second, 5*time.Second)
+		go loop(ctx, &w, gc, time.Second, 5*time.Second)
 
 		step := func(d time.Duration, want int, what string) {
 			t.Helper()
@@ -197,7 +197,7 @@ func TestMemoryLoopSetsGOGC(t *testing.T) {
 				gc.unmeasured = tc.unmeasured
 				done := make(chan struct{})
 				go func() {
-					memoryLoop(ctx, &fakeWorkload{}, gc, time.Second, 5*time.Second)
+					loop(ctx, &fakeWorkload{}, gc, time.Second, 5*time.Second)
 					close(done)
 				}()
 				time.Sleep(10*time.Second + 500*time.Millisecond)
@@ -227,7 +227,7 @@ func TestMemoryLoopFollowsTheLiveData(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		gc := newFakeCollector(10*mib, 256*mib)
-		go memoryLoop(ctx, &fakeWorkload{}, gc, time.Second, 5*time.Second)
+		go loop(ctx, &fakeWorkload{}, gc, time.Second, 5*time.Second)
 		for _, step := range []struct {
 			live uint64
 			want int
@@ -299,7 +299,7 @@ func TestMemoryLoopOnTheGoRuntime(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan struct{})
 				go func() {
-					memoryLoop(ctx, &fakeWorkload{}, goRuntime{}, time.Second, 5*time.Second)
+					loop(ctx, &fakeWorkload{}, goRuntime{}, time.Second, 5*time.Second)
 					close(done)
 				}()
 				time.Sleep(5*time.Second + 500*time.Millisecond)

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"strings"
@@ -50,8 +50,8 @@ func TestRefuseShardedPeers(t *testing.T) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "", nil)
 				})
 			}
-			var ring shardOptions
-			ring.opts.Ring, ring.opts.Namespace = "kubecel", "kubecel-system"
+			var ring ShardOptions
+			ring.Options.Ring, ring.Options.Namespace = "kubecel", "kubecel-system"
 			err := refuseShardedPeers(t.Context(), kube, "kubecel", ring)
 			switch {
 			case tt.wantErr == "" && err != nil:

@@ -1,4 +1,4 @@
-package main
+package dev
 
 import (
 	"fmt"
@@ -98,7 +98,7 @@ func TestReportReady(t *testing.T) {
 	parents := readyParents(gadgetRules(ns), samples)
 	report := func() string {
 		var out testenv.Buffer
-		o := &devOptions{reports: &devReports{w: &out, live: true}, readyWait: time.Second}
+		o := &Options{reports: &reports{w: &out, live: true}, readyWait: time.Second}
 		o.reportReady(ctx, testenv.Config(t), parents, "DIR/rules.yaml", "DIR/kubeconfig", time.Now())
 		return out.String()
 	}

@@ -1,4 +1,4 @@
-package main
+package memory
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// memoryLoop is the memory loop of `kubecel run`: until ctx ends, it keeps the resident
-// size near the live data. Every tick (a second in `run`) it does two things:
+// loop is the memory loop (see Run) with its collector and timings as parameters, for
+// the tests. Every tick (a second in Run) it does two things:
 //
 //   - It bounds the heap's growth: GOGC is set from the live data, so that the heap grows
 //     at most gcHeadroom over it before a collection (gcPercent). The Go collector would
@@ -35,7 +35,7 @@ import (
 //     two-minute forced cycle, and returns the pages later still. One forced collection
 //     per burst (debug.FreeOSMemory) costs tens of milliseconds and brings the resident
 //     size back near the live data.
-func memoryLoop(ctx context.Context, w workload, gc collector, tick, quiet time.Duration) {
+func loop(ctx context.Context, w Workload, gc collector, tick, quiet time.Duration) {
 	logger := klog.FromContext(ctx)
 	_, userGOGC := os.LookupEnv("GOGC")
 	bound, percent := !userGOGC, 100
@@ -74,6 +74,14 @@ func memoryLoop(ctx context.Context, w workload, gc collector, tick, quiet time.
 	}
 }
 
+// Run is the memory loop of kubecel run: until ctx ends, it keeps the resident size of
+// this process near its live data, bounding the heap's growth every second and
+// returning a burst's memory to the operating system once w has been idle for five
+// seconds after it (see loop).
+func Run(ctx context.Context, w Workload) {
+	loop(ctx, w, goRuntime{}, time.Second, 5*time.Second)
+}
+
 // gcHeadroom is how far the heap may grow over the live data before a collection.
 const gcHeadroom = 32 << 20
 
@@ -94,8 +102,8 @@ func gcPercent(live uint64, limit int64) int {
 	return int(min(100, max(minGCPercent, 100*gcHeadroom/live)))
 }
 
-// workload is what the memory loop watches: an *engine.Controller.
-type workload interface {
+// Workload is what the memory loop watches: an *engine.Controller.
+type Workload interface {
 	Idle() bool         // no key queued or being reconciled now
 	Reconciles() uint64 // reconciles started so far
 }
