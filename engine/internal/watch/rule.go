@@ -124,8 +124,9 @@ func (st *Rule) Synced() bool {
 	return st.refsSynced()
 }
 
-// cachedParent returns a parent from the rule's cache, still encoded (maybe a stub).
-func (st *Rule) cachedParent(key Key) (*informers.Object, bool) {
+// CachedParent returns a parent from the rule's cache as it holds it: encoded, whole
+// or a stub.
+func (st *Rule) CachedParent(key Key) (*informers.Object, bool) {
 	pw := st.parents[key.Namespace]
 	if pw == nil {
 		pw = st.parents[""]
@@ -143,7 +144,7 @@ func (st *Rule) cachedParent(key Key) (*informers.Object, bool) {
 // ParentVersion is the resourceVersion of a parent in the rule's cache, whole or a
 // stub; false when the cache does not hold it.
 func (st *Rule) ParentVersion(key Key) (string, bool) {
-	obj, ok := st.cachedParent(key)
+	obj, ok := st.CachedParent(key)
 	if !ok {
 		return "", false
 	}
@@ -154,7 +155,7 @@ func (st *Rule) ParentVersion(key Key) (string, bool) {
 // propagation policy, as its informer saw it (informers.Object.DeletedWithOrphan), even
 // when the garbage collector has removed the orphan finalizer since.
 func (st *Rule) DeletedWithOrphan(key Key) bool {
-	obj, ok := st.cachedParent(key)
+	obj, ok := st.CachedParent(key)
 	return ok && obj.DeletedWithOrphan()
 }
 
@@ -163,7 +164,7 @@ func (st *Rule) DeletedWithOrphan(key Key) bool {
 // replica does not serve) is an error that wraps informers.ErrStub, never a parent
 // that is not there.
 func (st *Rule) Get(key Key) (*unstructured.Unstructured, bool, error) {
-	obj, ok := st.cachedParent(key)
+	obj, ok := st.CachedParent(key)
 	if !ok {
 		return nil, false, nil
 	}
@@ -204,6 +205,20 @@ func (st *Rule) ParentKeys() []Key {
 		}
 	}
 	return keys
+}
+
+// CountParents counts the parents the rule's caches hold whole and as stubs.
+func (st *Rule) CountParents() (whole, stubs int) {
+	for _, pw := range st.parents {
+		for _, o := range pw.watch().Informer.GetStore().List() {
+			if o.(*informers.Object).Stub() {
+				stubs++
+			} else {
+				whole++
+			}
+		}
+	}
+	return whole, stubs
 }
 
 // ChildParentKeys are the keys of the parents that the rule's proven children in its
