@@ -151,14 +151,6 @@ func (st *Rule) ParentVersion(key Key) (string, bool) {
 	return obj.GetResourceVersion(), true
 }
 
-// DeletedWithOrphan reports whether the cached parent is being deleted with the orphan
-// propagation policy, as its informer saw it (informers.Object.DeletedWithOrphan), even
-// when the garbage collector has removed the orphan finalizer since.
-func (st *Rule) DeletedWithOrphan(key Key) bool {
-	obj, ok := st.CachedParent(key)
-	return ok && obj.DeletedWithOrphan()
-}
-
 // Get reads a parent from the rule's cache and decodes it: the result is the
 // caller's to change. A parent cached as a stub (under sharding, of a bucket the
 // replica does not serve) is an error that wraps informers.ErrStub, never a parent
