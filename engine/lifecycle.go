@@ -195,6 +195,9 @@ func (l *lifecycle) resolve(ctx context.Context, reviews *access.Reviews, r *rul
 		return nil, err
 	}
 	st.Beside, st.ParentSchema = beside, schema
+	// A rollout reads the parents of both versions on every replica (their revisions
+	// and conditions): under sharding they stay whole in its caches.
+	st.WholeParents = r.Rollout != nil || beside || slices.ContainsFunc(also, func(r *rules.Rule) bool { return r != nil })
 	if reviews != nil {
 		if err := reviews.Check(ctx, access.Permissions(st.Access())); err != nil {
 			return nil, err

@@ -191,7 +191,9 @@ func (l *lifecycle) retryPending(ctx context.Context, recheck bool) {
 // stay where they are. It runs in the background; failures are logged.
 func (l *lifecycle) releaseParents(ctx context.Context, st *watch.Rule) {
 	// The cache stays readable after the rule stopped; reconciles that entered before
-	// may still add the finalizer, so the parents are picked after they end.
+	// may still add the finalizer, so the parents are picked after they end. Under
+	// sharding the cache holds whole only the parents of the buckets this replica
+	// served; the others are the other replicas' to release.
 	parents, err := st.Parents("")
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot release the parents of a removed rule", "rule", st.Rule.Name)

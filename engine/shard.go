@@ -25,8 +25,9 @@ type Shard interface {
 }
 
 // With a Shard, the controller queues and reconciles only the parents of the buckets it
-// serves, and its child informers hold only the children of those buckets
-// (watch.Watcher.Rebucket): WatchBuckets changes them.
+// serves, its child informers hold only the children of those buckets, and its parent
+// informers hold only those parents whole, the others as stubs (watch.Watcher.Rebucket):
+// WatchBuckets changes them.
 
 // gate is the sharding gate of work outside the queue: whether this replica serves a
 // parent now. Without a Shard it serves every parent.
@@ -73,8 +74,9 @@ func (q shardQueue) AddRateLimited(key queueKey) {
 }
 
 // WatchBuckets makes the child informers of every running rule (and of the revisions
-// their rollouts roll from) hold the children of these buckets, and returns once the new informers have synced. Reconciles pause only
-// while the informers are swapped, after the sync.
+// their rollouts roll from) hold the children of these buckets, and their parent
+// informers those parents whole, and returns once the new informers have synced.
+// Reconciles pause only while the informers are swapped, after the sync.
 func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
 	rb, err := c.watcher.Rebucket(ctx, buckets)
 	if rb == nil || err != nil {
@@ -91,7 +93,7 @@ func (c *Controller) WatchBuckets(ctx context.Context, buckets []int) error {
 		// The old informers stay; the next call tries the new selector again.
 		return fmt.Errorf("watch the children of buckets %s: %w", rb.Selector(), err)
 	}
-	klog.FromContext(ctx).V(1).Info("Child informers follow the buckets", "buckets", len(buckets))
+	klog.FromContext(ctx).V(1).Info("Caches follow the buckets", "buckets", len(buckets))
 	return nil
 }
 
@@ -171,9 +173,10 @@ func (m *movedParents) reconciled(key queueKey) {
 }
 
 // registerOwnedParents adds kubecel_shard_owned_parents: the parents, per rule and in
-// all, that this replica serves.
+// all, that this replica serves; and kubecel_shard_cached_parents: those its caches
+// hold, whole and as stubs.
 func (c *Controller) registerOwnedParents(reg *prometheus.Registry) error {
-	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "kubecel_shard_owned_parents", Help: "Parents (one per rule that selects it) this replica serves.",
 	}, func() float64 {
 		n := 0
@@ -186,4 +189,27 @@ func (c *Controller) registerOwnedParents(reg *prometheus.Registry) error {
 		})
 		return float64(n)
 	}))
+	if err != nil {
+		return err
+	}
+	return reg.Register(cachedParents{c})
+}
+
+// cachedParents collects kubecel_shard_cached_parents.
+type cachedParents struct{ c *Controller }
+
+var cachedParentsDesc = prometheus.NewDesc("kubecel_shard_cached_parents",
+	"Parents (one per running rule that selects it) in this replica's caches, by form: whole (those of the buckets it serves, and every parent of a rule with a rollout) or stub (identity only).",
+	[]string{"form"}, nil)
+
+func (p cachedParents) Describe(ch chan<- *prometheus.Desc) { ch <- cachedParentsDesc }
+
+func (p cachedParents) Collect(ch chan<- prometheus.Metric) {
+	var whole, stubs int
+	p.c.view.Load().each(func(st *watch.Rule) {
+		w, s := st.CountParents()
+		whole, stubs = whole+w, stubs+s
+	})
+	ch <- prometheus.MustNewConstMetric(cachedParentsDesc, prometheus.GaugeValue, float64(whole), "whole")
+	ch <- prometheus.MustNewConstMetric(cachedParentsDesc, prometheus.GaugeValue, float64(stubs), "stub")
 }

@@ -121,3 +121,49 @@ func TestShardedController(t *testing.T) {
 		return s == "True", fmt.Sprintf("Synced=%s %s %q", s, r, m)
 	})
 }
+
+// peerRules have each widget read another widget, of any bucket, through a ref.
+const peerRules = `
+apiVersion: kubecel.dev/v1alpha1
+kind: RuleSet
+rules:
+  - name: {{.Rule}}
+    parent:
+      apiVersion: engine.kubecel.dev/v1
+      resource: widgets
+      namespaces: [{{.NS}}]
+    refs:
+      - {id: peer, apiVersion: engine.kubecel.dev/v1, kind: Widget, name: "${parent.spec.peer}", optional: true}
+    children:
+      - id: peer
+        template:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "${parent.metadata.name}-peer"}
+          data:
+            value: "${refs.?peer.spec.value.orValue('none')}"
+`
+
+// TestShardedRefReadsAParentOfAnotherBucket: a sharded controller caches the parents of
+// the buckets it does not serve as stubs, yet a ref that reads such a parent reads it
+// whole (refs have informers of their own), and follows its changes.
+func TestShardedRefReadsAParentOfAnotherBucket(t *testing.T) {
+	shard := &staticShard{buckets: map[int]bool{}, begun: map[int]int{}}
+	f := startControllerWith(t, peerRules, rules.Options{}, engine.Options{Workers: 2, Shard: shard})
+	mine := contract.Bucket(f.ns, "mine")
+	other := otherName(f.ns, "other", mine)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := f.ctrl.WatchBuckets(ctx, shard.serve(mine)); err != nil {
+		t.Fatal(err)
+	}
+	f.create(widgets, widget(f.ns, other, map[string]any{"value": "v1"}))
+	f.create(widgets, widget(f.ns, "mine", map[string]any{"peer": other}))
+	f.waitData("mine-peer", "value", "v1")
+	f.patchSpec(widgets, f.ns, other, `{"value":"v2"}`)
+	f.waitData("mine-peer", "value", "v2")
+	f.waitIdle()
+	if got := f.childNames("configmaps", "peer"); !slices.Equal(got, []string{"mine-peer"}) {
+		t.Errorf("children %v, want only mine-peer: %s is in bucket %d, which the controller does not serve", got, other, contract.Bucket(f.ns, other))
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -111,7 +112,8 @@ func setup(ctx context.Context, c config) (*bench, error) {
 	}
 	for _, ns := range namespaces {
 		_, err := b.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil {
+		// The control plane makes kubecel-system (shardNS) itself.
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			b.close()
 			return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 		}

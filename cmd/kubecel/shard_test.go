@@ -43,8 +43,10 @@ type shardWorld struct {
 // TestSharding runs replicas of the built binary with --sharding against a control
 // plane that audits every write. It checks that every parent converges with three
 // replicas, each parent's children written by the replica that the ring gives its
-// bucket; then, while every parent keeps changing, that a replica joining, one leaving
-// (SIGTERM), one crashing (SIGKILL) and one freezing (SIGSTOP) hand the parents over
+// bucket, and each replica caching whole only the parents it serves (the others as
+// stubs), also after a replica joined and after one left; then, while every parent
+// keeps changing, that a replica joining, one leaving (SIGTERM), one crashing
+// (SIGKILL) and one freezing (SIGSTOP) hand the parents over
 // with nothing lost and no parent written by two replicas at once: each parent's writes
 // come from its old owner, then only from its new one, and once the ring has settled
 // only from its new one, which writes every parent edited then. A frozen replica, woken
@@ -95,11 +97,17 @@ func TestSharding(t *testing.T) {
 
 	// A replica joins while every parent changes.
 	w.handover("join", ring, func() { w.start("d") }, "2", "a", "b", "c", "d")
-	// One leaves as Kubernetes stops it: it exits 0 and deletes its Lease.
 	ring = w.ring("a", "b", "c", "d")
+	for _, name := range []string{"a", "b", "c", "d"} {
+		w.reports(name, ring)
+	}
+	// One leaves as Kubernetes stops it: it exits 0 and deletes its Lease.
 	w.handover("SIGTERM", ring, func() { w.signal("b", syscall.SIGTERM) }, "3", "a", "c", "d")
 	if code := w.replicas["b"].cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("replica b exited with %d after SIGTERM, want 0", code)
+	}
+	for _, name := range []string{"a", "c", "d"} {
+		w.reports(name, w.ring("a", "c", "d"))
 	}
 	// One crashes: its Lease stays until it expires.
 	ring = w.ring("a", "c", "d")
@@ -216,6 +224,9 @@ func (w *shardWorld) reports(name string, ring shard.Ring) {
 		fmt.Sprintf("kubecel_shard_members %d\n", len(ring)),
 		fmt.Sprintf("kubecel_shard_buckets %d\n", owned.Len()),
 		fmt.Sprintf("kubecel_shard_owned_parents %d\n", parents),
+		// Whole in its caches only the parents it serves, the others as stubs.
+		fmt.Sprintf("kubecel_shard_cached_parents{form=\"whole\"} %d\n", parents),
+		fmt.Sprintf("kubecel_shard_cached_parents{form=\"stub\"} %d\n", shardParents-parents),
 		"kubecel_shard_handover_duration_seconds_count ",
 		"kubecel_shard_handovers_total ",
 	}

@@ -48,6 +48,8 @@ type Object struct {
 	// orphan is set on a terminating object seen with the orphan finalizer, in this
 	// version or an earlier one (orphans.go).
 	orphan bool
+	// stub is set on an object cached without its content (stubs.go): raw is empty.
+	stub bool
 
 	// kubecel's labels (contract.LabelRule, LabelChild, LabelParentUID) and annotations
 	// (contract.AnnotationParent, AnnotationOrigin), only on an object whose proof the
@@ -168,8 +170,12 @@ func (o *Object) GetObjectMeta() metav1.Object {
 	return m
 }
 
-// Decode returns the object as a new unstructured value the caller may change.
+// Decode returns the object as a new unstructured value the caller may change; a stub
+// returns an error that wraps ErrStub.
 func (o *Object) Decode() (*unstructured.Unstructured, error) {
+	if o.stub {
+		return nil, fmt.Errorf("decode cached %s: %w", nameOf(o), ErrStub)
+	}
 	text, err := decode(o.dict, o.raw)
 	if err != nil {
 		return nil, fmt.Errorf("decompress cached %s: %w", nameOf(o), err)

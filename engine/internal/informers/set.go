@@ -22,6 +22,10 @@ type Key struct {
 	// Schema, when set, tells apart the watches of one resource under two schemas of
 	// its CRD (watch.Rule.ParentSchema): each lists the objects afresh.
 	Schema string
+	// Whole, when set, lists the buckets (contract.BucketLabel values, comma
+	// separated, or NoBuckets) whose objects the cache holds whole; it holds every other
+	// object as a stub (stubs.go). "" holds every object whole.
+	Whole string
 }
 
 // Watch is one running informer, shared by reference count.
@@ -74,9 +78,13 @@ func (s *Set) Acquire(ctx context.Context, key Key, setup func(*Watch) error) (*
 		w.refs++
 		return w, nil
 	}
+	whole, err := wholeFilter(key.Whole)
+	if err != nil {
+		return nil, err
+	}
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = key.Selector }
 	inf := dynamicinformer.NewFilteredDynamicInformer(s.client, key.GVR, key.Namespace, s.resync, cache.Indexers{}, tweak).Informer()
-	if err := inf.SetTransform(s.toCache); err != nil {
+	if err := inf.SetTransform(s.transform(whole)); err != nil {
 		return nil, err
 	}
 	w := &Watch{key: key, Informer: inf, refs: 1}
@@ -104,6 +112,23 @@ func (s *Set) Release(w *Watch) {
 	}
 	w.cancel()
 	delete(s.watches, w.key)
+}
+
+// transform is the transform of an informer whose cache holds whole the objects that
+// whole accepts (every object when nil), and the others as stubs (stubs.go).
+func (s *Set) transform(whole func(namespace, name string) bool) cache.TransformFunc {
+	if whole == nil {
+		return s.toCache
+	}
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || whole(u.GetNamespace(), u.GetName()) {
+			return s.toCache(obj)
+		}
+		o := newStub(u)
+		o.orphan = s.orphans.note(u)
+		return o, nil
+	}
 }
 
 // toCache is the informers' transform: decoded objects from lists and watches enter the

@@ -201,7 +201,7 @@ func (d *deletion) unseen(st *watch.Rule, uid types.UID) bool {
 // them, so only an orphaning (or someone else's edit) removes it, and a wrong answer
 // keeps children rather than deleting them.
 func deletedWithOrphan(st *watch.Rule, key watch.Key, parent *unstructured.Unstructured, children []*informers.Object) (bool, error) {
-	if hasFinalizer(parent, finalizerOrphan) || st.DeletedWithOrphan(key) {
+	if cached, ok := st.CachedParent(key); hasFinalizer(parent, finalizerOrphan) || ok && cached.DeletedWithOrphan() {
 		return true, nil
 	}
 	for _, child := range children {

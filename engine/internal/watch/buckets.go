@@ -8,13 +8,27 @@ import (
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
-// With sharding, child informers hold only the children of the buckets the replica
-// serves (selected by contract.LabelBucket). Parent informers hold every parent, and refs
-// read every object they would without sharding (a ref may read any object): kubecel's
-// own objects of the other buckets from an informer of those buckets (ourWatchKeys).
+// With sharding, a replica's caches hold what the buckets it serves need. Child
+// informers hold only the children of those buckets (selected by contract.LabelBucket).
+// Parents carry no bucket label, so parent informers list every parent, but their
+// transform keeps whole only the parents of the served buckets and the others as stubs
+// (informers.Key.Whole): a stub has what the keys and the parent handler need (queue the
+// key, which the sharded queue then drops; tell of a deleted parent), and a reconcile
+// that reads one fails (informers.ErrStub) instead of taking the parent for gone. A rule
+// whose rollout reads its parents keeps them whole (Rule.WholeParents). Refs read every
+// object they would without sharding (a ref may read any object), from informers of
+// their own that hold every object whole (a ref of a parent kind shares no informer with
+// the parents then); kubecel's own objects of the other buckets from an informer of
+// those buckets (ourWatchKeys).
+//
+// When the buckets change, new child and parent informers for them are acquired and
+// sync while the old ones keep serving, and Finish swaps them in: the member grows what
+// it serves only after the swap and shrinks it before, so a parent it serves is always
+// cached whole, and a parent it gains is reconciled from the new, whole cache.
 
-// noBuckets selects no child: what a replica watches before it serves a ring.
-const noBuckets = "none"
+// noBuckets selects no child and no whole parent: what a replica watches before it
+// serves a ring.
+const noBuckets = informers.NoBuckets
 
 // servedValues is the list of bucket label values of buckets, "" for every bucket.
 func servedValues(buckets []int) string {
@@ -40,22 +54,27 @@ func bucketSelector(buckets []int) string {
 	return contract.LabelBucket + " in (" + v + ")"
 }
 
-// Rebucketing is a change of the buckets whose children the child informers hold: the
-// new informers (and those of the refs that read kubecel's objects) are acquired and
-// sync while the old ones keep serving, and Finish swaps them in.
+// Rebucketing is a change of the buckets whose children the child informers hold and
+// whose parents the parent informers hold whole: the new informers (and those of the
+// refs that read kubecel's objects) are acquired and sync while the old ones keep
+// serving, and Finish swaps them in.
 type Rebucketing struct {
 	w        *Watcher
 	previous string
 	children map[*ChildKind]*informers.Watch
+	parents  map[*parentWatch]hooked
 	refs     map[*refKind][]hooked
-	// kindOf and refOf are the rules the child kinds and refs belong to.
-	kindOf map[*ChildKind]*Rule
-	refOf  map[*refKind]*Rule
+	// kindOf, parentOf and refOf are the rules the child kinds, parent watches and
+	// refs belong to.
+	kindOf   map[*ChildKind]*Rule
+	parentOf map[*parentWatch]*Rule
+	refOf    map[*refKind]*Rule
 }
 
 // Rebucket begins to make the child informers of every started rule hold the children
-// of buckets; a rule started from now on gets informers of these buckets at once. It
-// returns nil when they already do. On error nothing changed.
+// of buckets, and its parent informers those parents whole; a rule started from now on
+// gets informers of these buckets at once. It returns nil when they already do. On
+// error nothing changed.
 func (w *Watcher) Rebucket(ctx context.Context, buckets []int) (*Rebucketing, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -63,8 +82,8 @@ func (w *Watcher) Rebucket(ctx context.Context, buckets []int) (*Rebucketing, er
 	if served == w.served {
 		return nil, nil
 	}
-	rb := &Rebucketing{w: w, previous: w.served, children: map[*ChildKind]*informers.Watch{},
-		refs: map[*refKind][]hooked{}, kindOf: map[*ChildKind]*Rule{}, refOf: map[*refKind]*Rule{}}
+	rb := &Rebucketing{w: w, previous: w.served, children: map[*ChildKind]*informers.Watch{}, parents: map[*parentWatch]hooked{},
+		refs: map[*refKind][]hooked{}, kindOf: map[*ChildKind]*Rule{}, parentOf: map[*parentWatch]*Rule{}, refOf: map[*refKind]*Rule{}}
 	w.served = served
 	fail := func(err error) (*Rebucketing, error) {
 		rb.finishLocked(false)
@@ -77,6 +96,16 @@ func (w *Watcher) Rebucket(ctx context.Context, buckets []int) (*Rebucketing, er
 				return fail(err)
 			}
 			rb.children[ck], rb.kindOf[ck] = cw, st
+		}
+		for ns, pw := range st.parents {
+			if w.parentWatchKey(st, ns) == pw.watch().Key() {
+				continue // every parent whole (Rule.WholeParents)
+			}
+			h, err := w.watchParents(ctx, st, ns)
+			if err != nil {
+				return fail(err)
+			}
+			rb.parents[pw], rb.parentOf[pw] = h, st
 		}
 		for _, rk := range st.refs {
 			if len(rk.ours) == 0 {
@@ -101,6 +130,11 @@ func (rb *Rebucketing) Selector() string {
 func (rb *Rebucketing) Synced() bool {
 	for _, cw := range rb.children {
 		if !cw.Synced() {
+			return false
+		}
+	}
+	for _, h := range rb.parents {
+		if !h.watch.Synced() {
 			return false
 		}
 	}
@@ -135,6 +169,14 @@ func (rb *Rebucketing) finishLocked(ok bool) {
 		}
 		old := ck.watch.Swap(cw)
 		rb.w.set.Release(old)
+	}
+	for pw, h := range rb.parents {
+		if !ok || !running(rb.parentOf[pw]) {
+			rb.w.unhook([]hooked{h})
+			continue
+		}
+		old := pw.cur.Swap(&h)
+		rb.w.unhook([]hooked{*old})
 	}
 	for rk, hs := range rb.refs {
 		if !ok || !running(rb.refOf[rk]) {

@@ -41,7 +41,8 @@ type refKind struct {
 	ours    []hooked
 }
 
-// hooked is an informer acquired for a rule's ref, with the rule's handler on it.
+// hooked is an informer acquired for a rule, with the rule's handler on it (nil reg:
+// none).
 type hooked struct {
 	watch *informers.Watch
 	reg   cache.ResourceEventHandlerRegistration
@@ -134,10 +135,12 @@ func (w *Watcher) watchOurs(ctx context.Context, st *Rule, rk *refKind) ([]hooke
 	return out, nil
 }
 
-// unhook removes the handlers of hs and releases their informers.
+// unhook removes the handlers of hs (where they have one) and releases their informers.
 func (w *Watcher) unhook(hs []hooked) {
 	for _, h := range hs {
-		_ = h.watch.Informer.RemoveEventHandler(h.reg)
+		if h.reg != nil {
+			_ = h.watch.Informer.RemoveEventHandler(h.reg)
+		}
 		w.set.Release(h.watch)
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
 	"github.com/kubecel/kubecel/rules"
@@ -34,11 +33,21 @@ type ChildKind struct {
 // Selector is the label selector of the kind's informer.
 func (ck *ChildKind) Selector() string { return ck.watch.Load().Key().Selector }
 
+// parentWatch is the informer of a rule's parents in one namespace, with the rule's
+// handler on it (none on a Beside version). A change of the buckets
+// (Rebucketing.Finish) replaces it, as it does a ChildKind's.
+type parentWatch struct {
+	cur atomic.Pointer[hooked]
+}
+
+// watch is the informer.
+func (pw *parentWatch) watch() *informers.Watch { return pw.cur.Load().watch }
+
 // Rule is one running rule's view of the cluster: its parents, the children it made
 // and the objects its refs read, all from the caches. Its child kinds include kinds an
 // earlier version of the rule produced, so that their objects can still be pruned.
-// Nothing in it changes after Watcher.Start returns but the informer behind a child
-// kind (Watcher.WatchBuckets) and Stopped.
+// Nothing in it changes after Watcher.Start returns but the informers behind a child
+// kind and the parents (Watcher.Rebucket) and Stopped.
 type Rule struct {
 	Rule       *rules.Rule
 	ParentKind Kind
@@ -56,9 +65,14 @@ type Rule struct {
 	// parents again, as the API server now serves them (new defaults, pruned fields).
 	// The watch events that follow a CRD change do not send the objects again.
 	ParentSchema string
+	// WholeParents, set before Start, keeps every parent whole in the rule's caches,
+	// whatever buckets the replica serves: set for a rule whose rollout reads its parents
+	// (their revisions and conditions, on every replica). Otherwise, under sharding, the
+	// parents of the buckets the replica does not serve are cached as stubs
+	// (informers.ErrStub).
+	WholeParents bool
 
-	parents map[string]*informers.Watch // by namespace ("" = all)
-	regs    map[string]cache.ResourceEventHandlerRegistration
+	parents map[string]*parentWatch // by namespace ("" = all)
 	refs    []*refKind
 	reads   refIndex
 	stopped atomic.Bool
@@ -97,8 +111,8 @@ func (st *Rule) Drain() {
 
 // Synced reports whether every watch of the rule has synced.
 func (st *Rule) Synced() bool {
-	for _, w := range st.parents {
-		if !w.Synced() {
+	for _, pw := range st.parents {
+		if !pw.watch().Synced() {
 			return false
 		}
 	}
@@ -110,44 +124,39 @@ func (st *Rule) Synced() bool {
 	return st.refsSynced()
 }
 
-// cachedParent returns a parent from the rule's cache, still encoded.
-func (st *Rule) cachedParent(key Key) (*informers.Object, bool) {
-	w := st.parents[key.Namespace]
-	if w == nil {
-		w = st.parents[""]
+// CachedParent returns a parent from the rule's cache as it holds it: encoded, whole
+// or a stub.
+func (st *Rule) CachedParent(key Key) (*informers.Object, bool) {
+	pw := st.parents[key.Namespace]
+	if pw == nil {
+		pw = st.parents[""]
 	}
-	if w == nil {
+	if pw == nil {
 		return nil, false
 	}
-	obj, ok, err := w.Informer.GetStore().GetByKey(storeKey(key.Namespace, key.Name))
+	obj, ok, err := pw.watch().Informer.GetStore().GetByKey(storeKey(key.Namespace, key.Name))
 	if err != nil || !ok {
 		return nil, false
 	}
 	return obj.(*informers.Object), true
 }
 
-// ParentVersion is the resourceVersion of a parent in the rule's cache; false when the
-// cache does not hold it.
+// ParentVersion is the resourceVersion of a parent in the rule's cache, whole or a
+// stub; false when the cache does not hold it.
 func (st *Rule) ParentVersion(key Key) (string, bool) {
-	obj, ok := st.cachedParent(key)
+	obj, ok := st.CachedParent(key)
 	if !ok {
 		return "", false
 	}
 	return obj.GetResourceVersion(), true
 }
 
-// DeletedWithOrphan reports whether the cached parent is being deleted with the orphan
-// propagation policy, as its informer saw it (informers.Object.DeletedWithOrphan), even
-// when the garbage collector has removed the orphan finalizer since.
-func (st *Rule) DeletedWithOrphan(key Key) bool {
-	obj, ok := st.cachedParent(key)
-	return ok && obj.DeletedWithOrphan()
-}
-
 // Get reads a parent from the rule's cache and decodes it: the result is the
-// caller's to change.
+// caller's to change. A parent cached as a stub (under sharding, of a bucket the
+// replica does not serve) is an error that wraps informers.ErrStub, never a parent
+// that is not there.
 func (st *Rule) Get(key Key) (*unstructured.Unstructured, bool, error) {
-	obj, ok := st.cachedParent(key)
+	obj, ok := st.CachedParent(key)
 	if !ok {
 		return nil, false, nil
 	}
@@ -155,14 +164,15 @@ func (st *Rule) Get(key Key) (*unstructured.Unstructured, bool, error) {
 	return u, err == nil, err
 }
 
-// Parents returns the cached parents of the rule (in one namespace, or all when it is
-// ""), decoded, sorted by namespace and name.
+// Parents returns the parents the rule's caches hold whole (in one namespace, or all
+// when it is ""), decoded, sorted by namespace and name: under sharding, those of the
+// buckets the replica served when its caches last changed, stubs left out.
 func (st *Rule) Parents(namespace string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	for _, w := range st.parents {
-		for _, o := range w.Informer.GetStore().List() {
+	for _, pw := range st.parents {
+		for _, o := range pw.watch().Informer.GetStore().List() {
 			c := o.(*informers.Object)
-			if namespace != "" && c.GetNamespace() != namespace {
+			if c.Stub() || namespace != "" && c.GetNamespace() != namespace {
 				continue
 			}
 			u, err := c.Decode()
@@ -178,15 +188,29 @@ func (st *Rule) Parents(namespace string) ([]*unstructured.Unstructured, error) 
 	return out, nil
 }
 
-// ParentKeys are the keys of every parent the rule's caches hold.
+// ParentKeys are the keys of every parent the rule's caches hold, whole or a stub.
 func (st *Rule) ParentKeys() []Key {
 	var keys []Key
-	for _, w := range st.parents {
-		for _, o := range w.Informer.GetStore().List() {
+	for _, pw := range st.parents {
+		for _, o := range pw.watch().Informer.GetStore().List() {
 			keys = append(keys, KeyFor(st.Rule.Name, o.(*informers.Object)))
 		}
 	}
 	return keys
+}
+
+// CountParents counts the parents the rule's caches hold whole and as stubs.
+func (st *Rule) CountParents() (whole, stubs int) {
+	for _, pw := range st.parents {
+		for _, o := range pw.watch().Informer.GetStore().List() {
+			if o.(*informers.Object).Stub() {
+				stubs++
+			} else {
+				whole++
+			}
+		}
+	}
+	return whole, stubs
 }
 
 // ChildParentKeys are the keys of the parents that the rule's proven children in its

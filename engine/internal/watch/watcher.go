@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine/internal/informers"
@@ -30,8 +29,9 @@ type Watcher struct {
 	events  Events
 
 	mu sync.Mutex
-	// served lists the buckets whose children the child informers hold under
-	// sharding, as label values ("3,17", or noBuckets); "" holds every bucket.
+	// served lists the buckets the replica serves under sharding, as label values
+	// ("3,17", or noBuckets), whose children the child informers hold and whose parents
+	// the parent informers hold whole; "" is every bucket.
 	served string
 	// started are the rules started and not stopped.
 	started map[*Rule]struct{}
@@ -39,7 +39,8 @@ type Watcher struct {
 
 // NewWatcher returns a Watcher over the informers of set, resolving kinds with mapper.
 // written is the controller's memory of its writes, whose echoes the handlers drop.
-// sharded starts it with no bucket: child informers hold nothing until Rebucket.
+// sharded starts it with no bucket: child informers hold nothing and parent informers
+// only stubs until Rebucket.
 func NewWatcher(set *informers.Set, mapper meta.ResettableRESTMapper, written *informers.Written, events Events, sharded bool) *Watcher {
 	w := &Watcher{set: set, mapper: mapper, written: written, events: events, started: map[*Rule]struct{}{}}
 	if sharded {
@@ -76,8 +77,7 @@ func (w *Watcher) Resolve(r *rules.Rule, old *Rule, also ...*rules.Rule) (*Rule,
 	if err != nil {
 		return nil, fmt.Errorf("parent resource %s in %s: %w", r.Parent.GVR.Resource, r.Parent.GVR.GroupVersion(), err)
 	}
-	st := &Rule{Rule: r, ParentKind: parent, parents: map[string]*informers.Watch{},
-		regs: map[string]cache.ResourceEventHandlerRegistration{}, Children: map[schema.GroupKind]*ChildKind{}}
+	st := &Rule{Rule: r, ParentKind: parent, parents: map[string]*parentWatch{}, Children: map[schema.GroupKind]*ChildKind{}}
 	kinds := map[schema.GroupKind]schema.GroupVersionKind{}
 	if old != nil {
 		for gk, ck := range old.Children {
@@ -133,23 +133,14 @@ func (w *Watcher) Start(ctx context.Context, st *Rule) error {
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		pw, err := w.set.Acquire(ctx, informers.Key{GVR: st.ParentKind.GVR, Namespace: ns, Selector: r.Parent.Selector.String(), Schema: st.ParentSchema}, nil)
+		h, err := w.watchParents(ctx, st, ns)
 		if err != nil {
 			w.stopLocked(st)
 			return err
 		}
+		pw := &parentWatch{}
+		pw.cur.Store(&h)
 		st.parents[ns] = pw
-		if st.Beside {
-			continue
-		}
-		// A delete event of an informer that filters by labels may be an object
-		// relabelled out of its selector; labels.Everything filters nothing.
-		reg, err := pw.Informer.AddEventHandler(w.parentHandler(r.Name, pw.Key().Selector != ""))
-		if err != nil {
-			w.stopLocked(st)
-			return err
-		}
-		st.regs[ns] = reg
 	}
 	klog.FromContext(ctx).Info("Started rule", "rule", r.Name, "parent", st.ParentKind.GVR.String(), "childKinds", len(st.Children))
 	return nil
@@ -165,11 +156,8 @@ func (w *Watcher) Stop(st *Rule) {
 
 func (w *Watcher) stopLocked(st *Rule) {
 	delete(w.started, st)
-	for ns, pw := range st.parents {
-		if reg, ok := st.regs[ns]; ok {
-			_ = pw.Informer.RemoveEventHandler(reg)
-		}
-		w.set.Release(pw)
+	for _, pw := range st.parents {
+		w.unhook([]hooked{*pw.cur.Load()})
 	}
 	for _, ck := range st.Children {
 		if cw := ck.watch.Load(); cw != nil {
@@ -213,6 +201,37 @@ func (w *Watcher) AddChildKind(ctx context.Context, st *Rule, gvk schema.GroupVe
 	ck.watch.Store(cw)
 	st.Children[gvk.GroupKind()] = ck
 	return nil
+}
+
+// parentWatchKey is the key of the informer of a rule's parents in namespace ns ("" for
+// all): under sharding it holds whole only the parents of the buckets the replica
+// serves, unless the rule keeps every parent whole (Rule.WholeParents).
+func (w *Watcher) parentWatchKey(st *Rule, ns string) informers.Key {
+	key := informers.Key{GVR: st.ParentKind.GVR, Namespace: ns, Selector: st.Rule.Parent.Selector.String(), Schema: st.ParentSchema}
+	if !st.WholeParents {
+		key.Whole = w.served
+	}
+	return key
+}
+
+// watchParents acquires the informer of a rule's parents in namespace ns, with the
+// rule's handler on it unless the rule runs beside its running version (Rule.Beside).
+func (w *Watcher) watchParents(ctx context.Context, st *Rule, ns string) (hooked, error) {
+	pw, err := w.set.Acquire(ctx, w.parentWatchKey(st, ns), nil)
+	if err != nil {
+		return hooked{}, err
+	}
+	if st.Beside {
+		return hooked{watch: pw}, nil
+	}
+	// A delete event of an informer that filters by labels may be an object
+	// relabelled out of its selector; labels.Everything filters nothing.
+	reg, err := pw.Informer.AddEventHandler(w.parentHandler(st.Rule.Name, pw.Key().Selector != ""))
+	if err != nil {
+		w.set.Release(pw)
+		return hooked{}, err
+	}
+	return hooked{watch: pw, reg: reg}, nil
 }
 
 // managedWatchKey is the key of the informer of kubecel's objects of one resource, in
