@@ -6,3 +6,10 @@ func SetListAllFrom(n int) (restore func()) {
 	old := listAllFrom.Swap(int64(n))
 	return func() { listAllFrom.Store(old) }
 }
+
+// SetPublishEvery sets publishEvery, how many rules of a first start are published
+// together, until the returned restore is called.
+func SetPublishEvery(n int) (restore func()) {
+	old := publishEvery.Swap(int64(n))
+	return func() { publishEvery.Store(old) }
+}

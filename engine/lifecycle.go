@@ -55,6 +55,9 @@ type lifecycle struct {
 	running map[string]*runningRule
 	pending map[string]*pendingRule
 	loaded  bool
+	// starting names the rules of a first start that are not published yet
+	// (startEarly); nil otherwise.
+	starting map[string]bool
 	// rs is the rule set running rules come from (stable revisions compile in it).
 	rs *rules.RuleSet
 	// beforeStart and started, when set (by tests), are called before a rule starts in
@@ -67,7 +70,7 @@ type lifecycle struct {
 // publish makes the lifecycle's state the view the controller reads. The caller holds
 // l.mu.
 func (l *lifecycle) publish() {
-	l.view.Store(&ruleView{running: maps.Clone(l.running), pending: maps.Clone(l.pending), loaded: l.loaded})
+	l.view.Store(&ruleView{running: maps.Clone(l.running), pending: maps.Clone(l.pending), starting: l.starting, loaded: l.loaded})
 	l.metrics.ActiveRules.Set(float64(len(l.running)))
 	l.metrics.PendingRules.Set(float64(len(l.pending)))
 }
@@ -101,7 +104,13 @@ func (l *lifecycle) set(ctx context.Context, rs *rules.RuleSet) {
 		}
 	}
 	jobs := startJobs(changed, func(name string) *runningRule { return l.running[name] })
-	l.startAll(ctx, jobs, l.beforeStart, l.started)
+	op := l.operation(ctx, len(jobs))
+	if len(l.running) == 0 && len(removed) == 0 {
+		// A first start publishes its rules as they start, so that the parents of
+		// the first converge while the others start.
+		jobs = l.startEarly(ctx, op, jobs)
+	}
+	l.startGroup(ctx, op, jobs, l.beforeStart, l.started)
 	for _, j := range jobs {
 		name, r, old, next := j.rule.Name, j.rule, j.old, j.next
 		if err := j.err; err != nil {

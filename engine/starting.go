@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -61,11 +62,29 @@ func startJobs(rs []*rules.Rule, old func(name string) *runningRule) []*startJob
 // order, from the caller's goroutine. The caller holds l.mu: it reads l's state while
 // the starts run, and changes it after.
 func (l *lifecycle) startAll(ctx context.Context, jobs []*startJob, before func(rule string), after func(st *watch.Rule)) {
-	reviews := l.reviews()
-	var listed rollout.Listed
-	if int64(len(jobs)) >= listAllFrom.Load() {
-		listed = l.revs.ListAll(ctx)
+	l.startGroup(ctx, l.operation(ctx, len(jobs)), jobs, before, after)
+}
+
+// operation is what the starts of one lifecycle operation share: its access reviews and,
+// when it starts listAllFrom rules or more, the revisions of every rule read with one
+// list.
+type operation struct {
+	reviews *access.Reviews
+	listed  rollout.Listed
+}
+
+// operation begins an operation that starts n rules.
+func (l *lifecycle) operation(ctx context.Context, n int) operation {
+	op := operation{reviews: l.reviews()}
+	if int64(n) >= listAllFrom.Load() {
+		op.listed = l.revs.ListAll(ctx)
 	}
+	return op
+}
+
+// startGroup is startAll for some of the jobs of operation op.
+func (l *lifecycle) startGroup(ctx context.Context, op operation, jobs []*startJob, before func(rule string), after func(st *watch.Rule)) {
+	reviews, listed := op.reviews, op.listed
 	var g errgroup.Group
 	g.SetLimit(startWorkers)
 	for _, j := range jobs {
@@ -93,4 +112,48 @@ func (l *lifecycle) reviews() *access.Reviews {
 		return nil
 	}
 	return access.NewReviews(l.kube)
+}
+
+// publishEvery is how many rules of a first start are published together: each group
+// runs (its parents are reconciled) while the next starts. Tests lower it.
+var publishEvery atomic.Int64
+
+func init() { publishEvery.Store(128) }
+
+// startEarly starts the jobs of a first start but the last publishEvery, publishEvery
+// at a time, and publishes each group once it started, the rules still to start known
+// to the view (so that nothing of theirs is taken for a removed rule's); it returns the
+// jobs left, which the caller starts and applies as it applies any. The rules that fail
+// wait, as the caller would have them wait. The caller holds l.mu.
+func (l *lifecycle) startEarly(ctx context.Context, op operation, jobs []*startJob) []*startJob {
+	if int64(len(jobs)) <= publishEvery.Load() {
+		return jobs
+	}
+	l.starting = map[string]bool{}
+	for _, j := range jobs {
+		l.starting[j.rule.Name] = true
+	}
+	defer func() { l.starting = nil }()
+	for every := int(publishEvery.Load()); len(jobs) > every; {
+		group := jobs[:every]
+		jobs = jobs[every:]
+		l.startGroup(ctx, op, group, l.beforeStart, l.started)
+		var started []*runningRule
+		l.starting = maps.Clone(l.starting) // a published view keeps its own
+		for _, j := range group {
+			delete(l.starting, j.rule.Name)
+			if j.err != nil {
+				l.setPending(ctx, j.rule, j.err)
+				continue
+			}
+			l.running[j.rule.Name] = j.next
+			started = append(started, j.next)
+		}
+		l.publish()
+		for _, rr := range started {
+			enqueueAll(l.enqueue, rr.st)
+		}
+		l.notice(started...)
+	}
+	return jobs
 }

@@ -14,6 +14,9 @@ import (
 type ruleView struct {
 	running map[string]*runningRule
 	pending map[string]*pendingRule
+	// starting names the rules of the first rule set that are still starting while
+	// others already run (lifecycle.startEarly): known, not running.
+	starting map[string]bool
 	// loaded is set once a first rule set was applied.
 	loaded bool
 }
@@ -48,9 +51,9 @@ func (v *ruleView) get(name string) *watch.Rule {
 	return nil
 }
 
-// known reports whether a rule of that name runs or waits to run.
+// known reports whether a rule of that name runs, is starting or waits to run.
 func (v *ruleView) known(name string) bool {
-	return v.running[name] != nil || v.pending[name] != nil
+	return v.running[name] != nil || v.pending[name] != nil || v.starting[name]
 }
 
 // each calls fn for every running rule.

@@ -210,6 +210,8 @@ func (o *Options) control(ctx context.Context, cfg *rest.Config, reg *prometheus
 		return err
 	}
 	running.Store(ctrl)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, ctx := errgroup.WithContext(ctx)
 	if member != nil {
 		// The rules start once the member holds its Lease: before, its writes (the
@@ -222,11 +224,15 @@ func (o *Options) control(ctx context.Context, cfg *rest.Config, reg *prometheus
 			return g.Wait()
 		}
 	}
+	// The workers run while the first rules start: with many rules, the parents of
+	// those that started first converge meanwhile.
+	g.Go(func() error { return ctrl.Run(ctx) })
 	if err := loader.Start(ctx); err != nil {
+		cancel()
+		_ = g.Wait()
 		return err
 	}
 	g.Go(func() error { loader.Watch(ctx); return nil })
-	g.Go(func() error { return ctrl.Run(ctx) })
 	g.Go(func() error {
 		memory.Run(ctx, ctrl)
 		return nil
