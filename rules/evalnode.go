@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubecel/kubecel/rules/internal/celbudget"
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/celjson"
 )
 
 // This file evaluates compiled template nodes into JSON-like values, and holds the CEL
@@ -65,7 +66,7 @@ func (f *fill) value(n *node) (v any, present, ok bool) {
 			}
 			out = opt.GetValue()
 		}
-		v, err := toJSON(out, f.ev.budget)
+		v, err := celjson.ToJSON(out, f.ev.budget)
 		if err != nil {
 			f.ev.fail(n.prog, f.at, err)
 			return nil, false, false
@@ -91,7 +92,7 @@ func (f *fill) text(n *node) (v any, present, ok bool) {
 				return nil, false, false
 			}
 			var err error
-			if s, err = toText(out); err != nil {
+			if s, err = celjson.ToText(out); err != nil {
 				f.ev.fail(part.prog, f.at, err)
 				return nil, false, false
 			}

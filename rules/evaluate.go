@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 
 	"github.com/kubecel/kubecel/rules/internal/celbudget"
+	"github.com/kubecel/kubecel/rules/internal/celjson"
 )
 
 // ErrCostLimit is wrapped by evaluation errors of expressions that exceeded the runtime
@@ -139,8 +140,8 @@ func (ev *evaluation) run(parent map[string]any, refs RefSource) {
 	ev.children = make(map[string]any, len(r.Children))
 	ev.states = make([]childState, len(r.Children))
 	ev.vars = activation{
-		parent:   jsonValue(p),
-		children: jsonValue(ev.children),
+		parent:   celjson.Value(p),
+		children: celjson.Value(ev.children),
 		budget:   ev.budget,
 	}
 	if r.when != nil {
@@ -285,7 +286,7 @@ func (ev *evaluation) object(ch *Child, vars *activation, index int) bool {
 		d.Observed, d.Ready = true, true
 		if ch.readyWhen != nil {
 			ready := *vars
-			ready.self = jsonValue(matched)
+			ready.self = celjson.Value(matched)
 			d.Ready, _ = ev.condition(ch.readyWhen, &ready, at)
 		}
 	}

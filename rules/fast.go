@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/google/cel-go/cel"
+
+	"github.com/kubecel/kubecel/rules/internal/celjson"
 )
 
 // An evalPath computes the objects of children and the status fields from their
@@ -42,7 +44,7 @@ func (plainPath) object(ev *evaluation, ch *Child, vars *activation, at int) (ma
 	if !ok {
 		return nil, false
 	}
-	v, err := toJSON(out, ev.budget)
+	v, err := celjson.ToJSON(out, ev.budget)
 	obj, _ := v.(map[string]any)
 	if err != nil || obj == nil {
 		if err == nil {

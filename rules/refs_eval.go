@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/celjson"
 )
 
 // This file looks a rule's refs up during an evaluation, in dependency order, and
@@ -30,7 +31,7 @@ func (ev *evaluation) lookupRefs(parent map[string]any, src RefSource) {
 		return
 	}
 	values := make(map[string]any, len(r.Refs))
-	ev.vars.refs = jsonValue(values)
+	ev.vars.refs = celjson.Value(values)
 	ev.refOut = make(map[string]refOutcome, len(r.Refs))
 	parentNS := stringAt(parent, "metadata", "namespace")
 	for _, ref := range r.Refs {

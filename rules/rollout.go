@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubecel/kubecel/rules/internal/celjson"
 	"github.com/kubecel/kubecel/rules/internal/format"
 )
 
@@ -96,7 +97,7 @@ func (ro *Rollout) Healthy(ctx context.Context, parents []map[string]any) (healt
 		}
 		list[i] = v
 	}
-	healthy, ok := ev.condition(ro.healthy, &activation{parents: jsonValue(list), budget: ev.budget}, -1)
+	healthy, ok := ev.condition(ro.healthy, &activation{parents: celjson.Value(list), budget: ev.budget}, -1)
 	if !ok {
 		return false, ev.errs
 	}
