@@ -32,12 +32,16 @@ type program struct {
 	reads, refReads []string
 	// checked is the type-checked AST, kept for static analysis at load time.
 	checked *cel.Ast
-	// slot is the expression's index in its template's batch.
-	slot int
 	// sensitive is true when the expression reads Secret data (sensitive.go): its
 	// errors' texts are withheld.
 	sensitive bool
 }
+
+// Program implements tree.Program.
+func (p *program) Program() cel.Program { return p.prg }
+
+// CEL implements tree.Program.
+func (p *program) CEL() string { return p.src }
 
 // want is the kind of value an expression must produce.
 type want int

@@ -7,6 +7,8 @@ import (
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/parser"
+
+	"github.com/kubecel/kubecel/rules/internal/tree"
 )
 
 // An expr child is usually one map literal, {"apiVersion": ..., "metadata": {...}}. CEL
@@ -20,7 +22,7 @@ import (
 func (c *compiler) exprTemplate(env *cel.Env, p *program) *node {
 	native := p.checked.NativeRep()
 	n, ok := c.literalNode(env, p, native.Expr(), native.SourceInfo(), p.w)
-	if !ok || n.kind != mapNode {
+	if !ok || n.Kind != tree.Map {
 		return nil
 	}
 	return n
@@ -44,13 +46,13 @@ func (c *compiler) literalNode(env *cel.Env, p *program, e celast.Expr, info *ce
 			}
 			byKey[key] = v
 		}
-		n := &node{kind: mapNode}
+		n := &node{Kind: tree.Map}
 		for key := range byKey {
-			n.keys = append(n.keys, key)
+			n.Keys = append(n.Keys, key)
 		}
-		sort.Strings(n.keys)
-		for _, key := range n.keys {
-			n.elems = append(n.elems, byKey[key])
+		sort.Strings(n.Keys)
+		for _, key := range n.Keys {
+			n.Elems = append(n.Elems, byKey[key])
 		}
 		return n, true
 	case celast.ListKind:
@@ -58,25 +60,25 @@ func (c *compiler) literalNode(env *cel.Env, p *program, e celast.Expr, info *ce
 		if len(list.OptionalIndices()) > 0 {
 			return nil, false
 		}
-		n := &node{kind: listNode}
+		n := &node{Kind: tree.List}
 		for i, item := range list.Elements() {
 			v, ok := c.literalNode(env, p, item, info, w.index(i))
 			if !ok {
 				return nil, false
 			}
-			n.elems = append(n.elems, v)
+			n.Elems = append(n.Elems, v)
 		}
 		return n, true
 	case celast.LiteralKind:
 		switch v := e.AsLiteral().(type) {
 		case types.String:
-			return &node{kind: constNode, value: string(v)}, true
+			return &node{Kind: tree.Const, Value: string(v)}, true
 		case types.Int:
-			return &node{kind: constNode, value: int64(v)}, true
+			return &node{Kind: tree.Const, Value: int64(v)}, true
 		case types.Bool:
-			return &node{kind: constNode, value: bool(v)}, true
+			return &node{Kind: tree.Const, Value: bool(v)}, true
 		case types.Null:
-			return &node{kind: constNode, value: nil}, true
+			return &node{Kind: tree.Const, Value: nil}, true
 		}
 	}
 	src, err := parser.Unparse(e, info)
@@ -93,5 +95,5 @@ func (c *compiler) literalNode(env *cel.Env, p *program, e celast.Expr, info *ce
 	}
 	// Errors name the expr field and show the whole expression, as without the split.
 	leaf := &program{w: w, source: p.source, src: src, prg: prg, out: checked.OutputType(), checked: checked}
-	return &node{kind: exprNode, prog: leaf, exact: true}, true
+	return &node{Kind: tree.Expr, Prog: leaf, Exact: true}, true
 }

@@ -31,7 +31,7 @@ func (ev *evaluation) lookupRefs(parent map[string]any, src RefSource) {
 		return
 	}
 	values := make(map[string]any, len(r.Refs))
-	ev.vars.refs = celjson.Value(values)
+	ev.vars.Refs = celjson.Value(values)
 	ev.refOut = make(map[string]refOutcome, len(r.Refs))
 	parentNS := stringAt(parent, "metadata", "namespace")
 	for _, ref := range r.Refs {
@@ -138,7 +138,7 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 		ev.res.MissingRefs = append(ev.res.MissingRefs, ref.ID)
 		return refOutcome{missing: []string{ref.ID}}
 	}
-	v, present, ok := (&fill{ev: ev, vars: &ev.vars, at: -1}).value(rp.selector)
+	v, present, ok := (&fill{Host: ev, Vars: &ev.vars, At: -1}).Value(rp.selector)
 	if !ok {
 		return refOutcome{failed: true}
 	}
@@ -168,18 +168,18 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 
 // refString evaluates a ref's name or namespace; ok is false when it failed (reported).
 func (ev *evaluation) refString(n *node) (string, bool) {
-	v, present, ok := (&fill{ev: ev, vars: &ev.vars, at: -1}).value(n)
+	v, present, ok := (&fill{Host: ev, Vars: &ev.vars, At: -1}).Value(n)
 	if !ok {
 		return "", false
 	}
 	s, isString := v.(string)
 	if !present || !isString {
 		w := where{rule: ev.rule.Name}
-		if n.prog != nil {
-			w = n.prog.w
+		if n.Prog != nil {
+			w = n.Prog.w
 		}
 		msg := "must evaluate to a string, not " + describeValue(v)
-		if n.prog != nil && n.prog.sensitive {
+		if n.Prog != nil && n.Prog.sensitive {
 			msg = "must evaluate to a string, not " + describe(v)
 		}
 		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Ref: w.ref, Field: string(w.field), Message: msg})

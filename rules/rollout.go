@@ -97,7 +97,7 @@ func (ro *Rollout) Healthy(ctx context.Context, parents []map[string]any) (healt
 		}
 		list[i] = v
 	}
-	healthy, ok := ev.condition(ro.healthy, &activation{parents: celjson.Value(list), budget: ev.budget}, -1)
+	healthy, ok := ev.condition(ro.healthy, &activation{Parents: celjson.Value(list), Bytes: ev.budget}, -1)
 	if !ok {
 		return false, ev.errs
 	}

@@ -12,47 +12,24 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/kubecel/kubecel/rules/internal/interp"
+	"github.com/kubecel/kubecel/rules/internal/tree"
 )
 
 // This file compiles template values (a child's template, the status fields) into a
-// tree of nodes that evaluate.go turns into plain JSON-like values.
+// tree of nodes (package tree) that evaluation turns into plain JSON-like values.
 
-type nodeKind uint8
-
-const (
-	// constNode is a literal scalar.
-	constNode nodeKind = iota
-	mapNode
-	listNode
-	// exprNode is a string that is exactly ${expr}: the value keeps the expression's type.
-	exprNode
-	// textNode is a string with ${} interpolations.
-	textNode
+// The trees, their evaluation and batches are package tree's; these name its types for
+// the programs of this package.
+type (
+	// node is one compiled template value.
+	node = tree.Node[*program]
+	// textPart is a piece of a tree.Text node.
+	textPart = tree.Part[*program]
+	// fill evaluates template trees for one set of variables.
+	fill = tree.Fill[*program]
+	// activation resolves the CEL variables of an expression.
+	activation = tree.Activation
 )
-
-// node is one compiled template value. Nodes are immutable once compiled.
-type node struct {
-	kind nodeKind
-	// value is a constNode's value: a string, int64, float64, bool or nil.
-	value any
-	// keys are a mapNode's keys, sorted; elems are its values, in the same order, or a
-	// listNode's items.
-	keys  []string
-	elems []*node
-	// prog is an exprNode's expression.
-	prog *program
-	// exact keeps an exprNode's value as it is, as in a CEL map literal: an optional
-	// value is then an error instead of leaving the field out.
-	exact bool
-	// parts are a textNode's pieces.
-	parts []textPart
-}
-
-// textPart is literal text, or an expression when prog is set.
-type textPart struct {
-	text string
-	prog *program
-}
 
 // valueSchema is where a template value sits in the schema of the child's kind, when
 // that is known, so that whole-string expressions can be checked against it.
@@ -101,34 +78,34 @@ func (c *compiler) compileValue(env *cel.Env, v any, w where, vs valueSchema) *n
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		n := &node{kind: mapNode, keys: make([]string, 0, len(x))}
+		n := &node{Kind: tree.Map, Keys: make([]string, 0, len(x))}
 		for k := range x {
-			n.keys = append(n.keys, k)
+			n.Keys = append(n.Keys, k)
 		}
-		sort.Strings(n.keys)
-		n.elems = make([]*node, len(n.keys))
-		for i, k := range n.keys {
+		sort.Strings(n.Keys)
+		n.Elems = make([]*node, len(n.Keys))
+		for i, k := range n.Keys {
 			kw := w.key(k)
 			key, ok := c.literalKey(k, kw)
 			if ok {
-				n.keys[i] = key
+				n.Keys[i] = key
 				if msg := vs.unknownField(key); msg != "" {
 					fail(c.errs, kw, msg)
 				}
 			}
-			n.elems[i] = c.compileValue(env, x[k], kw, vs.key(key))
+			n.Elems[i] = c.compileValue(env, x[k], kw, vs.key(key))
 		}
 		return n
 	case []any:
-		n := &node{kind: listNode, elems: make([]*node, len(x))}
+		n := &node{Kind: tree.List, Elems: make([]*node, len(x))}
 		for i, item := range x {
-			n.elems[i] = c.compileValue(env, item, w.index(i), vs.item(i))
+			n.Elems[i] = c.compileValue(env, item, w.index(i), vs.item(i))
 		}
 		return n
 	case string:
 		return c.compileString(env, x, w, vs)
 	}
-	return &node{kind: constNode, value: v}
+	return &node{Kind: tree.Const, Value: v}
 }
 
 // literalKey resolves the escapes of a map key, which cannot hold expressions.
@@ -156,7 +133,7 @@ func (c *compiler) compileString(env *cel.Env, s string, w where, vs valueSchema
 			col = utf8.RuneCountInString(s[:te.Offset]) + 1
 		}
 		c.fail(w, s, col, err.Error())
-		return &node{kind: constNode, value: s}
+		return &node{Kind: tree.Const, Value: s}
 	}
 	switch {
 	case !interp.HasExpr(segs):
@@ -167,22 +144,22 @@ func (c *compiler) compileString(env *cel.Env, s string, w where, vs valueSchema
 		if msg := literalMismatch(text, vs); msg != "" {
 			fail(c.errs, w, msg)
 		}
-		return &node{kind: constNode, value: text}
+		return &node{Kind: tree.Const, Value: text}
 	case interp.IsWholeExpr(s, segs):
 		p := c.compile(env, w, s, segs[0].Text, segs[0].Offset, wantAny)
 		c.checkExprFields(p, segs[0].Offset, vs)
-		return &node{kind: exprNode, prog: p}
+		return &node{Kind: tree.Expr, Prog: p}
 	}
 	if vs.schema != nil && !vs.schema.XIntOrString && vs.schema.Type != "" && vs.schema.Type != "string" {
 		c.fail(w, s, 0, fmt.Sprintf("text with ${} is a string, but %s %s is %s; make the field exactly ${...} to keep the value's type", vs.kind, vs.at, article(vs.schema.Type)))
 	}
-	n := &node{kind: textNode, parts: make([]textPart, len(segs))}
+	n := &node{Kind: tree.Text, Parts: make([]textPart, len(segs))}
 	for i, sg := range segs {
 		if !sg.Expr {
-			n.parts[i] = textPart{text: sg.Text}
+			n.Parts[i] = textPart{Text: sg.Text}
 			continue
 		}
-		n.parts[i] = textPart{prog: c.compile(env, w, s, sg.Text, sg.Offset, wantText)}
+		n.Parts[i] = textPart{IsExpr: true, Prog: c.compile(env, w, s, sg.Text, sg.Offset, wantText)}
 	}
 	return n
 }
