@@ -29,7 +29,7 @@ func (d *decoder) api(m map[string]any, w where) *apiSource {
 	}
 	def, problems := apischema.Parse(v)
 	for _, p := range problems {
-		d.fail(atAPIPath(w.key("api"), p.Path), p.Message)
+		d.fail(atAPIPath(w.Key("api"), p.Path), p.Message)
 	}
 	return &apiSource{def: def}
 }
@@ -39,9 +39,9 @@ func atAPIPath(w where, p apischema.Path) where {
 	for _, step := range p {
 		switch s := step.(type) {
 		case string:
-			w = w.key(s)
+			w = w.Key(s)
 		case int:
-			w = w.index(s)
+			w = w.Index(s)
 		}
 	}
 	return w
@@ -51,7 +51,7 @@ func atAPIPath(w where, p apischema.Path) where {
 func (d *decoder) namedByAPI(m map[string]any, w where) {
 	for _, key := range []string{"apiVersion", "resource"} {
 		if _, ok := m[key]; ok {
-			d.fail(w.key(key), "the rule's api defines the parent resource: remove parent."+key+" (parent may only narrow the parents: namespaces, selector, when)")
+			d.fail(w.Key(key), "the rule's api defines the parent resource: remove parent."+key+" (parent may only narrow the parents: namespaces, selector, when)")
 		}
 	}
 }
@@ -86,13 +86,13 @@ func withAPIs(sources []*ruleSource, opts Options, errs *ErrorList) Options {
 		if def == nil {
 			continue
 		}
-		w := where{rule: src.name, field: "api", path: src.at.key("api")}
+		w := where{Rule: src.name, Field: "api", Path: src.at.Key("api")}
 		if other := byName[def.Name()]; other != nil {
-			fail(errs, w.key("kind"), fmt.Sprintf("rule %q defines %s already; an API is defined by one rule", other.name, def.Name()))
+			fail(errs, w.Key("kind"), fmt.Sprintf("rule %q defines %s already; an API is defined by one rule", other.name, def.Name()))
 			continue
 		}
 		if other := byKind[def.GVK().GroupKind()]; other != nil {
-			fail(errs, w.key("kind"), fmt.Sprintf("rule %q defines kind %s in group %s already; an API is defined by one rule", other.name, def.Kind, def.Group))
+			fail(errs, w.Key("kind"), fmt.Sprintf("rule %q defines kind %s in group %s already; an API is defined by one rule", other.name, def.Kind, def.Group))
 			continue
 		}
 		byName[def.Name()], byKind[def.GVK().GroupKind()] = src, src
@@ -133,12 +133,12 @@ func definesAPI(opts Options, gvr schema.GroupVersionResource) bool {
 // API does not declare: the API server would drop them.
 func checkDeclaredStatus(src *ruleSource, def *apischema.Definition, errs *ErrorList) {
 	declared := def.StatusFields()
-	w := where{rule: src.name, field: "status.fields", path: src.at.key("status").key("fields")}
+	w := where{Rule: src.name, Field: "status.fields", Path: src.at.Key("status").Key("fields")}
 	for _, name := range sortedKeys(src.status.fields) {
 		if slices.Contains(declared, name) || slices.Contains(reservedStatusFields, name) {
 			continue
 		}
-		fail(errs, w.key(name), fmt.Sprintf("%s does not declare status.%s, and the API server drops undeclared fields: add %s: TYPE (such as string) to the status of the rule that defines it", def.Name(), name, name))
+		fail(errs, w.Key(name), fmt.Sprintf("%s does not declare status.%s, and the API server drops undeclared fields: add %s: TYPE (such as string) to the status of the rule that defines it", def.Name(), name, name))
 	}
 }
 

@@ -222,8 +222,8 @@ func (c *compiler) issues(w where, source, src string, off int, iss *cel.Issues,
 // fail records a problem in the expression at w.
 func (c *compiler) fail(w where, source string, column int, msg string) {
 	*c.errs = append(*c.errs, &Error{
-		Rule: w.rule, Child: w.child, Ref: w.ref, Field: string(w.field), Expr: source,
-		Column: column, Message: msg, path: string(w.path),
+		Rule: w.Rule, Child: w.Child, Ref: w.Ref, Field: string(w.Field), Expr: source,
+		Column: column, Message: msg, path: string(w.Path),
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/cel-go/common/types"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file finds which children an expression reads, by walking its checked AST, and
@@ -31,7 +32,7 @@ func (c *compiler) childReads(w where, source, src string, off int, checked *cel
 	}
 	found := func(e celast.Expr, id string) {
 		if !slices.Contains(c.childIDs, id) {
-			report(e, fmt.Sprintf("unknown child '%s'%s", id, didYouMean(id, c.childIDs)))
+			report(e, fmt.Sprintf("unknown child '%s'%s", id, parse.DidYouMean(id, c.childIDs)))
 			return
 		}
 		if !slices.Contains(reads, id) {
@@ -132,7 +133,7 @@ func (c *compiler) orderChildren(rule string, ruleAt path, children []*Child, re
 		*c.errs = append(*c.errs, &Error{
 			Rule: rule, Child: cycle[0], Field: "",
 			Message: "dependency cycle: " + strings.Join(cycle, " -> ") + "; a child cannot read, directly or not, a child that reads it",
-			path:    string(ruleAt.key("children")),
+			path:    string(ruleAt.Key("children")),
 		})
 	}
 	if len(cycles) > 0 {

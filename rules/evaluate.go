@@ -367,7 +367,7 @@ func (ev *evaluation) cause(err error) error {
 func (ev *evaluation) Fail(p *program, at int, err error) {
 	e := &Error{Rule: ev.rule.Name, Message: forEachPrefix(at) + err.Error(), Err: err}
 	if p != nil {
-		e.Child, e.Ref, e.Field, e.Expr = p.w.child, p.w.ref, string(p.w.field), p.source
+		e.Child, e.Ref, e.Field, e.Expr = p.w.Child, p.w.Ref, string(p.w.Field), p.source
 		if p.sensitive && !quotesNothing(err) {
 			e.Message, e.Err = forEachPrefix(at)+withheld(ev.rule.sens.what(p)), withheldErr(err)
 		} else {

@@ -40,7 +40,7 @@ func (c *compiler) literalNode(env *cel.Env, p *program, e celast.Expr, info *ce
 			if !isString || me.IsOptional() || byKey[key] != nil {
 				return nil, false
 			}
-			v, ok := c.literalNode(env, p, me.Value(), info, w.key(key))
+			v, ok := c.literalNode(env, p, me.Value(), info, w.Key(key))
 			if !ok {
 				return nil, false
 			}
@@ -62,7 +62,7 @@ func (c *compiler) literalNode(env *cel.Env, p *program, e celast.Expr, info *ce
 		}
 		n := &node{Kind: tree.List}
 		for i, item := range list.Elements() {
-			v, ok := c.literalNode(env, p, item, info, w.index(i))
+			v, ok := c.literalNode(env, p, item, info, w.Index(i))
 			if !ok {
 				return nil, false
 			}

@@ -8,6 +8,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file decides which fields an object may hold, by the schema of its kind, as the
@@ -87,7 +89,7 @@ func (vs valueSchema) unknownField(key string) string {
 		where += " " + vs.at
 	}
 	what := fmt.Sprintf("%s declares no field %q, and the API server refuses undeclared fields", where, key)
-	if hint := didYouMean(key, declared); hint != "" {
+	if hint := parse.DidYouMean(key, declared); hint != "" {
 		return "unknown field" + hint + ": " + what
 	}
 	return "unknown field: " + what + nearestFields(key, declared)
@@ -103,7 +105,7 @@ func nearestFields(name string, declared []string) string {
 		slices.Sort(declared)
 		return "; it declares " + quoteList(declared)
 	}
-	distance := func(field string) int { return editDistance(strings.ToLower(name), strings.ToLower(field)) }
+	distance := func(field string) int { return parse.EditDistance(strings.ToLower(name), strings.ToLower(field)) }
 	slices.SortFunc(declared, func(a, b string) int {
 		if da, db := distance(a), distance(b); da != db {
 			return da - db

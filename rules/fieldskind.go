@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file refuses a kind or resource that a group-version whose kinds kubecel embeds
@@ -40,7 +42,7 @@ func unknownKind(gvk schema.GroupVersionKind, opts Options) string {
 		return ""
 	}
 	msg := fmt.Sprintf("%s has no kind %q", gvk.GroupVersion(), gvk.Kind)
-	if hint := didYouMean(gvk.Kind, kinds); hint != "" {
+	if hint := parse.DidYouMean(gvk.Kind, kinds); hint != "" {
 		return "unknown kind" + hint + ": " + msg
 	}
 	var elsewhere []string
@@ -63,7 +65,7 @@ func unknownResource(gvr schema.GroupVersionResource, opts Options) string {
 		return ""
 	}
 	msg := fmt.Sprintf("%s has no resource %q", gvr.GroupVersion(), gvr.Resource)
-	if hint := didYouMean(gvr.Resource, resources); hint != "" {
+	if hint := parse.DidYouMean(gvr.Resource, resources); hint != "" {
 		return "unknown resource" + hint + ": " + msg
 	}
 	return fmt.Sprintf("unknown resource: %s (Kubernetes %s; kubectl api-resources lists a cluster's)", msg, BuiltinKubernetesVersion())
@@ -78,7 +80,7 @@ func checkKnownKinds(src *ruleSource, r *Rule, children []*Child, opts Options, 
 	}
 	if !r.Parent.GVR.Empty() && !singularOfBuiltin(r.Parent.GVR) {
 		if msg := unknownResource(r.Parent.GVR, opts); msg != "" {
-			fail(errs, where{rule: src.name, field: "parent.resource", path: src.at.key("parent").key("resource")}, msg)
+			fail(errs, where{Rule: src.name, Field: "parent.resource", Path: src.at.Key("parent").Key("resource")}, msg)
 		}
 	}
 	for _, ch := range children {
@@ -93,9 +95,9 @@ func checkKnownKinds(src *ruleSource, r *Rule, children []*Child, opts Options, 
 			if cs.id != ch.ID {
 				continue
 			}
-			w := where{rule: src.name, child: ch.ID, field: "expr", path: cs.at.key("expr")}
+			w := where{Rule: src.name, Child: ch.ID, Field: "expr", Path: cs.at.Key("expr")}
 			if cs.template != nil {
-				w.field, w.path = "template.kind", cs.at.key("template").key("kind")
+				w.Field, w.Path = "template.kind", cs.at.Key("template").Key("kind")
 			}
 			fail(errs, w, msg)
 		}
@@ -107,7 +109,7 @@ func checkKnownKinds(src *ruleSource, r *Rule, children []*Child, opts Options, 
 		}
 		for _, rs := range src.refs {
 			if rs.id == ref.ID {
-				fail(errs, where{rule: src.name, ref: ref.ID, field: "kind", path: rs.at.key("kind")}, msg)
+				fail(errs, where{Rule: src.name, Ref: ref.ID, Field: "kind", Path: rs.at.Key("kind")}, msg)
 			}
 		}
 	}

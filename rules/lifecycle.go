@@ -36,7 +36,7 @@ func (d *decoder) lifecycle(m map[string]any, w where) lifecycleSource {
 	if !ok || v == nil {
 		return lifecycleSource{}
 	}
-	w = w.key("lifecycle")
+	w = w.Key("lifecycle")
 	lm := d.asMap(v, w)
 	if lm == nil {
 		return lifecycleSource{}
@@ -56,7 +56,7 @@ func (d *decoder) policy(m map[string]any, key string, w where) bool {
 	case PolicyKeep:
 		return true
 	default:
-		d.fail(w.key(key), "must be "+PolicyDelete+" or "+PolicyKeep+", not "+strconv.Quote(s))
+		d.fail(w.Key(key), "must be "+PolicyDelete+" or "+PolicyKeep+", not "+strconv.Quote(s))
 		return false
 	}
 }

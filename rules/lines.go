@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 
@@ -35,7 +34,7 @@ func locate(pieces []piece, errs ErrorList) {
 			e.Message += fmt.Sprintf(" (the first is on line %d)", line+pieces[i].offset)
 		}
 		if e.Line == 0 {
-			for p := path(e.path); p != ""; p = p.parent() {
+			for p := path(e.path); p != ""; p = p.Parent() {
 				if line, ok := lines[p]; ok {
 					e.Line = line
 					break
@@ -89,34 +88,15 @@ func indexLines(n *yamlv3.Node, at path, lines map[path]int, scalars map[path]*y
 	case yamlv3.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			p := at.key(k.Value)
+			p := at.Key(k.Value)
 			lines[p] = k.Line
 			indexLines(v, p, lines, scalars, depth+1)
 		}
 	case yamlv3.SequenceNode:
 		for i, c := range n.Content {
-			p := at.index(i)
+			p := at.Index(i)
 			lines[p] = c.Line
 			indexLines(c, p, lines, scalars, depth+1)
 		}
 	}
-}
-
-// parent drops the last element of a path: `a.b[0]` -> `a.b` -> `a` -> "".
-func (p path) parent() path {
-	s := string(p)
-	if strings.HasSuffix(s, `"]`) {
-		if i := strings.LastIndex(s, `["`); i >= 0 {
-			return path(s[:i])
-		}
-	}
-	if strings.HasSuffix(s, "]") {
-		if i := strings.LastIndex(s, "["); i >= 0 {
-			return path(s[:i])
-		}
-	}
-	if i := strings.LastIndex(s, "."); i >= 0 {
-		return path(s[:i])
-	}
-	return ""
 }

@@ -134,7 +134,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	refsType := refsDeclType(src.refs, opts.schemas())
 	e, err := celenv.New(parentType, refsType)
 	if err != nil {
-		fail(errs, where{rule: src.name, path: src.at}, "cannot build the CEL environment: "+err.Error())
+		fail(errs, where{Rule: src.name, Path: src.at}, "cannot build the CEL environment: "+err.Error())
 		return nil
 	}
 	c := &compiler{
@@ -158,9 +158,9 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		coerce:       hasDouble(parentType),
 		refsType:     refsType,
 	}
-	rw := where{rule: src.name, path: src.at}
+	rw := where{Rule: src.name, Path: src.at}
 	if src.parent.when != "" {
-		r.when = c.compile(e.ParentOnly, rw.key("parent").key("when"), src.parent.when, src.parent.when, 0, wantBool)
+		r.when = c.compile(e.ParentOnly, rw.Key("parent").Key("when"), src.parent.when, src.parent.when, 0, wantBool)
 	}
 	var children []*Child
 	reads := map[string][]string{}
@@ -188,7 +188,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 			names = append(names, name)
 		}
 		slices.Sort(names)
-		fw := rw.key("status").key("fields")
+		fw := rw.Key("status").Key("fields")
 		// Status fields are checked against the parent's status schema, when known.
 		vs := valueSchema{kind: gvr.Resource, at: ".status"}
 		if parentSchema != nil {
@@ -202,17 +202,17 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 			// status must declare besides.
 			// A rule set's own API says so itself (checkDeclaredStatus, with its advice).
 			if msg := vs.unknownField(name); msg != "" && opts.Schemas != nil && opts.Schemas.ResourceSchema(gvr) != nil && !definesAPI(opts, gvr) {
-				fail(c.errs, fw.key(name), msg)
+				fail(c.errs, fw.Key(name), msg)
 			}
 			mark := len(c.progs)
-			v := c.compileValue(e.Base, src.status.fields[name], fw.key(name), vs.key(name))
+			v := c.compileValue(e.Base, src.status.fields[name], fw.Key(name), vs.key(name))
 			reads, refReads := c.readsSince(mark)
 			r.status = append(r.status, statusField{name: name, value: v, reads: reads, refReads: refReads})
 		}
 		r.fastStatus = c.fastStatus(e.Base, r.status)
 	}
 	if src.rollout != nil {
-		c.compileRollout(r, src.rollout, rw.key("rollout"))
+		c.compileRollout(r, src.rollout, rw.Key("rollout"))
 	}
 	if len(*errs) > before {
 		return nil
@@ -249,16 +249,16 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 	if cs.id == "" || !checkChildShape(r, cs, c.errs) {
 		return nil
 	}
-	w := where{rule: r.name, child: cs.id, path: cs.at}
+	w := where{Rule: r.name, Child: cs.id, Path: cs.at}
 	ch := &Child{ID: cs.id, ForEach: cs.forEach != "", CrossNamespace: cs.crossNamespace, Adopt: cs.adopt,
 		KeepOnRemove: cs.lifecycle.keepOnRemove, KeepOnParentDelete: cs.lifecycle.keepOnParentDelete}
 	mark := len(c.progs)
 	if cs.when != "" {
-		ch.when = c.compile(c.envs.Base, w.key("when"), cs.when, cs.when, 0, wantBool)
+		ch.when = c.compile(c.envs.Base, w.Key("when"), cs.when, cs.when, 0, wantBool)
 	}
 	env, readyEnv := c.envs.Base, c.envs.Ready
 	if ch.ForEach {
-		ch.forEach = c.compile(c.envs.Base, w.key("forEach"), cs.forEach, cs.forEach, 0, wantList)
+		ch.forEach = c.compile(c.envs.Base, w.Key("forEach"), cs.forEach, cs.forEach, 0, wantList)
 		each := cel.DynType
 		if ch.forEach != nil && ch.forEach.out.Kind() == types.ListKind {
 			each = ch.forEach.out.Parameters()[0]
@@ -268,12 +268,12 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 			readyEnv, err = celenv.WithEach(readyEnv, each)
 		}
 		if err != nil {
-			c.fail(w.key("forEach"), cs.forEach, 0, "cannot declare each and index: "+err.Error())
+			c.fail(w.Key("forEach"), cs.forEach, 0, "cannot declare each and index: "+err.Error())
 			return nil
 		}
 	}
 	if cs.template != nil {
-		tw := w.key("template")
+		tw := w.Key("template")
 		gvk, ok := checkTemplateHead(cs.template, tw, c.errs)
 		if !ok {
 			return nil
@@ -283,11 +283,11 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 		ch.typed = vs.schema != nil
 		ch.template = c.compileValue(env, cs.template, tw, vs)
 	} else {
-		ch.expr = c.compile(env, w.key("expr"), cs.expr, cs.expr, 0, wantMap)
+		ch.expr = c.compile(env, w.Key("expr"), cs.expr, cs.expr, 0, wantMap)
 		if ch.expr != nil {
 			gvk, msg := exprGVK(ch.expr.checked)
 			if msg != "" {
-				c.fail(w.key("expr"), cs.expr, 0, msg)
+				c.fail(w.Key("expr"), cs.expr, 0, msg)
 			}
 			ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
 			if msg == "" {
@@ -297,7 +297,7 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 	}
 	ch.fast = c.fastChild(env, ch)
 	if cs.readyWhen != "" {
-		ch.readyWhen = c.compile(readyEnv, w.key("readyWhen"), cs.readyWhen, cs.readyWhen, 0, wantBool)
+		ch.readyWhen = c.compile(readyEnv, w.Key("readyWhen"), cs.readyWhen, cs.readyWhen, 0, wantBool)
 	}
 	ch.reads, ch.refReads = c.readsSince(mark)
 	return ch

@@ -29,13 +29,13 @@ func optionalWarnings(r *Rule, schema *apiextensionsv1.JSONSchemaProps, progs []
 	// expressions.
 	guards := map[string]map[string]bool{}
 	for _, p := range progs {
-		if p.checked != nil && (p.w.field == "parent.when" || (p.w.child != "" && p.w.field == "when")) {
+		if p.checked != nil && (p.w.Field == "parent.when" || (p.w.Child != "" && p.w.Field == "when")) {
 			tested, _ := parentReads(p)
 			for path := range tested {
-				if guards[p.w.child] == nil {
-					guards[p.w.child] = map[string]bool{}
+				if guards[p.w.Child] == nil {
+					guards[p.w.Child] = map[string]bool{}
 				}
-				guards[p.w.child][path] = true
+				guards[p.w.Child][path] = true
 			}
 		}
 	}
@@ -48,7 +48,7 @@ func optionalWarnings(r *Rule, schema *apiextensionsv1.JSONSchemaProps, progs []
 		for path := range guards[""] {
 			tested[path] = true
 		}
-		for path := range guards[p.w.child] {
+		for path := range guards[p.w.Child] {
 			tested[path] = true
 		}
 		warned := map[string]bool{}
@@ -62,7 +62,7 @@ func optionalWarnings(r *Rule, schema *apiextensionsv1.JSONSchemaProps, progs []
 				continue
 			}
 			warned[field] = true
-			out = append(out, &Error{Rule: r.Name, Child: p.w.child, Ref: p.w.ref, Field: string(p.w.field), Expr: p.source, path: string(p.w.path),
+			out = append(out, &Error{Rule: r.Name, Child: p.w.Child, Ref: p.w.Ref, Field: string(p.w.Field), Expr: p.source, path: string(p.w.Path),
 				Message: fmt.Sprintf("%s is optional in the parent's schema (not required, no default), and a parent without it fails here with \"no such key: %s\": %s",
 					field, path[at], optionalAdvice(field))})
 		}

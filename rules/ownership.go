@@ -47,9 +47,9 @@ func checkStatusOwners(rules []*ruleSource, s scopes, errs *ErrorList) {
 				if _, both := other.status.fields[name]; !both || !sourcesMayOverlap(other, r, s.clusterScoped(gr)) {
 					continue
 				}
-				w := where{rule: r.name, field: "status.fields", path: r.at.key("status").key("fields")}.key(name)
+				w := where{Rule: r.name, Field: "status.fields", Path: r.at.Key("status").Key("fields")}.Key(name)
 				fail(errs, w, fmt.Sprintf("rules %q and %q both write %s of %s; each field may be written by one rule",
-					other.name, r.name, path("status").key(name), gr))
+					other.name, r.name, path("status").Key(name), gr))
 				break
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubecel/kubecel/rules/internal/format"
+	"github.com/kubecel/kubecel/rules/internal/parse"
 	"github.com/kubecel/kubecel/rules/internal/yamlsrc"
 )
 
@@ -111,42 +112,24 @@ func parseFile(data []byte, root path, errs *ErrorList) []*ruleSource {
 		return nil
 	}
 	d := &decoder{errs: errs}
-	at := where{path: root}
+	at := where{Path: root}
 	top := d.object(doc, at, fileKeys...)
 	if top == nil {
 		return nil
 	}
 	if v := d.str(top, "apiVersion", at, true); v != "" && v != fileAPIVersion {
-		d.fail(at.key("apiVersion"), fmt.Sprintf("unsupported apiVersion %q; use %s", v, fileAPIVersion))
+		d.fail(at.Key("apiVersion"), fmt.Sprintf("unsupported apiVersion %q; use %s", v, fileAPIVersion))
 	}
 	if v := d.str(top, "kind", at, true); v != "" && v != fileKind {
-		d.fail(at.key("kind"), fmt.Sprintf("unsupported kind %q; use %s", v, fileKind))
+		d.fail(at.Key("kind"), fmt.Sprintf("unsupported kind %q; use %s", v, fileKind))
 	}
 	var out []*ruleSource
 	for i, item := range d.list(top, "rules", at) {
-		if r := d.rule(item, root.key("rules").index(i)); r != nil {
+		if r := d.rule(item, root.Key("rules").Index(i)); r != nil {
 			out = append(out, r)
 		}
 	}
 	return out
-}
-
-// where locates a value: the rule and child it belongs to, its field path relative to
-// them, and its full path in the file.
-type where struct {
-	rule, child, ref string
-	field            path
-	path             path
-}
-
-func (w where) key(k string) where {
-	w.field, w.path = w.field.key(k), w.path.key(k)
-	return w
-}
-
-func (w where) index(i int) where {
-	w.field, w.path = w.field.index(i), w.path.index(i)
-	return w
 }
 
 type decoder struct {
@@ -161,7 +144,7 @@ func (d *decoder) fail(w where, msg string) {
 func (d *decoder) object(v any, w where, allowed ...string) map[string]any {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.fail(w, "must be a map, not "+describe(v))
+		d.fail(w, "must be a map, not "+parse.Describe(v))
 		return nil
 	}
 	d.unknown(m, w, allowed...)
@@ -177,7 +160,7 @@ func (d *decoder) unknown(m map[string]any, w where, allowed ...string) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !slices.Contains(allowed, k) {
-			d.fail(w.key(k), "unknown field"+didYouMean(k, allowed))
+			d.fail(w.Key(k), "unknown field"+parse.DidYouMean(k, allowed))
 		}
 	}
 }
@@ -186,7 +169,7 @@ func (d *decoder) unknown(m map[string]any, w where, allowed ...string) {
 func (d *decoder) asMap(v any, w where) map[string]any {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.fail(w, "must be a map, not "+describe(v))
+		d.fail(w, "must be a map, not "+parse.Describe(v))
 	}
 	return m
 }
@@ -196,17 +179,17 @@ func (d *decoder) str(m map[string]any, key string, w where, required bool) stri
 	v, ok := m[key]
 	if !ok || v == nil {
 		if required {
-			d.fail(w.key(key), "required")
+			d.fail(w.Key(key), "required")
 		}
 		return ""
 	}
 	s, ok := v.(string)
 	if !ok {
-		d.fail(w.key(key), "must be a string, not "+describe(v))
+		d.fail(w.Key(key), "must be a string, not "+parse.Describe(v))
 		return ""
 	}
 	if required && s == "" {
-		d.fail(w.key(key), "must not be empty")
+		d.fail(w.Key(key), "must not be empty")
 	}
 	return s
 }
@@ -218,7 +201,7 @@ func (d *decoder) boolean(m map[string]any, key string, w where) bool {
 	}
 	b, ok := v.(bool)
 	if !ok {
-		d.fail(w.key(key), "must be true or false, not "+describe(v))
+		d.fail(w.Key(key), "must be true or false, not "+parse.Describe(v))
 	}
 	return b
 }
@@ -232,9 +215,9 @@ func (d *decoder) positive(m map[string]any, key string, w where) int {
 	n, ok := v.(int64)
 	switch {
 	case !ok:
-		d.fail(w.key(key), "must be a positive integer, not "+describe(v))
+		d.fail(w.Key(key), "must be a positive integer, not "+parse.Describe(v))
 	case n < 1 || int64(int(n)) != n:
-		d.fail(w.key(key), fmt.Sprintf("must be a positive integer, not %d", n))
+		d.fail(w.Key(key), fmt.Sprintf("must be a positive integer, not %d", n))
 	default:
 		return int(n)
 	}
@@ -248,13 +231,13 @@ func (d *decoder) list(m map[string]any, key string, w where) []any {
 	}
 	l, ok := v.([]any)
 	if !ok {
-		d.fail(w.key(key), "must be a list, not "+describe(v))
+		d.fail(w.Key(key), "must be a list, not "+parse.Describe(v))
 	}
 	return l
 }
 
 func (d *decoder) rule(v any, at path) *ruleSource {
-	w := where{path: at}
+	w := where{Path: at}
 	m := d.asMap(v, w)
 	if m == nil {
 		return nil
@@ -262,36 +245,36 @@ func (d *decoder) rule(v any, at path) *ruleSource {
 	r := &ruleSource{at: at}
 	r.document, r.fingerprint, r.revision = ruleDocument(m)
 	r.name = d.str(m, "name", w, true)
-	w.rule = r.name
+	w.Rule = r.name
 	d.unknown(m, w, ruleKeys...)
 	r.api = d.api(m, w)
 	if p, ok := m["parent"]; ok {
-		r.parent = d.parent(p, w.key("parent"), r.api != nil)
+		r.parent = d.parent(p, w.Key("parent"), r.api != nil)
 	} else if r.api == nil {
-		d.fail(w.key("parent"), "required: the resource the rule watches (or api, to define a new one)")
+		d.fail(w.Key("parent"), "required: the resource the rule watches (or api, to define a new one)")
 	}
 	r.api.name(&r.parent)
 	r.maxChildren = d.positive(m, "maxChildren", w)
 	r.rollout = d.rollout(m, w)
 	for i, v := range d.list(m, "refs", w) {
-		if rs := d.ref(v, w, at.key("refs").index(i)); rs != nil {
+		if rs := d.ref(v, w, at.Key("refs").Index(i)); rs != nil {
 			r.refs = append(r.refs, rs)
 		}
 	}
 	for i, c := range d.list(m, "children", w) {
-		if cs := d.child(c, w, at.key("children").index(i)); cs != nil {
+		if cs := d.child(c, w, at.Key("children").Index(i)); cs != nil {
 			r.children = append(r.children, cs)
 		}
 	}
 	if s, ok := m["status"]; ok {
-		sw := w.key("status")
+		sw := w.Key("status")
 		if sm := d.object(s, sw, statusKeys...); sm != nil {
 			fields, ok := sm["fields"].(map[string]any)
 			switch f, set := sm["fields"]; {
 			case !set || f == nil:
-				d.fail(sw.key("fields"), "required: a map of status field names to values or ${} templates")
+				d.fail(sw.Key("fields"), "required: a map of status field names to values or ${} templates")
 			case !ok:
-				d.fail(sw.key("fields"), "must be a map of status field names to values or ${} templates, not "+describe(f))
+				d.fail(sw.Key("fields"), "must be a map of status field names to values or ${} templates, not "+parse.Describe(f))
 			}
 			r.status = &statusSource{fields: fields}
 		}
@@ -316,20 +299,20 @@ func (d *decoder) parent(v any, w where, api bool) parentSource {
 			guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: s})
 			msg += fmt.Sprintf(": write resource: %s (check the plural with kubectl api-resources)", guess.Resource)
 		}
-		d.fail(w.key("kind"), msg)
+		d.fail(w.Key("kind"), msg)
 	}
 	p.resource = d.str(m, "resource", w, !api)
 	for i, ns := range d.list(m, "namespaces", w) {
 		s, ok := ns.(string)
 		if !ok {
-			d.fail(w.key("namespaces").index(i), "must be a string, not "+describe(ns))
+			d.fail(w.Key("namespaces").Index(i), "must be a string, not "+parse.Describe(ns))
 			continue
 		}
 		p.namespaces = append(p.namespaces, s)
 	}
 	if sel, ok := m["selector"]; ok && sel != nil {
-		if d.object(sel, w.key("selector"), selectorKeys...) != nil {
-			p.selector = d.selector(sel, w.key("selector"))
+		if d.object(sel, w.Key("selector"), selectorKeys...) != nil {
+			p.selector = d.selector(sel, w.Key("selector"))
 		}
 	}
 	p.when = d.str(m, "when", w, false)
@@ -354,21 +337,21 @@ func (d *decoder) selector(v any, w where) *metav1.LabelSelector {
 }
 
 func (d *decoder) child(v any, rw where, at path) *childSource {
-	w := where{rule: rw.rule, path: at}
+	w := where{Rule: rw.Rule, Path: at}
 	m := d.asMap(v, w)
 	if m == nil {
 		return nil
 	}
 	c := &childSource{at: at}
 	c.id = d.str(m, "id", w, true)
-	w.child = c.id
+	w.Child = c.id
 	d.unknown(m, w, childKeys...)
 	if t, ok := m["template"]; ok {
 		c.hasTemplate = true
 		if tm, ok := t.(map[string]any); ok {
 			c.template = tm
 		} else {
-			d.fail(w.key("template"), "must be a map (a Kubernetes manifest), not "+describe(t))
+			d.fail(w.Key("template"), "must be a map (a Kubernetes manifest), not "+parse.Describe(t))
 		}
 	}
 	c.expr = d.str(m, "expr", w, false)
@@ -379,25 +362,6 @@ func (d *decoder) child(v any, rw where, at path) *childSource {
 	c.adopt = d.boolean(m, "adopt", w)
 	c.lifecycle = d.lifecycle(m, w)
 	return c
-}
-
-// describe names the JSON type of v for messages.
-func describe(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int64, float64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a map"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // yamlLine matches the "line N: problem" parts of YAML parser errors.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
 	"github.com/kubecel/kubecel/rules/internal/celjson"
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file looks a rule's refs up during an evaluation, in dependency order, and
@@ -174,15 +175,15 @@ func (ev *evaluation) refString(n *node) (string, bool) {
 	}
 	s, isString := v.(string)
 	if !present || !isString {
-		w := where{rule: ev.rule.Name}
+		w := where{Rule: ev.rule.Name}
 		if n.Prog != nil {
 			w = n.Prog.w
 		}
 		msg := "must evaluate to a string, not " + describeValue(v)
 		if n.Prog != nil && n.Prog.sensitive {
-			msg = "must evaluate to a string, not " + describe(v)
+			msg = "must evaluate to a string, not " + parse.Describe(v)
 		}
-		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Ref: w.ref, Field: string(w.field), Message: msg})
+		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Ref: w.Ref, Field: string(w.Field), Message: msg})
 		return "", false
 	}
 	return s, true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
 	"github.com/kubecel/kubecel/rules/internal/format"
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file reads, checks and compiles a rule's refs: parse them strictly, compile their
@@ -41,14 +42,14 @@ type refProgram struct {
 }
 
 func (d *decoder) ref(v any, rw where, at path) *refSource {
-	w := where{rule: rw.rule, path: at}
+	w := where{Rule: rw.Rule, Path: at}
 	m := d.asMap(v, w)
 	if m == nil {
 		return nil
 	}
 	rs := &refSource{at: at}
 	rs.id = d.str(m, "id", w, true)
-	w.ref = rs.id
+	w.Ref = rs.id
 	d.unknown(m, w, format.Keys[format.Ref]()...)
 	rs.apiVersion = d.str(m, "apiVersion", w, true)
 	rs.kind = d.str(m, "kind", w, true)
@@ -58,7 +59,7 @@ func (d *decoder) ref(v any, rw where, at path) *refSource {
 	rs.crossNamespace = d.boolean(m, "crossNamespace", w)
 	rs.sensitive = d.boolean(m, "sensitive", w)
 	if sel, ok := m["selector"]; ok && sel != nil {
-		sw := w.key("selector")
+		sw := w.Key("selector")
 		if sm := d.object(sel, sw, selectorKeys...); sm != nil {
 			// The shape is checked now; values holding ${} are checked when evaluated.
 			if d.selector(sm, sw) != nil {
@@ -70,9 +71,9 @@ func (d *decoder) ref(v any, rw where, at path) *refSource {
 	case rs.name == "" && rs.selector == nil && m["selector"] == nil:
 		d.fail(w, "needs a name (one object) or a selector (a list of objects)")
 	case rs.name != "" && m["selector"] != nil:
-		d.fail(w.key("selector"), "a ref has a name or a selector, not both")
+		d.fail(w.Key("selector"), "a ref has a name or a selector, not both")
 	case rs.selector != nil && rs.optional:
-		d.fail(w.key("optional"), "a selector ref is never missing (it reads an empty list): optional applies to a ref by name")
+		d.fail(w.Key("optional"), "a selector ref is never missing (it reads an empty list): optional applies to a ref by name")
 	}
 	return rs
 }
@@ -97,7 +98,7 @@ func (c *compiler) compileRefs(src *ruleSource, parentNamespaced bool, s scopes)
 	for _, cycle := range cycles {
 		*c.errs = append(*c.errs, &Error{Rule: src.name, Ref: cycle[0],
 			Message: "dependency cycle: " + strings.Join(cycle, " -> ") + "; a ref cannot read, directly or not, a ref that reads it",
-			path:    string(src.at.key("refs"))})
+			path:    string(src.at.Key("refs"))})
 	}
 	if len(cycles) > 0 {
 		return nil
@@ -118,16 +119,16 @@ func (c *compiler) compileRefs(src *ruleSource, parentNamespaced bool, s scopes)
 func checkRefIDs(r *ruleSource, errs *ErrorList) []string {
 	var ids []string
 	for _, rs := range r.refs {
-		w := where{rule: r.name, ref: rs.id, path: rs.at}
+		w := where{Rule: r.name, Ref: rs.id, Path: rs.at}
 		switch {
 		case rs.id == "":
 			continue // reported as required
 		case !childIDPattern.MatchString(rs.id):
-			fail(errs, w.key("id"), "invalid ref id: use letters, digits and _ and start with a letter (it is read in CEL as refs.<id>)")
+			fail(errs, w.Key("id"), "invalid ref id: use letters, digits and _ and start with a letter (it is read in CEL as refs.<id>)")
 		case celReserved[rs.id]:
-			fail(errs, w.key("id"), "invalid ref id: it is a CEL reserved word")
+			fail(errs, w.Key("id"), "invalid ref id: it is a CEL reserved word")
 		case slices.Contains(ids, rs.id):
-			fail(errs, w.key("id"), "duplicate ref id; ids must be unique in a rule")
+			fail(errs, w.Key("id"), "duplicate ref id; ids must be unique in a rule")
 		default:
 			ids = append(ids, rs.id)
 		}
@@ -140,14 +141,14 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 	if rs.id == "" || (rs.name == "" && rs.selector == nil) {
 		return nil
 	}
-	w := where{rule: r.name, ref: rs.id, path: rs.at}
+	w := where{Rule: r.name, Ref: rs.id, Path: rs.at}
 	gv, msg := parseGroupVersion(rs.apiVersion)
 	if msg != "" {
-		fail(c.errs, w.key("apiVersion"), msg)
+		fail(c.errs, w.Key("apiVersion"), msg)
 		return nil
 	}
 	if !kindPattern.MatchString(rs.kind) {
-		fail(c.errs, w.key("kind"), fmt.Sprintf("invalid kind %q", rs.kind))
+		fail(c.errs, w.Key("kind"), fmt.Sprintf("invalid kind %q", rs.kind))
 		return nil
 	}
 	ref := &Ref{ID: rs.id, GVK: gv.WithKind(rs.kind), Selector: rs.selector != nil, Optional: rs.optional,
@@ -164,13 +165,13 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 	mark := len(c.progs)
 	env := c.envs.Refs
 	if rs.name != "" {
-		ref.compiled.name = c.compileValue(env, rs.name, w.key("name"), valueSchema{})
+		ref.compiled.name = c.compileValue(env, rs.name, w.Key("name"), valueSchema{})
 	}
 	if rs.namespace != "" {
-		ref.compiled.namespace = c.compileValue(env, rs.namespace, w.key("namespace"), valueSchema{})
+		ref.compiled.namespace = c.compileValue(env, rs.namespace, w.Key("namespace"), valueSchema{})
 	}
 	if rs.selector != nil {
-		ref.compiled.selector = c.compileValue(env, rs.selector, w.key("selector"), valueSchema{})
+		ref.compiled.selector = c.compileValue(env, rs.selector, w.Key("selector"), valueSchema{})
 	}
 	_, ref.compiled.reads = c.readsSince(mark)
 	return ref
@@ -190,22 +191,22 @@ func (c *compiler) refScope(r *ruleSource, rs *refSource, ref *Ref, parentNamesp
 	ownNamespaces := r.parent.apiVersion == "v1" && r.parent.resource == "namespaces"
 	switch {
 	case isNamespace && rs.selector != nil:
-		fail(c.errs, w.key("selector"), "a selector over Namespaces reads every namespace's labels and annotations: it needs crossNamespace: true on the ref")
+		fail(c.errs, w.Key("selector"), "a selector over Namespaces reads every namespace's labels and annotations: it needs crossNamespace: true on the ref")
 		return false
 	case c.clusterParent && ref.compiled.namespaced && computed && !ownNamespaces:
 		// A Namespace parent's ref into its own namespace is checked when evaluated.
-		fail(c.errs, w.key("namespace"), "the parent is cluster-scoped: a namespace computed with ${} can name any namespace, which needs crossNamespace: true on the ref")
+		fail(c.errs, w.Key("namespace"), "the parent is cluster-scoped: a namespace computed with ${} can name any namespace, which needs crossNamespace: true on the ref")
 		return false
 	case c.clusterParent && ref.compiled.namespaced && rs.selector != nil && rs.namespace == "":
-		fail(c.errs, w.key("selector"), "the parent is cluster-scoped: a selector without a namespace reads every namespace, which needs crossNamespace: true on the ref")
+		fail(c.errs, w.Key("selector"), "the parent is cluster-scoped: a selector without a namespace reads every namespace, which needs crossNamespace: true on the ref")
 		return false
 	case !parentNamespaced:
 		return true
 	case ref.compiled.clusterScoped && !isNamespace:
-		fail(c.errs, w.key("kind"), fmt.Sprintf("%s is cluster-scoped, and the parent is namespaced: reading it needs crossNamespace: true on the ref", rs.kind))
+		fail(c.errs, w.Key("kind"), fmt.Sprintf("%s is cluster-scoped, and the parent is namespaced: reading it needs crossNamespace: true on the ref", rs.kind))
 		return false
 	case ref.Namespace != "" && r.parent.namespaces != nil && !(len(r.parent.namespaces) == 1 && r.parent.namespaces[0] == ref.Namespace):
-		fail(c.errs, w.key("namespace"), fmt.Sprintf("namespace %q is not the parent's: reading another namespace needs crossNamespace: true on the ref", ref.Namespace))
+		fail(c.errs, w.Key("namespace"), fmt.Sprintf("namespace %q is not the parent's: reading another namespace needs crossNamespace: true on the ref", ref.Namespace))
 		return false
 	}
 	return true
@@ -232,8 +233,8 @@ func (c *compiler) computedNamespace(rs *refSource, ref *Ref, w where) {
 	if !strings.Contains(text, "${") || strings.TrimSpace(text) == ownNamespace {
 		return
 	}
-	at := w.key(field)
-	c.warnings = append(c.warnings, &Error{Rule: at.rule, Ref: at.ref, Field: string(at.field), Expr: text, path: string(at.path),
+	at := w.Key(field)
+	c.warnings = append(c.warnings, &Error{Rule: at.Rule, Ref: at.Ref, Field: string(at.Field), Expr: text, path: string(at.Path),
 		Message: "the namespace is computed with ${}: without crossNamespace: true on the ref, any namespace but the parent's own fails the parent's reconcile when evaluated; say crossNamespace: true to read other namespaces, or use " + ownNamespace})
 }
 
@@ -253,7 +254,7 @@ func (c *compiler) refReads(w where, source, src string, off int, checked *cel.A
 			case !slices.Contains(c.refIDs, id):
 				ok = false
 				loc := native.SourceInfo().GetStartLocation(e.ID())
-				c.fail(w, source, columnOf(source, off, runeOffset(src, loc)), fmt.Sprintf("unknown ref '%s'%s", id, didYouMean(id, c.refIDs)))
+				c.fail(w, source, columnOf(source, off, runeOffset(src, loc)), fmt.Sprintf("unknown ref '%s'%s", id, parse.DidYouMean(id, c.refIDs)))
 			case !slices.Contains(reads, id):
 				reads = append(reads, id)
 			}

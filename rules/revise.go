@@ -62,13 +62,13 @@ func (rs *RuleSet) revise(name string, document []byte) (*Rule, ErrorList) {
 	}
 	pieces = append(pieces, p)
 	d := &decoder{errs: &errs}
-	src := d.rule(doc, p.root.key("rules").index(0))
+	src := d.rule(doc, p.root.Key("rules").Index(0))
 	if src == nil {
 		return nil, errs
 	}
 	src.piece = len(pieces) - 1
 	if src.name != "" && src.name != name {
-		fail(&errs, where{rule: name, field: "name", path: src.at.key("name")},
+		fail(&errs, where{Rule: name, Field: "name", Path: src.at.Key("name")},
 			fmt.Sprintf("the stored revision is of rule %q", src.name))
 		return nil, errs
 	}

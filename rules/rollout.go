@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubecel/kubecel/rules/internal/celjson"
 	"github.com/kubecel/kubecel/rules/internal/format"
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file reads a rule's rollout block and compiles and evaluates its healthy
@@ -151,19 +152,19 @@ func (d *decoder) rollout(m map[string]any, w where) *rolloutSource {
 	if !ok || v == nil {
 		return nil
 	}
-	w = w.key("rollout")
+	w = w.Key("rollout")
 	rm := d.object(v, w, format.Keys[format.Rollout]()...)
 	if rm == nil {
 		return nil
 	}
 	ro := &rolloutSource{steps: d.steps(rm, w), progressDeadline: DefaultProgressDeadline, onFailure: OnFailurePause}
 	if pause, set := d.duration(rm, "pause", w); set && pause < 0 {
-		d.fail(w.key("pause"), fmt.Sprintf("must not be negative, not %q", rm["pause"]))
+		d.fail(w.Key("pause"), fmt.Sprintf("must not be negative, not %q", rm["pause"]))
 	} else {
 		ro.pause = pause
 	}
 	if deadline, set := d.duration(rm, "progressDeadline", w); set && deadline <= 0 {
-		d.fail(w.key("progressDeadline"), fmt.Sprintf("must be more than 0, not %q", rm["progressDeadline"]))
+		d.fail(w.Key("progressDeadline"), fmt.Sprintf("must be more than 0, not %q", rm["progressDeadline"]))
 	} else if set {
 		ro.progressDeadline = deadline
 	}
@@ -173,7 +174,7 @@ func (d *decoder) rollout(m map[string]any, w where) *rolloutSource {
 	case format.OnFailureRollback:
 		ro.onFailure = OnFailureRollback
 	default:
-		d.fail(w.key("onFailure"), fmt.Sprintf("must be %s or %s, not %q", OnFailurePause, OnFailureRollback, s))
+		d.fail(w.Key("onFailure"), fmt.Sprintf("must be %s or %s, not %q", OnFailurePause, OnFailureRollback, s))
 	}
 	ro.canaries = d.canaries(rm, w)
 	return ro
@@ -185,7 +186,7 @@ func (d *decoder) canaries(m map[string]any, w where) *Canaries {
 	if !ok || v == nil {
 		return nil
 	}
-	w = w.key("canaries")
+	w = w.Key("canaries")
 	cm := d.object(v, w, format.Keys[format.Canaries]()...)
 	if cm == nil {
 		return nil
@@ -194,17 +195,17 @@ func (d *decoder) canaries(m map[string]any, w where) *Canaries {
 	for i, ns := range d.list(cm, "namespaces", w) {
 		s, ok := ns.(string)
 		if !ok || s == "" {
-			d.fail(w.key("namespaces").index(i), "must be a namespace name, not "+describe(ns))
+			d.fail(w.Key("namespaces").Index(i), "must be a namespace name, not "+parse.Describe(ns))
 			continue
 		}
 		c.Namespaces = append(c.Namespaces, s)
 	}
 	if sel, ok := cm["selector"]; ok && sel != nil {
-		if d.object(sel, w.key("selector"), selectorKeys...) != nil {
-			if ls := d.selector(sel, w.key("selector")); ls != nil {
+		if d.object(sel, w.Key("selector"), selectorKeys...) != nil {
+			if ls := d.selector(sel, w.Key("selector")); ls != nil {
 				s, err := metav1.LabelSelectorAsSelector(ls)
 				if err != nil {
-					d.fail(w.key("selector"), "invalid label selector: "+err.Error())
+					d.fail(w.Key("selector"), "invalid label selector: "+err.Error())
 				} else {
 					c.Selector = s
 				}
@@ -225,7 +226,7 @@ func (d *decoder) canaries(m map[string]any, w where) *Canaries {
 // steps reads the steps of a rollout: percents, each more than 0%, at most 100% and more
 // than the one before. A final 100 is added when the last is less.
 func (d *decoder) steps(m map[string]any, w where) []float64 {
-	w = w.key("steps")
+	w = w.Key("steps")
 	const example = `such as "10%"`
 	v, set := m["steps"]
 	list, isList := v.([]any)
@@ -234,7 +235,7 @@ func (d *decoder) steps(m map[string]any, w where) []float64 {
 		d.fail(w, `required: the percent of the parents at the new revision after each step, such as ["10%", "50%", "100%"]`)
 		return nil
 	case !isList:
-		d.fail(w, "must be a list of percents "+example+", not "+describe(v))
+		d.fail(w, "must be a list of percents "+example+", not "+parse.Describe(v))
 		return nil
 	case len(list) == 0:
 		d.fail(w, `must not be empty: list the percent of the parents at the new revision after each step, such as ["10%", "50%", "100%"]`)
@@ -243,10 +244,10 @@ func (d *decoder) steps(m map[string]any, w where) []float64 {
 	var out []float64
 	var last string
 	for i, item := range list {
-		iw := w.index(i)
+		iw := w.Index(i)
 		s, isString := item.(string)
 		if !isString {
-			d.fail(iw, "must be a percent "+example+", not "+describe(item))
+			d.fail(iw, "must be a percent "+example+", not "+parse.Describe(item))
 			continue
 		}
 		if !stepPattern.MatchString(s) {
@@ -282,12 +283,12 @@ func (d *decoder) duration(m map[string]any, key string, w where) (dur time.Dura
 	}
 	s, isString := v.(string)
 	if !isString {
-		d.fail(w.key(key), `must be a string holding a duration such as "2m", not `+describe(v))
+		d.fail(w.Key(key), `must be a string holding a duration such as "2m", not `+parse.Describe(v))
 		return 0, false
 	}
 	dur, err := time.ParseDuration(s)
 	if err != nil {
-		d.fail(w.key(key), fmt.Sprintf(`must be a duration such as "2m" or "1h30m", not %q`, s))
+		d.fail(w.Key(key), fmt.Sprintf(`must be a duration such as "2m" or "1h30m", not %q`, s))
 		return 0, false
 	}
 	return dur, true
@@ -309,10 +310,10 @@ func (c *compiler) compileRollout(r *Rule, src *rolloutSource, w where) {
 	if src.healthy != "" {
 		env, err := c.envs.Rollout()
 		if err != nil {
-			c.fail(w.key("healthy"), src.healthy, 0, "cannot declare parents: "+err.Error())
+			c.fail(w.Key("healthy"), src.healthy, 0, "cannot declare parents: "+err.Error())
 			return
 		}
-		ro.healthy = c.compile(env, w.key("healthy"), src.healthy, src.healthy, 0, wantBool)
+		ro.healthy = c.compile(env, w.Key("healthy"), src.healthy, src.healthy, 0, wantBool)
 	}
 	r.Rollout = ro
 }

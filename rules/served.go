@@ -39,7 +39,7 @@ func checkServed(src *ruleSource, r *Rule, children []*Child, served ServedSourc
 	}
 	if !r.Parent.GVR.Empty() {
 		if msg := served.ResourceServed(r.Parent.GVR); msg != "" {
-			fail(errs, where{rule: src.name, field: "parent.resource", path: src.at.key("parent").key("resource")}, msg)
+			fail(errs, where{Rule: src.name, Field: "parent.resource", Path: src.at.Key("parent").Key("resource")}, msg)
 		}
 	}
 	for _, ch := range children {
@@ -50,12 +50,12 @@ func checkServed(src *ruleSource, r *Rule, children []*Child, served ServedSourc
 		if msg == "" {
 			continue
 		}
-		w := where{rule: src.name, child: ch.ID, field: "kind"}
+		w := where{Rule: src.name, Child: ch.ID, Field: "kind"}
 		for _, cs := range src.children {
 			if cs.id == ch.ID {
-				w.path = cs.at.key("expr")
+				w.Path = cs.at.Key("expr")
 				if cs.template != nil {
-					w.field, w.path = "template.kind", cs.at.key("template").key("kind")
+					w.Field, w.Path = "template.kind", cs.at.Key("template").Key("kind")
 				}
 			}
 		}
@@ -66,10 +66,10 @@ func checkServed(src *ruleSource, r *Rule, children []*Child, served ServedSourc
 		if msg == "" {
 			continue
 		}
-		w := where{rule: src.name, ref: ref.ID, field: "kind"}
+		w := where{Rule: src.name, Ref: ref.ID, Field: "kind"}
 		for _, rs := range src.refs {
 			if rs.id == ref.ID {
-				w.path = rs.at.key("kind")
+				w.Path = rs.at.Key("kind")
 			}
 		}
 		fail(errs, w, msg)
@@ -98,7 +98,7 @@ func checkResourceName(src *ruleSource, gvr schema.GroupVersionResource, opts Op
 	if meant == "" {
 		return
 	}
-	fail(errs, where{rule: src.name, field: "parent.resource", path: src.at.key("parent").key("resource")},
+	fail(errs, where{Rule: src.name, Field: "parent.resource", Path: src.at.Key("parent").Key("resource")},
 		fmt.Sprintf("%q is the singular name, not the resource: write the plural resource name %q", gvr.Resource, meant))
 }
 
@@ -114,7 +114,7 @@ func checkStatusSubresource(src *ruleSource, gvr schema.GroupVersionResource, op
 	if !known {
 		return
 	}
-	w := where{rule: src.name, field: "status", path: src.at.key("status")}
+	w := where{Rule: src.name, Field: "status", Path: src.at.Key("status")}
 	if !has {
 		fail(errs, w, fmt.Sprintf("the CRD of %s has no status subresource in version %s, and the controller writes status there: add subresources: {status: {}} to that version of the CRD, or remove status from the rule",
 			gvr.GroupResource(), gvr.Version))

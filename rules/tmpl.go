@@ -85,7 +85,7 @@ func (c *compiler) compileValue(env *cel.Env, v any, w where, vs valueSchema) *n
 		sort.Strings(n.Keys)
 		n.Elems = make([]*node, len(n.Keys))
 		for i, k := range n.Keys {
-			kw := w.key(k)
+			kw := w.Key(k)
 			key, ok := c.literalKey(k, kw)
 			if ok {
 				n.Keys[i] = key
@@ -99,7 +99,7 @@ func (c *compiler) compileValue(env *cel.Env, v any, w where, vs valueSchema) *n
 	case []any:
 		n := &node{Kind: tree.List, Elems: make([]*node, len(x))}
 		for i, item := range x {
-			n.Elems[i] = c.compileValue(env, item, w.index(i), vs.item(i))
+			n.Elems[i] = c.compileValue(env, item, w.Index(i), vs.item(i))
 		}
 		return n
 	case string:

@@ -60,7 +60,7 @@ func booleanWarnings(data []byte) []*Error {
 		case yamlv3.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
-				kw := w.key(k.Value)
+				kw := w.Key(k.Value)
 				if b, ok := yaml11Boolean(k); ok {
 					out = append(out, warning(kw, k, fmt.Sprintf(`the key %s is read as the boolean "%t" by YAML 1.1; quote it ("%s") if you meant the string`, k.Value, b, k.Value)))
 				}
@@ -68,13 +68,13 @@ func booleanWarnings(data []byte) []*Error {
 			}
 		case yamlv3.SequenceNode:
 			for i, item := range n.Content {
-				iw := w.index(i)
+				iw := w.Index(i)
 				next := levelOther
 				switch at {
 				case levelRules:
-					next, iw = levelRule, where{rule: scalarEntry(item, "name"), path: iw.path}
+					next, iw = levelRule, where{Rule: scalarEntry(item, "name"), Path: iw.Path}
 				case levelChildren:
-					next, iw = levelChild, where{rule: w.rule, child: scalarEntry(item, "id"), path: iw.path}
+					next, iw = levelChild, where{Rule: w.Rule, Child: scalarEntry(item, "id"), Path: iw.Path}
 				case levelTemplate:
 					next = levelTemplate
 				}
@@ -117,5 +117,5 @@ func scalarEntry(n *yamlv3.Node, key string) string {
 }
 
 func warning(w where, n *yamlv3.Node, msg string) *Error {
-	return &Error{Rule: w.rule, Child: w.child, Ref: w.ref, Field: string(w.field), Line: n.Line, Message: msg, path: string(w.path)}
+	return &Error{Rule: w.Rule, Child: w.Child, Ref: w.Ref, Field: string(w.Field), Line: n.Line, Message: msg, path: string(w.Path)}
 }
