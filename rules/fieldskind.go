@@ -80,7 +80,7 @@ func checkKnownKinds(src *ruleSource, r *Rule, children []*Child, opts Options, 
 	}
 	if !r.Parent.GVR.Empty() && !singularOfBuiltin(r.Parent.GVR) {
 		if msg := unknownResource(r.Parent.GVR, opts); msg != "" {
-			fail(errs, where{Rule: src.name, Field: "parent.resource", Path: src.at.Key("parent").Key("resource")}, msg)
+			fail(errs, where{Rule: src.Name, Field: "parent.resource", Path: src.At.Key("parent").Key("resource")}, msg)
 		}
 	}
 	for _, ch := range children {
@@ -91,13 +91,13 @@ func checkKnownKinds(src *ruleSource, r *Rule, children []*Child, opts Options, 
 		if msg == "" {
 			continue
 		}
-		for _, cs := range src.children {
-			if cs.id != ch.ID {
+		for _, cs := range src.Children {
+			if cs.ID != ch.ID {
 				continue
 			}
-			w := where{Rule: src.name, Child: ch.ID, Field: "expr", Path: cs.at.Key("expr")}
-			if cs.template != nil {
-				w.Field, w.Path = "template.kind", cs.at.Key("template").Key("kind")
+			w := where{Rule: src.Name, Child: ch.ID, Field: "expr", Path: cs.At.Key("expr")}
+			if cs.Template != nil {
+				w.Field, w.Path = "template.kind", cs.At.Key("template").Key("kind")
 			}
 			fail(errs, w, msg)
 		}
@@ -107,9 +107,9 @@ func checkKnownKinds(src *ruleSource, r *Rule, children []*Child, opts Options, 
 		if msg == "" {
 			continue
 		}
-		for _, rs := range src.refs {
-			if rs.id == ref.ID {
-				fail(errs, where{Rule: src.name, Ref: ref.ID, Field: "kind", Path: rs.at.Key("kind")}, msg)
+		for _, rs := range src.Refs {
+			if rs.ID == ref.ID {
+				fail(errs, where{Rule: src.Name, Ref: ref.ID, Field: "kind", Path: rs.At.Key("kind")}, msg)
 			}
 		}
 	}

@@ -131,10 +131,10 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	if parentSchema != nil {
 		parentType = parentDeclType(parentSchema)
 	}
-	refsType := refsDeclType(src.refs, opts.schemas())
+	refsType := refsDeclType(src.Refs, opts.schemas())
 	e, err := celenv.New(parentType, refsType)
 	if err != nil {
-		fail(errs, where{Rule: src.name, Path: src.at}, "cannot build the CEL environment: "+err.Error())
+		fail(errs, where{Rule: src.Name, Path: src.At}, "cannot build the CEL environment: "+err.Error())
 		return nil
 	}
 	c := &compiler{
@@ -145,22 +145,22 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		cost:     celbudget.Costs{Limit: opts.costLimit(), Parent: parentType, Memory: memory},
 	}
 	r := &Rule{
-		Name:         src.name,
-		Parent:       Parent{GVR: gvr, Namespaces: src.parent.namespaces, Selector: selector},
-		HasStatus:    src.status != nil,
-		MaxChildren:  cmp.Or(src.maxChildren, opts.maxChildren()),
-		Fingerprint:  src.fingerprint,
-		Revision:     src.revision,
-		Document:     src.document,
+		Name:         src.Name,
+		Parent:       Parent{GVR: gvr, Namespaces: src.Parent.Namespaces, Selector: selector},
+		HasStatus:    src.Status != nil,
+		MaxChildren:  cmp.Or(src.MaxChildren, opts.maxChildren()),
+		Fingerprint:  src.Fingerprint,
+		Revision:     src.Revision,
+		Document:     src.Document,
 		timeout:      opts.evalTimeout(),
 		maxEvalBytes: opts.maxEvalBytes(),
 		parentType:   parentType,
 		coerce:       hasDouble(parentType),
 		refsType:     refsType,
 	}
-	rw := where{Rule: src.name, Path: src.at}
-	if src.parent.when != "" {
-		r.when = c.compile(e.ParentOnly, rw.Key("parent").Key("when"), src.parent.when, src.parent.when, 0, wantBool)
+	rw := where{Rule: src.Name, Path: src.At}
+	if src.Parent.When != "" {
+		r.when = c.compile(e.ParentOnly, rw.Key("parent").Key("when"), src.Parent.When, src.Parent.When, 0, wantBool)
 	}
 	var children []*Child
 	reads := map[string][]string{}
@@ -168,7 +168,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	parentNamespaced, parentKnown := scopes.resource(gvr.GroupResource())
 	c.clusterParent = parentKnown && !parentNamespaced
 	r.Refs = c.compileRefs(src, parentNamespaced, scopes)
-	for _, cs := range src.children {
+	for _, cs := range src.Children {
 		if ch := c.child(src, cs, opts); ch != nil {
 			checkChildScope(src, cs, ch, gvr.GroupResource(), parentNamespaced, scopes, errs)
 			children = append(children, ch)
@@ -180,11 +180,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	}
 	checkKnownKinds(src, r, children, opts, errs)
 	if len(*errs) == before {
-		r.Children = c.orderChildren(src.name, src.at, children, reads)
+		r.Children = c.orderChildren(src.Name, src.At, children, reads)
 	}
-	if src.status != nil {
-		names := make([]string, 0, len(src.status.fields))
-		for name := range src.status.fields {
+	if src.Status != nil {
+		names := make([]string, 0, len(src.Status.Fields))
+		for name := range src.Status.Fields {
 			names = append(names, name)
 		}
 		slices.Sort(names)
@@ -205,14 +205,14 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 				fail(c.errs, fw.Key(name), msg)
 			}
 			mark := len(c.progs)
-			v := c.compileValue(e.Base, src.status.fields[name], fw.Key(name), vs.key(name))
+			v := c.compileValue(e.Base, src.Status.Fields[name], fw.Key(name), vs.key(name))
 			reads, refReads := c.readsSince(mark)
 			r.status = append(r.status, statusField{name: name, value: v, reads: reads, refReads: refReads})
 		}
 		r.fastStatus = c.fastStatus(e.Base, r.status)
 	}
-	if src.rollout != nil {
-		c.compileRollout(r, src.rollout, rw.Key("rollout"))
+	if src.Rollout != nil {
+		c.compileRollout(r, src.Rollout, rw.Key("rollout"))
 	}
 	if len(*errs) > before {
 		return nil
@@ -246,19 +246,19 @@ func (c *compiler) readsSince(mark int) (children, refs []string) {
 
 // child compiles one child entry.
 func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
-	if cs.id == "" || !checkChildShape(r, cs, c.errs) {
+	if cs.ID == "" || !checkChildShape(r, cs, c.errs) {
 		return nil
 	}
-	w := where{Rule: r.name, Child: cs.id, Path: cs.at}
-	ch := &Child{ID: cs.id, ForEach: cs.forEach != "", CrossNamespace: cs.crossNamespace, Adopt: cs.adopt,
-		KeepOnRemove: cs.lifecycle.keepOnRemove, KeepOnParentDelete: cs.lifecycle.keepOnParentDelete}
+	w := where{Rule: r.Name, Child: cs.ID, Path: cs.At}
+	ch := &Child{ID: cs.ID, ForEach: cs.ForEach != "", CrossNamespace: cs.CrossNamespace, Adopt: cs.Adopt,
+		KeepOnRemove: cs.Lifecycle.KeepOnRemove, KeepOnParentDelete: cs.Lifecycle.KeepOnParentDelete}
 	mark := len(c.progs)
-	if cs.when != "" {
-		ch.when = c.compile(c.envs.Base, w.Key("when"), cs.when, cs.when, 0, wantBool)
+	if cs.When != "" {
+		ch.when = c.compile(c.envs.Base, w.Key("when"), cs.When, cs.When, 0, wantBool)
 	}
 	env, readyEnv := c.envs.Base, c.envs.Ready
 	if ch.ForEach {
-		ch.forEach = c.compile(c.envs.Base, w.Key("forEach"), cs.forEach, cs.forEach, 0, wantList)
+		ch.forEach = c.compile(c.envs.Base, w.Key("forEach"), cs.ForEach, cs.ForEach, 0, wantList)
 		each := cel.DynType
 		if ch.forEach != nil && ch.forEach.out.Kind() == types.ListKind {
 			each = ch.forEach.out.Parameters()[0]
@@ -268,26 +268,26 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 			readyEnv, err = celenv.WithEach(readyEnv, each)
 		}
 		if err != nil {
-			c.fail(w.Key("forEach"), cs.forEach, 0, "cannot declare each and index: "+err.Error())
+			c.fail(w.Key("forEach"), cs.ForEach, 0, "cannot declare each and index: "+err.Error())
 			return nil
 		}
 	}
-	if cs.template != nil {
+	if cs.Template != nil {
 		tw := w.Key("template")
-		gvk, ok := checkTemplateHead(cs.template, tw, c.errs)
+		gvk, ok := checkTemplateHead(cs.Template, tw, c.errs)
 		if !ok {
 			return nil
 		}
 		ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
 		vs := objectSchema(gvk.Kind, opts.schemas().KindSchema(gvk))
 		ch.typed = vs.schema != nil
-		ch.template = c.compileValue(env, cs.template, tw, vs)
+		ch.template = c.compileValue(env, cs.Template, tw, vs)
 	} else {
-		ch.expr = c.compile(env, w.Key("expr"), cs.expr, cs.expr, 0, wantMap)
+		ch.expr = c.compile(env, w.Key("expr"), cs.Expr, cs.Expr, 0, wantMap)
 		if ch.expr != nil {
 			gvk, msg := exprGVK(ch.expr.checked)
 			if msg != "" {
-				c.fail(w.Key("expr"), cs.expr, 0, msg)
+				c.fail(w.Key("expr"), cs.Expr, 0, msg)
 			}
 			ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
 			if msg == "" {
@@ -296,8 +296,8 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 		}
 	}
 	ch.fast = c.fastChild(env, ch)
-	if cs.readyWhen != "" {
-		ch.readyWhen = c.compile(readyEnv, w.Key("readyWhen"), cs.readyWhen, cs.readyWhen, 0, wantBool)
+	if cs.ReadyWhen != "" {
+		ch.readyWhen = c.compile(readyEnv, w.Key("readyWhen"), cs.ReadyWhen, cs.ReadyWhen, 0, wantBool)
 	}
 	ch.reads, ch.refReads = c.readsSince(mark)
 	return ch

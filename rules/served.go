@@ -39,7 +39,7 @@ func checkServed(src *ruleSource, r *Rule, children []*Child, served ServedSourc
 	}
 	if !r.Parent.GVR.Empty() {
 		if msg := served.ResourceServed(r.Parent.GVR); msg != "" {
-			fail(errs, where{Rule: src.name, Field: "parent.resource", Path: src.at.Key("parent").Key("resource")}, msg)
+			fail(errs, where{Rule: src.Name, Field: "parent.resource", Path: src.At.Key("parent").Key("resource")}, msg)
 		}
 	}
 	for _, ch := range children {
@@ -50,12 +50,12 @@ func checkServed(src *ruleSource, r *Rule, children []*Child, served ServedSourc
 		if msg == "" {
 			continue
 		}
-		w := where{Rule: src.name, Child: ch.ID, Field: "kind"}
-		for _, cs := range src.children {
-			if cs.id == ch.ID {
-				w.Path = cs.at.Key("expr")
-				if cs.template != nil {
-					w.Field, w.Path = "template.kind", cs.at.Key("template").Key("kind")
+		w := where{Rule: src.Name, Child: ch.ID, Field: "kind"}
+		for _, cs := range src.Children {
+			if cs.ID == ch.ID {
+				w.Path = cs.At.Key("expr")
+				if cs.Template != nil {
+					w.Field, w.Path = "template.kind", cs.At.Key("template").Key("kind")
 				}
 			}
 		}
@@ -66,10 +66,10 @@ func checkServed(src *ruleSource, r *Rule, children []*Child, served ServedSourc
 		if msg == "" {
 			continue
 		}
-		w := where{Rule: src.name, Ref: ref.ID, Field: "kind"}
-		for _, rs := range src.refs {
-			if rs.id == ref.ID {
-				w.Path = rs.at.Key("kind")
+		w := where{Rule: src.Name, Ref: ref.ID, Field: "kind"}
+		for _, rs := range src.Refs {
+			if rs.ID == ref.ID {
+				w.Path = rs.At.Key("kind")
 			}
 		}
 		fail(errs, w, msg)
@@ -98,7 +98,7 @@ func checkResourceName(src *ruleSource, gvr schema.GroupVersionResource, opts Op
 	if meant == "" {
 		return
 	}
-	fail(errs, where{Rule: src.name, Field: "parent.resource", Path: src.at.Key("parent").Key("resource")},
+	fail(errs, where{Rule: src.Name, Field: "parent.resource", Path: src.At.Key("parent").Key("resource")},
 		fmt.Sprintf("%q is the singular name, not the resource: write the plural resource name %q", gvr.Resource, meant))
 }
 
@@ -107,14 +107,14 @@ func checkResourceName(src *ruleSource, gvr schema.GroupVersionResource, opts Op
 // every status: the API server would refuse the controller's status writes.
 func checkStatusSubresource(src *ruleSource, gvr schema.GroupVersionResource, opts Options, errs *ErrorList) {
 	ss, ok := opts.Schemas.(statusSubresources)
-	if src.status == nil || !ok || gvr.Empty() {
+	if src.Status == nil || !ok || gvr.Empty() {
 		return
 	}
 	has, known := ss.hasStatusSubresource(gvr)
 	if !known {
 		return
 	}
-	w := where{Rule: src.name, Field: "status", Path: src.at.Key("status")}
+	w := where{Rule: src.Name, Field: "status", Path: src.At.Key("status")}
 	if !has {
 		fail(errs, w, fmt.Sprintf("the CRD of %s has no status subresource in version %s, and the controller writes status there: add subresources: {status: {}} to that version of the CRD, or remove status from the rule",
 			gvr.GroupResource(), gvr.Version))

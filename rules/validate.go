@@ -32,16 +32,16 @@ var reservedStatusFields = []string{"conditions", "observedGeneration"}
 func checkRuleNames(rules []*ruleSource, pieces []piece, errs *ErrorList) {
 	first := map[string]*ruleSource{}
 	for _, r := range rules {
-		w := where{Rule: r.name, Field: "name", Path: r.at.Key("name")}
-		if r.name == "" {
+		w := where{Rule: r.Name, Field: "name", Path: r.At.Key("name")}
+		if r.Name == "" {
 			continue // reported as required
 		}
-		for _, msg := range validation.IsDNS1123Label(r.name) {
+		for _, msg := range validation.IsDNS1123Label(r.Name) {
 			fail(errs, w, "invalid rule name: "+msg)
 		}
-		other, dup := first[r.name]
+		other, dup := first[r.Name]
 		if !dup {
-			first[r.name] = r
+			first[r.Name] = r
 			continue
 		}
 		duplicate(errs, r, other, pieces)
@@ -54,34 +54,34 @@ func checkRuleNames(rules []*ruleSource, pieces []piece, errs *ErrorList) {
 // duplicate reports at r that other has the same name.
 func duplicate(errs *ErrorList, r, other *ruleSource, pieces []piece) {
 	p := pieces[other.piece]
-	fail(errs, where{Rule: r.name, Field: "name", Path: r.at.Key("name")},
-		fmt.Sprintf("duplicate rule name (also at %s); rule names must be unique across all rules files and ConfigMaps: rename one", place(p, lineOf(p, other.at.Key("name")))))
+	fail(errs, where{Rule: r.Name, Field: "name", Path: r.At.Key("name")},
+		fmt.Sprintf("duplicate rule name (also at %s); rule names must be unique across all rules files and ConfigMaps: rename one", place(p, lineOf(p, other.At.Key("name")))))
 }
 
 // checkParent validates a rule's parent and returns its GVR and selector.
 func checkParent(r *ruleSource, errs *ErrorList) (schema.GroupVersionResource, labels.Selector) {
-	w := where{Rule: r.name, Field: "parent", Path: r.at.Key("parent")}
-	p := r.parent
+	w := where{Rule: r.Name, Field: "parent", Path: r.At.Key("parent")}
+	p := r.Parent
 	var gvr schema.GroupVersionResource
-	if p.apiVersion != "" {
-		gv, msg := parseGroupVersion(p.apiVersion)
+	if p.APIVersion != "" {
+		gv, msg := parseGroupVersion(p.APIVersion)
 		if msg != "" {
 			fail(errs, w.Key("apiVersion"), msg)
 		}
-		gvr = gv.WithResource(p.resource)
+		gvr = gv.WithResource(p.Resource)
 	}
-	if p.resource != "" {
+	if p.Resource != "" {
 		aw := w.Key("resource")
 		switch {
-		case strings.Contains(p.resource, "/"):
+		case strings.Contains(p.Resource, "/"):
 			fail(errs, aw, "subresources are not supported; name the resource itself")
-		case !resourcePattern.MatchString(p.resource):
-			guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: p.resource})
+		case !resourcePattern.MatchString(p.Resource):
+			guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: p.Resource})
 			fail(errs, aw, fmt.Sprintf("must be the lowercase plural resource name (such as %q), not the kind", guess.Resource))
 		}
 	}
 	seen := map[string]bool{}
-	for i, ns := range p.namespaces {
+	for i, ns := range p.Namespaces {
 		nw := w.Key("namespaces").Index(i)
 		for _, msg := range validation.IsDNS1123Label(ns) {
 			fail(errs, nw, fmt.Sprintf("invalid namespace %q: %s", ns, msg))
@@ -92,8 +92,8 @@ func checkParent(r *ruleSource, errs *ErrorList) (schema.GroupVersionResource, l
 		seen[ns] = true
 	}
 	sel := labels.Everything()
-	if p.selector != nil {
-		s, err := metav1.LabelSelectorAsSelector(p.selector)
+	if p.Selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(p.Selector)
 		if err != nil {
 			fail(errs, w.Key("selector"), "invalid label selector: "+err.Error())
 		} else {
@@ -124,41 +124,41 @@ func parseGroupVersion(apiVersion string) (schema.GroupVersion, string) {
 func checkChildIDs(r *ruleSource, errs *ErrorList) []string {
 	var ids []string
 	first := map[string]path{}
-	for _, c := range r.children {
-		w := where{Rule: r.name, Child: c.id, Field: "id", Path: c.at.Key("id")}
+	for _, c := range r.Children {
+		w := where{Rule: r.Name, Child: c.ID, Field: "id", Path: c.At.Key("id")}
 		switch {
-		case c.id == "":
+		case c.ID == "":
 			continue // reported as required
-		case !childIDPattern.MatchString(c.id):
+		case !childIDPattern.MatchString(c.ID):
 			fail(errs, w, "invalid child id: use letters, digits and _ and start with a letter (it is read in CEL as children.<id>)")
-		case celReserved[c.id]:
+		case celReserved[c.ID]:
 			fail(errs, w, "invalid child id: it is a CEL reserved word")
-		case slices.Contains(ids, c.id):
+		case slices.Contains(ids, c.ID):
 			fail(errs, w, "duplicate child id; ids must be unique in a rule")
-			(*errs)[len(*errs)-1].first = string(first[c.id].Key("id"))
+			(*errs)[len(*errs)-1].first = string(first[c.ID].Key("id"))
 		default:
-			ids = append(ids, c.id)
-			first[c.id] = c.at
+			ids = append(ids, c.ID)
+			first[c.ID] = c.At
 		}
 	}
-	if len(r.children) == 0 && r.status == nil {
-		fail(errs, where{Rule: r.name, Path: r.at}, "the rule has neither children nor status, so it would do nothing")
+	if len(r.Children) == 0 && r.Status == nil {
+		fail(errs, where{Rule: r.Name, Path: r.At}, "the rule has neither children nor status, so it would do nothing")
 	}
 	return ids
 }
 
 // checkChildShape reports a child that does not have exactly one of template and expr.
 func checkChildShape(r *ruleSource, c *childSource, errs *ErrorList) bool {
-	w := where{Rule: r.name, Child: c.id, Path: c.at}
+	w := where{Rule: r.Name, Child: c.ID, Path: c.At}
 	switch {
-	case c.hasTemplate && c.expr != "":
+	case c.HasTemplate && c.Expr != "":
 		fail(errs, w, "set either template or expr, not both")
 		return false
-	case !c.hasTemplate && c.expr == "":
+	case !c.HasTemplate && c.Expr == "":
 		fail(errs, w, "set template (a manifest) or expr (CEL that returns one)")
 		return false
 	}
-	return c.template != nil || c.expr != ""
+	return c.Template != nil || c.Expr != ""
 }
 
 // checkTemplateHead checks a template's apiVersion, kind and metadata, which the
@@ -238,14 +238,14 @@ func reservedMetadataKey(key string) bool {
 
 // checkStatusFields reports reserved status field names.
 func checkStatusFields(r *ruleSource, errs *ErrorList) {
-	if r.status == nil {
+	if r.Status == nil {
 		return
 	}
-	w := where{Rule: r.name, Field: "status.fields", Path: r.at.Key("status").Key("fields")}
-	if len(r.status.fields) == 0 {
+	w := where{Rule: r.Name, Field: "status.fields", Path: r.At.Key("status").Key("fields")}
+	if len(r.Status.Fields) == 0 {
 		fail(errs, w, "required: at least one field (or remove status to leave the parent's status alone)")
 	}
-	for _, name := range slices.Sorted(maps.Keys(r.status.fields)) {
+	for _, name := range slices.Sorted(maps.Keys(r.Status.Fields)) {
 		if slices.Contains(reservedStatusFields, name) {
 			fail(errs, w.Key(name), "reserved: the controller writes "+strings.Join(reservedStatusFields, " and "))
 		}
@@ -254,5 +254,5 @@ func checkStatusFields(r *ruleSource, errs *ErrorList) {
 
 // fail records a problem that has no expression.
 func fail(errs *ErrorList, w where, msg string) {
-	*errs = append(*errs, &Error{Rule: w.Rule, Child: w.Child, Ref: w.Ref, Field: string(w.Field), Message: msg, path: string(w.Path)})
+	*errs = append(*errs, errorAt(w, msg))
 }
