@@ -57,6 +57,9 @@ type (
 
 // problemErrors turns the problems package parse found into Errors.
 func problemErrors(problems []parse.Problem) []*Error {
+	if len(problems) == 0 {
+		return nil
+	}
 	out := make([]*Error, len(problems))
 	for i, p := range problems {
 		out[i] = errorAt(p.At, p.Message)

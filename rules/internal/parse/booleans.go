@@ -1,4 +1,4 @@
-package rules
+package parse
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ func yaml11Boolean(n *yamlv3.Node) (value, ok bool) {
 	return value, ok
 }
 
-// level is where a node sits in the rules file, as far as the warnings care.
+// level is Where a node sits in the rules file, as far as the warnings care.
 type level uint8
 
 const (
@@ -43,17 +43,18 @@ const (
 	levelTemplate
 )
 
-// booleanWarnings lists the YAML 1.1 booleans of a rules file that were probably meant
-// as strings, in file order.
-func booleanWarnings(data []byte) []*Error {
+// BooleanWarnings lists the YAML 1.1 booleans of one YAML document of a rules file that
+// were probably meant as strings, in file order. Each has its place and its Line in the
+// document.
+func BooleanWarnings(data []byte) []Problem {
 	var root yamlv3.Node
 	if err := yamlv3.Unmarshal(data, &root); err != nil || len(root.Content) == 0 {
 		return nil
 	}
-	var out []*Error
-	var walk func(n *yamlv3.Node, w where, at level, depth int)
-	walk = func(n *yamlv3.Node, w where, at level, depth int) {
-		if depth > maxLineDepth {
+	var out []Problem
+	var walk func(n *yamlv3.Node, w Where, at level, depth int)
+	walk = func(n *yamlv3.Node, w Where, at level, depth int) {
+		if depth > MaxLineDepth {
 			return
 		}
 		switch n.Kind {
@@ -72,9 +73,9 @@ func booleanWarnings(data []byte) []*Error {
 				next := levelOther
 				switch at {
 				case levelRules:
-					next, iw = levelRule, where{Rule: scalarEntry(item, "name"), Path: iw.Path}
+					next, iw = levelRule, Where{Rule: scalarEntry(item, "name"), Path: iw.Path}
 				case levelChildren:
-					next, iw = levelChild, where{Rule: w.Rule, Child: scalarEntry(item, "id"), Path: iw.Path}
+					next, iw = levelChild, Where{Rule: w.Rule, Child: scalarEntry(item, "id"), Path: iw.Path}
 				case levelTemplate:
 					next = levelTemplate
 				}
@@ -86,7 +87,7 @@ func booleanWarnings(data []byte) []*Error {
 			}
 		}
 	}
-	walk(root.Content[0], where{}, levelFile, 0)
+	walk(root.Content[0], Where{}, levelFile, 0)
 	return out
 }
 
@@ -116,6 +117,6 @@ func scalarEntry(n *yamlv3.Node, key string) string {
 	return ""
 }
 
-func warning(w where, n *yamlv3.Node, msg string) *Error {
-	return &Error{Rule: w.Rule, Child: w.Child, Ref: w.Ref, Field: string(w.Field), Line: n.Line, Message: msg, path: string(w.Path)}
+func warning(w Where, n *yamlv3.Node, msg string) Problem {
+	return Problem{At: w, Line: n.Line, Message: msg}
 }
