@@ -158,7 +158,7 @@ func (c *compiler) checkRanges(w where, source, src string, off int, checked *ce
 // mismatch explains why a static type cannot produce the wanted kind of value, or
 // returns "" when it can (dynamic types are checked when evaluated).
 func mismatch(t *cel.Type, wanted want) string {
-	if t == nil || wanted == wantAny || isDynamic(t) {
+	if t == nil || wanted == wantAny || celenv.IsDynamic(t) {
 		return ""
 	}
 	ok := true
@@ -169,7 +169,7 @@ func mismatch(t *cel.Type, wanted want) string {
 		ok = t.Kind() == types.ListKind
 	case wantMap:
 		ok = t.Kind() == types.StructKind ||
-			(t.Kind() == types.MapKind && (isDynamic(t.Parameters()[0]) || t.Parameters()[0].Kind() == types.StringKind))
+			(t.Kind() == types.MapKind && (celenv.IsDynamic(t.Parameters()[0]) || t.Parameters()[0].Kind() == types.StringKind))
 	case wantText:
 		switch t.Kind() {
 		case types.ListKind, types.MapKind, types.StructKind, types.NullTypeKind:
@@ -195,14 +195,6 @@ func mismatch(t *cel.Type, wanted want) string {
 // isOptional reports whether t is an optional (the type of x.?y and m[?k]).
 func isOptional(t *cel.Type) bool {
 	return t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type"
-}
-
-func isDynamic(t *cel.Type) bool {
-	switch t.Kind() {
-	case types.DynKind, types.AnyKind, types.TypeParamKind:
-		return true
-	}
-	return false
 }
 
 // typeName renders a type for messages.

@@ -190,10 +190,10 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		slices.Sort(names)
 		fw := rw.Key("status").Key("fields")
 		// Status fields are checked against the parent's status schema, when known.
-		vs := valueSchema{kind: gvr.Resource, at: ".status"}
+		vs := valueSchema{Kind: gvr.Resource, At: ".status"}
 		if parentSchema != nil {
 			if s, ok := parentSchema.Properties["status"]; ok {
-				vs.schema = &s
+				vs.Schema = &s
 			}
 		}
 		for _, name := range names {
@@ -201,11 +201,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 			// status is its controller's, and checkStatusSubresource says what a CRD's
 			// status must declare besides.
 			// A rule set's own API says so itself (checkDeclaredStatus, with its advice).
-			if msg := vs.unknownField(name); msg != "" && opts.Schemas != nil && opts.Schemas.ResourceSchema(gvr) != nil && !definesAPI(opts, gvr) {
+			if msg := vs.UnknownField(name); msg != "" && opts.Schemas != nil && opts.Schemas.ResourceSchema(gvr) != nil && !definesAPI(opts, gvr) {
 				fail(c.errs, fw.Key(name), msg)
 			}
 			mark := len(c.progs)
-			v := c.compileValue(e.Base, src.Status.Fields[name], fw.Key(name), vs.key(name))
+			v := c.compileValue(e.Base, src.Status.Fields[name], fw.Key(name), vs.Key(name))
 			reads, refReads := c.readsSince(mark)
 			r.status = append(r.status, statusField{name: name, value: v, reads: reads, refReads: refReads})
 		}
@@ -280,7 +280,7 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 		}
 		ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
 		vs := objectSchema(gvk.Kind, opts.schemas().KindSchema(gvk))
-		ch.typed = vs.schema != nil
+		ch.typed = vs.Schema != nil
 		ch.template = c.compileValue(env, cs.Template, tw, vs)
 	} else {
 		ch.expr = c.compile(env, w.Key("expr"), cs.Expr, cs.Expr, 0, wantMap)

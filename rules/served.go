@@ -6,6 +6,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/internal/kindschema"
 )
 
 // This file is what Load checks about the resources and kinds a rule names, beyond their
@@ -130,11 +132,11 @@ func checkStatusSubresource(src *ruleSource, gvr schema.GroupVersionResource, op
 // (observedGeneration, conditions) that a parent's schema leaves undeclared; none when the
 // schema keeps unknown fields or is not known.
 func undeclaredStatus(s *apiextensionsv1.JSONSchemaProps) []string {
-	if s == nil || keepsUnknown(s) || len(s.Properties) == 0 {
+	if s == nil || kindschema.KeepsUnknown(s) || len(s.Properties) == 0 {
 		return nil
 	}
 	status, ok := s.Properties["status"]
-	if ok && (keepsUnknown(&status) || (len(status.Properties) == 0 && status.AdditionalProperties != nil)) {
+	if ok && (kindschema.KeepsUnknown(&status) || (len(status.Properties) == 0 && status.AdditionalProperties != nil)) {
 		return nil
 	}
 	var out []string
@@ -144,10 +146,6 @@ func undeclaredStatus(s *apiextensionsv1.JSONSchemaProps) []string {
 		}
 	}
 	return out
-}
-
-func keepsUnknown(s *apiextensionsv1.JSONSchemaProps) bool {
-	return s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
 }
 
 // statusDecls shows how to declare the status fields kubecel writes.

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/types"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/kubecel/kubecel/rules/internal/interp"
+	"github.com/kubecel/kubecel/rules/internal/kindschema"
 	"github.com/kubecel/kubecel/rules/internal/tree"
 )
 
@@ -31,48 +30,20 @@ type (
 	activation = tree.Activation
 )
 
-// valueSchema is where a template value sits in the schema of the child's kind, when
-// that is known, so that whole-string expressions can be checked against it.
-type valueSchema struct {
-	schema *apiextensionsv1.JSONSchemaProps
-	// kind and at name the place in messages: `Deployment` and `.spec.replicas`.
-	kind string
-	at   string
-	// resource is true at the root of an object or of an embedded resource, which always
-	// has apiVersion, kind and metadata (fields.go).
-	resource bool
-}
+// valueSchema is where a template value sits in the schema of the child's kind
+// (package kindschema), so that literals, fields and whole-string expressions can be
+// checked against it.
+type valueSchema = kindschema.Place
 
 // objectSchema is the valueSchema of the root of an object of a kind.
 func objectSchema(kind string, s *apiextensionsv1.JSONSchemaProps) valueSchema {
-	return valueSchema{kind: kind, schema: s, resource: s != nil}
-}
-
-func (vs valueSchema) key(k string) valueSchema {
-	vs.at += "." + k
-	if vs.schema == nil && !vs.resource {
-		return vs
-	}
-	vs.schema, _ = fieldOf(vs.schema, k, vs.resource)
-	vs.resource = vs.schema != nil && vs.schema.XEmbeddedResource
-	return vs
-}
-
-func (vs valueSchema) item(i int) valueSchema {
-	vs.at += fmt.Sprintf("[%d]", i)
-	if vs.schema != nil && vs.schema.Items != nil {
-		vs.schema = vs.schema.Items.Schema
-	} else {
-		vs.schema = nil
-	}
-	vs.resource = vs.schema != nil && vs.schema.XEmbeddedResource
-	return vs
+	return kindschema.Object(kind, s, objectMetaSchema())
 }
 
 // compileValue compiles a value from the rules file; every string in it may hold ${}.
 func (c *compiler) compileValue(env *cel.Env, v any, w where, vs valueSchema) *node {
 	if _, isString := v.(string); !isString {
-		if msg := literalMismatch(v, vs); msg != "" {
+		if msg := vs.LiteralMismatch(v); msg != "" {
 			fail(c.errs, w, msg)
 		}
 	}
@@ -89,17 +60,17 @@ func (c *compiler) compileValue(env *cel.Env, v any, w where, vs valueSchema) *n
 			key, ok := c.literalKey(k, kw)
 			if ok {
 				n.Keys[i] = key
-				if msg := vs.unknownField(key); msg != "" {
+				if msg := vs.UnknownField(key); msg != "" {
 					fail(c.errs, kw, msg)
 				}
 			}
-			n.Elems[i] = c.compileValue(env, x[k], kw, vs.key(key))
+			n.Elems[i] = c.compileValue(env, x[k], kw, vs.Key(key))
 		}
 		return n
 	case []any:
 		n := &node{Kind: tree.List, Elems: make([]*node, len(x))}
 		for i, item := range x {
-			n.Elems[i] = c.compileValue(env, item, w.Index(i), vs.item(i))
+			n.Elems[i] = c.compileValue(env, item, w.Index(i), vs.Item(i))
 		}
 		return n
 	case string:
@@ -141,7 +112,7 @@ func (c *compiler) compileString(env *cel.Env, s string, w where, vs valueSchema
 		if len(segs) == 1 {
 			text = segs[0].Text
 		}
-		if msg := literalMismatch(text, vs); msg != "" {
+		if msg := vs.LiteralMismatch(text); msg != "" {
 			fail(c.errs, w, msg)
 		}
 		return &node{Kind: tree.Const, Value: text}
@@ -150,8 +121,8 @@ func (c *compiler) compileString(env *cel.Env, s string, w where, vs valueSchema
 		c.checkExprFields(p, segs[0].Offset, vs)
 		return &node{Kind: tree.Expr, Prog: p}
 	}
-	if vs.schema != nil && !vs.schema.XIntOrString && vs.schema.Type != "" && vs.schema.Type != "string" {
-		c.fail(w, s, 0, fmt.Sprintf("text with ${} is a string, but %s %s is %s; make the field exactly ${...} to keep the value's type", vs.kind, vs.at, article(vs.schema.Type)))
+	if vs.Schema != nil && !vs.Schema.XIntOrString && vs.Schema.Type != "" && vs.Schema.Type != "string" {
+		c.fail(w, s, 0, fmt.Sprintf("text with ${} is a string, but %s %s is %s; make the field exactly ${...} to keep the value's type", vs.Kind, vs.At, kindschema.Article(vs.Schema.Type)))
 	}
 	n := &node{Kind: tree.Text, Parts: make([]textPart, len(segs))}
 	for i, sg := range segs {
@@ -162,55 +133,4 @@ func (c *compiler) compileString(env *cel.Env, s string, w where, vs valueSchema
 		n.Parts[i] = textPart{IsExpr: true, Prog: c.compile(env, w, s, sg.Text, sg.Offset, wantText)}
 	}
 	return n
-}
-
-// schemaMismatch explains why a whole-string expression of static type t cannot fill
-// the schema field at vs, or returns "" when it can or when either is unknown.
-func schemaMismatch(t *cel.Type, vs valueSchema) string {
-	s := vs.schema
-	if t == nil || s == nil || isDynamic(t) || t.Kind() == types.NullTypeKind {
-		return ""
-	}
-	if t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" {
-		// An empty optional leaves the field out; a present one must fit.
-		return schemaMismatch(t.Parameters()[0], vs)
-	}
-	var ok bool
-	want := article(s.Type)
-	switch {
-	case s.XIntOrString:
-		ok = t.Kind() == types.IntKind || t.Kind() == types.UintKind || t.Kind() == types.StringKind
-		want = "an integer or a string"
-	case s.Type == "string":
-		switch t.Kind() {
-		case types.StringKind, types.BytesKind, types.TimestampKind, types.DurationKind, types.OpaqueKind:
-			ok = true
-		}
-	case s.Type == "integer":
-		ok = t.Kind() == types.IntKind || t.Kind() == types.UintKind || t.Kind() == types.DoubleKind
-	case s.Type == "number":
-		ok = t.Kind() == types.IntKind || t.Kind() == types.UintKind || t.Kind() == types.DoubleKind
-	case s.Type == "boolean":
-		ok = t.Kind() == types.BoolKind
-	case s.Type == "object":
-		ok = t.Kind() == types.MapKind || t.Kind() == types.StructKind
-	case s.Type == "array":
-		ok = t.Kind() == types.ListKind
-	default:
-		ok = true
-	}
-	if ok {
-		return ""
-	}
-	return fmt.Sprintf("the expression is of type %s, but %s %s is %s", typeName(t), vs.kind, vs.at, want)
-}
-
-func article(schemaType string) string {
-	switch schemaType {
-	case "integer", "object", "array":
-		return "an " + schemaType
-	case "boolean":
-		return "a boolean"
-	}
-	return "a " + strings.TrimSpace(schemaType)
 }
