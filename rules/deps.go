@@ -7,10 +7,10 @@ import (
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/common/types"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
 	"github.com/kubecel/kubecel/rules/internal/parse"
+	"github.com/kubecel/kubecel/rules/internal/template"
 )
 
 // This file finds which children an expression reads, by walking its checked AST, and
@@ -110,7 +110,7 @@ func varAccess(e celast.Expr, name string) (id string, isRead, constant bool) {
 		if call.IsMemberFunction() || len(args) != 2 || !isChildren(args[0]) {
 			return "", false, false
 		}
-		if s, ok := literalString(args[1]); ok {
+		if s, ok := template.LiteralString(args[1]); ok {
 			return s, true, true
 		}
 		return "", true, false
@@ -212,13 +212,4 @@ func rotateCycle(cycle []string, pos map[string]int) []string {
 		}
 	}
 	return append(cycle[first:], cycle[:first]...)
-}
-
-// literalString returns the value of a string literal expression.
-func literalString(e celast.Expr) (string, bool) {
-	if e.Kind() != celast.LiteralKind {
-		return "", false
-	}
-	s, ok := e.AsLiteral().(types.String)
-	return string(s), ok
 }

@@ -3,6 +3,8 @@ package rules
 import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+
+	"github.com/kubecel/kubecel/rules/internal/template"
 )
 
 // This file checks the object a CEL expression builds against the schema of its kind,
@@ -69,7 +71,7 @@ func (x *exprChecker) value(e ast.Expr, vs valueSchema) {
 	case ast.MapKind:
 		for _, entry := range e.AsMap().Entries() {
 			me := entry.AsMapEntry()
-			key, ok := literalString(me.Key())
+			key, ok := template.LiteralString(me.Key())
 			if !ok {
 				continue // a computed key: any field
 			}
