@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubecel/kubecel/rules/internal/celbudget"
 	"github.com/kubecel/kubecel/rules/internal/celjson"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 )
 
 // ErrCostLimit is wrapped by evaluation errors of expressions that exceeded the runtime
@@ -371,7 +372,7 @@ func (ev *evaluation) Fail(p *program, at int, err error) {
 		if p.sensitive && !quotesNothing(err) {
 			e.Message, e.Err = forEachPrefix(at)+withheld(ev.rule.sens.what(p)), withheldErr(err)
 		} else {
-			e.Message += missingKeyHint(p, err)
+			e.Message += exprcheck.MissingKeyHint(p.checked, err)
 		}
 	}
 	ev.errs = append(ev.errs, e)

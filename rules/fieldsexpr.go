@@ -4,7 +4,7 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 
-	"github.com/kubecel/kubecel/rules/internal/template"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 )
 
 // This file checks the object a CEL expression builds against the schema of its kind,
@@ -71,7 +71,7 @@ func (x *exprChecker) value(e ast.Expr, vs valueSchema) {
 	case ast.MapKind:
 		for _, entry := range e.AsMap().Entries() {
 			me := entry.AsMapEntry()
-			key, ok := template.LiteralString(me.Key())
+			key, ok := exprcheck.LiteralString(me.Key())
 			if !ok {
 				continue // a computed key: any field
 			}
@@ -97,5 +97,5 @@ func (x *exprChecker) value(e ast.Expr, vs valueSchema) {
 // fail reports msg at the column where e starts.
 func (x *exprChecker) fail(e ast.Expr, msg string) {
 	loc := x.native.SourceInfo().GetStartLocation(e.ID())
-	x.c.fail(x.p.w, x.p.source, columnOf(x.p.source, x.off, runeOffset(x.p.src, loc)), msg)
+	x.c.fail(x.p.w, x.p.source, exprcheck.Column(x.p.source, x.off, exprcheck.RuneOffset(x.p.src, loc)), msg)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/parser"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
@@ -96,7 +97,7 @@ func (h hints) suggestField(env *cel.Env, parsed *cel.Ast, id int64, msg string)
 	field, _, _ := strings.Cut(strings.TrimPrefix(msg, "undefined field '"), "'")
 	native := parsed.NativeRep()
 	var operand celast.Expr
-	visit(native.Expr(), func(e celast.Expr) bool {
+	exprcheck.Visit(native.Expr(), func(e celast.Expr) bool {
 		if e.ID() == id && e.Kind() == celast.SelectKind {
 			operand = e.AsSelect().Operand()
 		}

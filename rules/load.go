@@ -17,7 +17,7 @@ import (
 
 	"github.com/kubecel/kubecel/rules/internal/celbudget"
 	"github.com/kubecel/kubecel/rules/internal/celenv"
-	"github.com/kubecel/kubecel/rules/internal/template"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 )
 
 // Load parses, validates and compiles a rules file, which may hold several YAML
@@ -315,11 +315,11 @@ func exprGVK(checked *cel.Ast) (gvk schema.GroupVersionKind, msg string) {
 	var apiVersion, kind string
 	for _, entry := range root.AsMap().Entries() {
 		me := entry.AsMapEntry()
-		key, isKey := template.LiteralString(me.Key())
+		key, isKey := exprcheck.LiteralString(me.Key())
 		if !isKey {
 			continue
 		}
-		value, isValue := template.LiteralString(me.Value())
+		value, isValue := exprcheck.LiteralString(me.Value())
 		switch key {
 		case "apiVersion":
 			if !isValue {

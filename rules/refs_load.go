@@ -12,6 +12,7 @@ import (
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
@@ -196,15 +197,15 @@ func (c *compiler) refReads(w where, source, src string, off int, checked *cel.A
 	var reads []string
 	ok := true
 	all := false
-	visit(native.Expr(), func(e celast.Expr) bool {
-		if id, isRead, constant := varAccess(e, celenv.Refs); isRead {
+	exprcheck.Visit(native.Expr(), func(e celast.Expr) bool {
+		if id, isRead, constant := exprcheck.VarAccess(e, celenv.Refs); isRead {
 			switch {
 			case !constant:
 				all = true
 			case !slices.Contains(c.refIDs, id):
 				ok = false
 				loc := native.SourceInfo().GetStartLocation(e.ID())
-				c.fail(w, source, columnOf(source, off, runeOffset(src, loc)), fmt.Sprintf("unknown ref '%s'%s", id, parse.DidYouMean(id, c.refIDs)))
+				c.fail(w, source, exprcheck.Column(source, off, exprcheck.RuneOffset(src, loc)), fmt.Sprintf("unknown ref '%s'%s", id, parse.DidYouMean(id, c.refIDs)))
 			case !slices.Contains(reads, id):
 				reads = append(reads, id)
 			}
@@ -224,7 +225,7 @@ func (c *compiler) refReads(w where, source, src string, off int, checked *cel.A
 // orderIDs sorts ids so that each comes after every id it reads, keeping the given
 // order otherwise, or returns the dependency cycles among them.
 func orderIDs(ids []string, reads map[string][]string) ([]string, [][]string) {
-	if cycles := findCycles(ids, reads); len(cycles) > 0 {
+	if cycles := exprcheck.Cycles(ids, reads); len(cycles) > 0 {
 		return nil, cycles
 	}
 	placed := make(map[string]bool, len(ids))

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 )
 
 // Names computed from Secret data. An object's name is everywhere: in Events, logs,
@@ -101,7 +102,7 @@ func (s *sensitivity) reads(p *program, each, keys bool) bool {
 			return
 		}
 		ancestors = append(ancestors, e)
-		for _, sub := range subExprs(e) {
+		for _, sub := range exprcheck.SubExprs(e) {
 			walk(sub)
 		}
 		ancestors = ancestors[:len(ancestors)-1]

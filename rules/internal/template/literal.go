@@ -7,6 +7,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/parser"
 
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 	"github.com/kubecel/kubecel/rules/internal/parse"
 	"github.com/kubecel/kubecel/rules/internal/tree"
 )
@@ -42,7 +43,7 @@ func literalNode[P tree.Program](e celast.Expr, info *celast.SourceInfo, w parse
 		byKey := make(map[string]*tree.Node[P], len(entries))
 		for _, entry := range entries {
 			me := entry.AsMapEntry()
-			key, isString := LiteralString(me.Key())
+			key, isString := exprcheck.LiteralString(me.Key())
 			if !isString || me.IsOptional() || byKey[key] != nil {
 				return nil, false
 			}
@@ -96,13 +97,4 @@ func literalNode[P tree.Program](e celast.Expr, info *celast.SourceInfo, w parse
 		return nil, false
 	}
 	return &tree.Node[P]{Kind: tree.Expr, Prog: p, Exact: true}, true
-}
-
-// LiteralString returns the value of a string literal expression.
-func LiteralString(e celast.Expr) (string, bool) {
-	if e.Kind() != celast.LiteralKind {
-		return "", false
-	}
-	s, ok := e.AsLiteral().(types.String)
-	return string(s), ok
 }
