@@ -47,12 +47,9 @@ func (a *apiSource) definition() *apischema.Definition {
 
 // The other source structs are package parse's.
 type (
-	parentSource    = parse.Parent
-	childSource     = parse.Child
-	statusSource    = parse.Status
-	refSource       = parse.Ref
-	rolloutSource   = parse.Rollout
-	lifecycleSource = parse.Lifecycle
+	childSource   = parse.Child
+	refSource     = parse.Ref
+	rolloutSource = parse.Rollout
 )
 
 // problemErrors turns the problems package parse found into Errors.
