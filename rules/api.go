@@ -12,6 +12,7 @@ import (
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/kubecel/kubecel/rules/apischema"
+	"github.com/kubecel/kubecel/rules/internal/tree"
 )
 
 // RuleSet is a loaded, validated and compiled rules file. It is immutable and safe to
@@ -86,7 +87,7 @@ type Rule struct {
 	status []statusField
 	// fastStatus evaluates every status field at once, when all can be evaluated
 	// (fastPath); nil when not worth it.
-	fastStatus *batch
+	fastStatus *tree.Batch
 	// timeout bounds one Evaluate call, and maxEvalBytes what it may build.
 	timeout      time.Duration
 	maxEvalBytes int64

@@ -16,63 +16,6 @@ import (
 // would be), and for render and test (RuleSet.Admit). The block itself is read by
 // package apischema.
 
-// apiSource is a rule's api block: its definition, nil when the block has problems.
-type apiSource struct {
-	def *apischema.Definition
-}
-
-// api decodes the rule's api block, reporting each problem at its field.
-func (d *decoder) api(m map[string]any, w where) *apiSource {
-	v, ok := m["api"]
-	if !ok || v == nil {
-		return nil
-	}
-	def, problems := apischema.Parse(v)
-	for _, p := range problems {
-		d.fail(atAPIPath(w.key("api"), p.Path), p.Message)
-	}
-	return &apiSource{def: def}
-}
-
-// atAPIPath is where a problem of the api block is.
-func atAPIPath(w where, p apischema.Path) where {
-	for _, step := range p {
-		switch s := step.(type) {
-		case string:
-			w = w.key(s)
-		case int:
-			w = w.index(s)
-		}
-	}
-	return w
-}
-
-// namedByAPI reports a parent that names its resource beside an api block.
-func (d *decoder) namedByAPI(m map[string]any, w where) {
-	for _, key := range []string{"apiVersion", "resource"} {
-		if _, ok := m[key]; ok {
-			d.fail(w.key(key), "the rule's api defines the parent resource: remove parent."+key+" (parent may only narrow the parents: namespaces, selector, when)")
-		}
-	}
-}
-
-// name makes the resource the api defines the rule's parent resource.
-func (a *apiSource) name(p *parentSource) {
-	if a == nil || a.def == nil {
-		return
-	}
-	gvr := a.def.GVR()
-	p.apiVersion, p.resource = gvr.GroupVersion().String(), gvr.Resource
-}
-
-// definition is the block's definition, or nil.
-func (a *apiSource) definition() *apischema.Definition {
-	if a == nil {
-		return nil
-	}
-	return a.def
-}
-
 // withAPIs checks the APIs the rules define (each defined once; the status fields the
 // rules write on them declared) and returns opts whose schemas, scopes and served kinds
 // include them. Without any, opts is returned as it is.
@@ -86,13 +29,13 @@ func withAPIs(sources []*ruleSource, opts Options, errs *ErrorList) Options {
 		if def == nil {
 			continue
 		}
-		w := where{rule: src.name, field: "api", path: src.at.key("api")}
+		w := where{Rule: src.Name, Field: "api", Path: src.At.Key("api")}
 		if other := byName[def.Name()]; other != nil {
-			fail(errs, w.key("kind"), fmt.Sprintf("rule %q defines %s already; an API is defined by one rule", other.name, def.Name()))
+			fail(errs, w.Key("kind"), fmt.Sprintf("rule %q defines %s already; an API is defined by one rule", other.Name, def.Name()))
 			continue
 		}
 		if other := byKind[def.GVK().GroupKind()]; other != nil {
-			fail(errs, w.key("kind"), fmt.Sprintf("rule %q defines kind %s in group %s already; an API is defined by one rule", other.name, def.Kind, def.Group))
+			fail(errs, w.Key("kind"), fmt.Sprintf("rule %q defines kind %s in group %s already; an API is defined by one rule", other.Name, def.Kind, def.Group))
 			continue
 		}
 		byName[def.Name()], byKind[def.GVK().GroupKind()] = src, src
@@ -103,7 +46,7 @@ func withAPIs(sources []*ruleSource, opts Options, errs *ErrorList) Options {
 		return opts
 	}
 	for _, src := range sources {
-		if def := defs[parentGVR(src)]; def != nil && src.status != nil {
+		if def := defs[parentGVR(src)]; def != nil && src.Status != nil {
 			checkDeclaredStatus(src, def, errs)
 		}
 	}
@@ -116,11 +59,11 @@ func withAPIs(sources []*ruleSource, opts Options, errs *ErrorList) Options {
 
 // parentGVR is the parent resource a rule source names, as far as it reads.
 func parentGVR(src *ruleSource) schema.GroupVersionResource {
-	gv, err := schema.ParseGroupVersion(src.parent.apiVersion)
+	gv, err := schema.ParseGroupVersion(src.Parent.APIVersion)
 	if err != nil {
 		return schema.GroupVersionResource{}
 	}
-	return gv.WithResource(src.parent.resource)
+	return gv.WithResource(src.Parent.Resource)
 }
 
 // definesAPI reports whether the rule set being loaded defines the resource gvr (api:).
@@ -133,12 +76,12 @@ func definesAPI(opts Options, gvr schema.GroupVersionResource) bool {
 // API does not declare: the API server would drop them.
 func checkDeclaredStatus(src *ruleSource, def *apischema.Definition, errs *ErrorList) {
 	declared := def.StatusFields()
-	w := where{rule: src.name, field: "status.fields", path: src.at.key("status").key("fields")}
-	for _, name := range sortedKeys(src.status.fields) {
+	w := where{Rule: src.Name, Field: "status.fields", Path: src.At.Key("status").Key("fields")}
+	for _, name := range sortedKeys(src.Status.Fields) {
 		if slices.Contains(declared, name) || slices.Contains(reservedStatusFields, name) {
 			continue
 		}
-		fail(errs, w.key(name), fmt.Sprintf("%s does not declare status.%s, and the API server drops undeclared fields: add %s: TYPE (such as string) to the status of the rule that defines it", def.Name(), name, name))
+		fail(errs, w.Key(name), fmt.Sprintf("%s does not declare status.%s, and the API server drops undeclared fields: add %s: TYPE (such as string) to the status of the rule that defines it", def.Name(), name, name))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google/cel-go/parser"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/celjson"
 )
 
 // This file holds the assertions of rules tests (kubecel test): CEL expressions over what
@@ -132,9 +133,9 @@ type AssertionVars struct {
 func (v AssertionVars) activation() map[string]any {
 	orEmpty := func(m map[string]any) any {
 		if m == nil {
-			return jsonValue(map[string]any{})
+			return celjson.Value(map[string]any{})
 		}
-		return jsonValue(m)
+		return celjson.Value(m)
 	}
 	return map[string]any{
 		AssertParent:   orEmpty(v.Parent),
@@ -156,7 +157,7 @@ func (a *Assertion) Check(ctx context.Context, vars AssertionVars) error {
 	b, ok := out.(types.Bool)
 	if !ok {
 		b := memory.Budget(DefaultMaxEvalBytes)
-		v, _ := toJSON(out, &b)
+		v, _ := celjson.ToJSON(out, &b)
 		return fmt.Errorf("%s: is %s, not a bool", a.Expr, display(v))
 	}
 	if b {
@@ -170,7 +171,7 @@ func (a *Assertion) Check(ctx context.Context, vars AssertionVars) error {
 			continue
 		}
 		b := memory.Budget(DefaultMaxEvalBytes)
-		v, err := toJSON(val, &b)
+		v, err := celjson.ToJSON(val, &b)
 		if err != nil {
 			continue
 		}

@@ -7,9 +7,10 @@ import (
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/common/types"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file finds which children an expression reads, by walking its checked AST, and
@@ -27,11 +28,11 @@ func (c *compiler) childReads(w where, source, src string, off int, checked *cel
 	ok := true
 	report := func(e celast.Expr, msg string) {
 		ok = false
-		c.fail(w, source, columnOf(source, off, runeOffset(src, info.GetStartLocation(e.ID()))), msg)
+		c.fail(w, source, exprcheck.Column(source, off, exprcheck.RuneOffset(src, info.GetStartLocation(e.ID()))), msg)
 	}
 	found := func(e celast.Expr, id string) {
 		if !slices.Contains(c.childIDs, id) {
-			report(e, fmt.Sprintf("unknown child '%s'%s", id, didYouMean(id, c.childIDs)))
+			report(e, fmt.Sprintf("unknown child '%s'%s", id, parse.DidYouMean(id, c.childIDs)))
 			return
 		}
 		if !slices.Contains(reads, id) {
@@ -72,7 +73,7 @@ func (c *compiler) childReads(w where, source, src string, off int, checked *cel
 			walk(comp.Result(), inner)
 			return
 		}
-		for _, sub := range subExprs(e) {
+		for _, sub := range exprcheck.SubExprs(e) {
 			walk(sub, shadowed)
 		}
 	}
@@ -83,38 +84,7 @@ func (c *compiler) childReads(w where, source, src string, off int, checked *cel
 // childAccess reports whether e reads one child from `children` and, if the child id is
 // a constant, which.
 func childAccess(e celast.Expr) (id string, isRead, constant bool) {
-	return varAccess(e, celenv.Children)
-}
-
-// varAccess reports whether e reads one entry of the map variable name (children,
-// refs) and, if the entry's key is a constant, which.
-func varAccess(e celast.Expr, name string) (id string, isRead, constant bool) {
-	isChildren := func(x celast.Expr) bool {
-		return x.Kind() == celast.IdentKind && x.AsIdent() == name
-	}
-	switch e.Kind() {
-	case celast.SelectKind:
-		sel := e.AsSelect()
-		if isChildren(sel.Operand()) {
-			return sel.FieldName(), true, true
-		}
-	case celast.CallKind:
-		call := e.AsCall()
-		args := call.Args()
-		switch call.FunctionName() {
-		case "_[_]", "_[?_]", "_?._":
-		default:
-			return "", false, false
-		}
-		if call.IsMemberFunction() || len(args) != 2 || !isChildren(args[0]) {
-			return "", false, false
-		}
-		if s, ok := literalString(args[1]); ok {
-			return s, true, true
-		}
-		return "", true, false
-	}
-	return "", false, false
+	return exprcheck.VarAccess(e, celenv.Children)
 }
 
 // orderChildren sorts children so that each comes after every child it reads, keeping
@@ -132,7 +102,7 @@ func (c *compiler) orderChildren(rule string, ruleAt path, children []*Child, re
 		*c.errs = append(*c.errs, &Error{
 			Rule: rule, Child: cycle[0], Field: "",
 			Message: "dependency cycle: " + strings.Join(cycle, " -> ") + "; a child cannot read, directly or not, a child that reads it",
-			path:    string(ruleAt.key("children")),
+			path:    string(ruleAt.Key("children")),
 		})
 	}
 	if len(cycles) > 0 {
@@ -151,73 +121,4 @@ func (c *compiler) orderChildren(rule string, ruleAt path, children []*Child, re
 		}
 	}
 	return ordered
-}
-
-// findCycles returns every elementary cycle found by a depth-first walk, each as a path
-// that starts and ends with the same id (a -> b -> a), rotated to start at the id that
-// comes first in ids. Each cycle is reported once.
-func findCycles(ids []string, reads map[string][]string) [][]string {
-	pos := make(map[string]int, len(ids))
-	for i, id := range ids {
-		pos[id] = i
-	}
-	const (
-		unvisited = iota
-		active
-		done
-	)
-	state := make(map[string]int, len(ids))
-	var stack []string
-	var cycles [][]string
-	seen := map[string]bool{}
-	var dfs func(id string)
-	dfs = func(id string) {
-		state[id] = active
-		stack = append(stack, id)
-		for _, dep := range reads[id] {
-			if _, known := pos[dep]; !known {
-				continue
-			}
-			switch state[dep] {
-			case unvisited:
-				dfs(dep)
-			case active:
-				start := slices.Index(stack, dep)
-				cycle := rotateCycle(slices.Clone(stack[start:]), pos)
-				key := strings.Join(cycle, " ")
-				if !seen[key] {
-					seen[key] = true
-					cycles = append(cycles, append(cycle, cycle[0]))
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		state[id] = done
-	}
-	for _, id := range ids {
-		if state[id] == unvisited {
-			dfs(id)
-		}
-	}
-	return cycles
-}
-
-// rotateCycle rotates a cycle to start at its member that comes first in the file.
-func rotateCycle(cycle []string, pos map[string]int) []string {
-	first := 0
-	for i, id := range cycle {
-		if pos[id] < pos[cycle[first]] {
-			first = i
-		}
-	}
-	return append(cycle[first:], cycle[:first]...)
-}
-
-// literalString returns the value of a string literal expression.
-func literalString(e celast.Expr) (string, bool) {
-	if e.Kind() != celast.LiteralKind {
-		return "", false
-	}
-	s, ok := e.AsLiteral().(types.String)
-	return string(s), ok
 }

@@ -1,12 +1,12 @@
 package rules
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"strconv"
-	"strings"
+
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // Document is one named piece of a rule set: a file, a ConfigMap key, the standard
@@ -34,86 +34,21 @@ type piece struct {
 	root path
 }
 
-// splitDocuments cuts each Document into its YAML documents, leaving out the empty
-// ones (nothing but blank lines and comments). A Document with nothing else stays one
-// piece, so that it is reported as empty.
+// splitDocuments cuts each Document into its YAML documents (parse.Split), leaving out
+// the empty ones. A Document with nothing else stays one piece, so that it is reported
+// as empty.
 func splitDocuments(docs []Document) []piece {
 	var out []piece
 	for _, d := range docs {
-		parts := splitYAML(d.Data)
+		parts := parse.Split(d.Data)
 		if len(parts) == 0 {
-			parts = []piece{{data: d.Data}}
+			parts = []parse.Piece{{Data: d.Data}}
 		}
 		for _, p := range parts {
-			p.source = d.Source
-			p.origin = d.Origin
-			p.root = path("#" + strconv.Itoa(len(out)))
-			out = append(out, p)
+			out = append(out, piece{source: d.Source, origin: d.Origin, data: p.Data, offset: p.Offset, root: parse.Root(len(out))})
 		}
 	}
 	return out
-}
-
-// splitYAML cuts data at its document separators: lines that hold --- and nothing
-// else but a comment. Empty documents are left out.
-func splitYAML(data []byte) []piece {
-	var out []piece
-	start, startLine, line := 0, 0, 0
-	keep := func(end int) {
-		if chunk := data[start:end]; !blankYAML(chunk) {
-			out = append(out, piece{data: chunk, offset: startLine})
-		}
-	}
-	for pos := 0; pos < len(data); line++ {
-		end := bytes.IndexByte(data[pos:], '\n')
-		next := len(data)
-		if end >= 0 {
-			next = pos + end + 1
-		}
-		if isSeparator(data[pos:next]) {
-			keep(pos)
-			start, startLine = next, line+1
-		}
-		pos = next
-	}
-	keep(len(data))
-	return out
-}
-
-// isSeparator reports whether a line starts a new YAML document.
-func isSeparator(line []byte) bool {
-	rest, ok := bytes.CutPrefix(line, []byte("---"))
-	if !ok {
-		return false
-	}
-	rest = bytes.TrimSpace(rest)
-	return len(rest) == 0 || (rest[0] == '#' && len(line) > 3 && (line[3] == ' ' || line[3] == '\t'))
-}
-
-// blankYAML reports whether a YAML document holds only blank lines and comments.
-func blankYAML(data []byte) bool {
-	for _, line := range strings.Split(string(data), "\n") {
-		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
-			return false
-		}
-	}
-	return true
-}
-
-// pieceOf returns the index of the piece a path belongs to, or -1.
-func pieceOf(p path) int {
-	s, ok := strings.CutPrefix(string(p), "#")
-	if !ok {
-		return -1
-	}
-	if i := strings.IndexAny(s, ".["); i >= 0 {
-		s = s[:i]
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // documentsHash identifies the documents of a rule set: the sha256 of the bytes of a

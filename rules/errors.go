@@ -2,9 +2,10 @@ package rules
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // Error is one problem found while loading a rules file or evaluating a rule. It names
@@ -148,96 +149,10 @@ func oneLine(s string) string {
 	return s
 }
 
-// path builds field paths such as `template.spec.ports[0].port` or
-// `metadata.labels["app.kubernetes.io/name"]`.
-type path string
-
-// key appends a map key, as `.key` when it reads as a plain name, else as `["key"]`.
-func (p path) key(k string) path {
-	if isPlainKey(k) {
-		if p == "" {
-			return path(k)
-		}
-		return p + "." + path(k)
-	}
-	return p + path("["+strconv.Quote(k)+"]")
-}
-
-// index appends a list index.
-func (p path) index(i int) path {
-	return p + path("["+strconv.Itoa(i)+"]")
-}
-
-func isPlainKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i, r := range k {
-		switch {
-		case r == '_' || r == '-' || r == '$' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'):
-		case r >= '0' && r <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// didYouMean returns ` (did you mean 'x'?)` for the candidate closest to name, or "" when
-// none is close enough to be an obvious typo.
-func didYouMean(name string, candidates []string) string {
-	best, bestDist, bestRaw := "", 0, 0
-	for _, c := range candidates {
-		if c == name {
-			continue
-		}
-		lname, lc := strings.ToLower(name), strings.ToLower(c)
-		raw := editDistance(lname, lc)
-		d := raw
-		if min(len(lname), len(lc)) >= 3 && (strings.HasPrefix(lc, lname) || strings.HasPrefix(lname, lc)) {
-			// A shortened or extended name: deploy for deployment.
-			d = min(d, 1)
-		}
-		// Between names as near, the one spelt nearest wins: imagePullPolicy, not
-		// image, for imagePullPolice.
-		if best == "" || d < bestDist || (d == bestDist && (raw < bestRaw || raw == bestRaw && c < best)) {
-			best, bestDist, bestRaw = c, d, raw
-		}
-	}
-	limit := 2
-	if n := utf8.RuneCountInString(name); n <= 4 {
-		limit = 1
-	}
-	if best == "" || bestDist > limit {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean '%s'?)", best)
-}
-
-// editDistance is the optimal string alignment distance: insertions, deletions,
-// substitutions and transpositions of adjacent characters each cost one.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	// Three rolling rows: two back, previous, current.
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
-}
+// Field paths and places are package parse's.
+type (
+	// path is a field path, such as `template.spec.ports[0].port`.
+	path = parse.Path
+	// where locates a value: rule, child or ref, field and full path.
+	where = parse.Where
+)

@@ -11,6 +11,8 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 
 	"github.com/kubecel/kubecel/rules/internal/celbudget"
+	"github.com/kubecel/kubecel/rules/internal/celjson"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 )
 
 // ErrCostLimit is wrapped by evaluation errors of expressions that exceeded the runtime
@@ -139,9 +141,9 @@ func (ev *evaluation) run(parent map[string]any, refs RefSource) {
 	ev.children = make(map[string]any, len(r.Children))
 	ev.states = make([]childState, len(r.Children))
 	ev.vars = activation{
-		parent:   jsonValue(p),
-		children: jsonValue(ev.children),
-		budget:   ev.budget,
+		ParentObject: celjson.Value(p),
+		Children:     celjson.Value(ev.children),
+		Bytes:        ev.budget,
 	}
 	if r.when != nil {
 		include, ok := ev.condition(r.when, &ev.vars, -1)
@@ -237,13 +239,13 @@ func (ev *evaluation) objects(ch *Child) bool {
 		}
 		return ev.object(ch, &ev.vars, -1)
 	}
-	out, ok := ev.eval(ch.forEach, &ev.vars, -1)
+	out, ok := ev.Eval(ch.forEach, &ev.vars, -1)
 	if !ok {
 		return false
 	}
 	list, isList := out.(traits.Lister)
 	if !isList {
-		ev.fail(ch.forEach, -1, fmt.Errorf("forEach must evaluate to a list, not %s", out.Type().TypeName()))
+		ev.Fail(ch.forEach, -1, fmt.Errorf("forEach must evaluate to a list, not %s", out.Type().TypeName()))
 		return false
 	}
 	n, _ := list.Size().(types.Int)
@@ -253,7 +255,7 @@ func (ev *evaluation) objects(ch *Child) bool {
 	ok = true
 	for i := range int(n) {
 		vars := ev.vars
-		vars.each, vars.index = list.Get(types.Int(i)), types.Int(i)
+		vars.Each, vars.Index = list.Get(types.Int(i)), types.Int(i)
 		ok = ev.object(ch, &vars, i) && ok
 	}
 	return ok
@@ -285,7 +287,7 @@ func (ev *evaluation) object(ch *Child, vars *activation, index int) bool {
 		d.Observed, d.Ready = true, true
 		if ch.readyWhen != nil {
 			ready := *vars
-			ready.self = jsonValue(matched)
+			ready.Self = celjson.Value(matched)
 			d.Ready, _ = ev.condition(ch.readyWhen, &ready, at)
 		}
 	}
@@ -319,23 +321,24 @@ func (ev *evaluation) statusReady(f statusField) bool {
 
 // condition evaluates a bool expression; ok is false when it failed.
 func (ev *evaluation) condition(p *program, vars *activation, at int) (value, ok bool) {
-	out, ok := ev.eval(p, vars, at)
+	out, ok := ev.Eval(p, vars, at)
 	if !ok {
 		return false, false
 	}
 	b, isBool := out.(types.Bool)
 	if !isBool {
-		ev.fail(p, at, fmt.Errorf("must evaluate to a bool, not %s", out.Type().TypeName()))
+		ev.Fail(p, at, fmt.Errorf("must evaluate to a bool, not %s", out.Type().TypeName()))
 		return false, false
 	}
 	return bool(b), true
 }
 
-// eval runs one program; ok is false when it failed, and the error is recorded.
-func (ev *evaluation) eval(p *program, vars *activation, at int) (ref.Val, bool) {
+// Eval runs one program; ok is false when it failed, and the error is recorded. It and
+// Fail make the evaluation the tree.Host of the template trees it fills.
+func (ev *evaluation) Eval(p *program, vars *activation, at int) (ref.Val, bool) {
 	out, _, err := p.prg.ContextEval(ev.ctx, vars)
 	if err != nil {
-		ev.fail(p, at, ev.cause(err))
+		ev.Fail(p, at, ev.cause(err))
 		return nil, false
 	}
 	return out, true
@@ -361,15 +364,15 @@ func (ev *evaluation) cause(err error) error {
 	return err
 }
 
-// fail records a failed expression; p may be nil for a problem with a whole object.
-func (ev *evaluation) fail(p *program, at int, err error) {
+// Fail records a failed expression; p may be nil for a problem with a whole object.
+func (ev *evaluation) Fail(p *program, at int, err error) {
 	e := &Error{Rule: ev.rule.Name, Message: forEachPrefix(at) + err.Error(), Err: err}
 	if p != nil {
-		e.Child, e.Ref, e.Field, e.Expr = p.w.child, p.w.ref, string(p.w.field), p.source
+		e.Child, e.Ref, e.Field, e.Expr = p.w.Child, p.w.Ref, string(p.w.Field), p.source
 		if p.sensitive && !quotesNothing(err) {
 			e.Message, e.Err = forEachPrefix(at)+withheld(ev.rule.sens.what(p)), withheldErr(err)
 		} else {
-			e.Message += missingKeyHint(p, err)
+			e.Message += exprcheck.MissingKeyHint(p.checked, err)
 		}
 	}
 	ev.errs = append(ev.errs, e)

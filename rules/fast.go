@@ -4,12 +4,15 @@ import (
 	"fmt"
 
 	"github.com/google/cel-go/cel"
+
+	"github.com/kubecel/kubecel/rules/internal/celjson"
+	"github.com/kubecel/kubecel/rules/internal/tree"
 )
 
 // An evalPath computes the objects of children and the status fields from their
 // compiled expressions. plainPath evaluates each expression as written, one CEL
 // evaluation each. fastPath computes the same values with less work: it evaluates all
-// the expressions of a template (or of the status fields) as one CEL list (batch.go),
+// the expressions of a template (or of the status fields) as one CEL list (tree.Batch),
 // and splits an expr child's map literal along its constant keys so that CEL does not
 // build the map only to have it converted after (exprtmpl.go). Evaluate takes fastPath;
 // the tests evaluate every example and test rule along both and compare the results
@@ -36,26 +39,26 @@ type plainPath struct{}
 
 func (plainPath) object(ev *evaluation, ch *Child, vars *activation, at int) (map[string]any, bool) {
 	if ch.template != nil {
-		return templateObject(&fill{ev: ev, vars: vars, at: at}, ch, ch.template)
+		return templateObject(ev, &fill{Host: ev, Vars: vars, At: at}, ch, ch.template)
 	}
-	out, ok := ev.eval(ch.expr, vars, at)
+	out, ok := ev.Eval(ch.expr, vars, at)
 	if !ok {
 		return nil, false
 	}
-	v, err := toJSON(out, ev.budget)
+	v, err := celjson.ToJSON(out, ev.budget)
 	obj, _ := v.(map[string]any)
 	if err != nil || obj == nil {
 		if err == nil {
 			err = fmt.Errorf("expr must return a map, not %s", out.Type().TypeName())
 		}
-		ev.fail(ch.expr, at, err)
+		ev.Fail(ch.expr, at, err)
 		return nil, false
 	}
 	return obj, true
 }
 
 func (plainPath) status(ev *evaluation) {
-	statusFields(&fill{ev: ev, vars: &ev.vars, at: -1})
+	statusFields(ev, &fill{Host: ev, Vars: &ev.vars, At: -1})
 }
 
 // fastPath evaluates a child's fastChild, and all status fields at once when all are
@@ -70,34 +73,34 @@ type fastPath struct{}
 // template without a batch.
 type fastChild struct {
 	template *node
-	batch    *batch
+	batch    *tree.Batch
 }
 
 func (fastPath) object(ev *evaluation, ch *Child, vars *activation, at int) (map[string]any, bool) {
 	if ch.fast.template == nil {
 		return plainPath{}.object(ev, ch, vars, at)
 	}
-	f := &fill{ev: ev, vars: vars, at: at, batched: ch.fast.batch.run(ev.ctx, vars)}
-	if ch.expr == nil && f.batched == nil {
+	f := &fill{Host: ev, Vars: vars, At: at, Batched: ch.fast.batch.Run(ev.ctx, vars)}
+	if ch.expr == nil && f.Batched == nil {
 		// A template child whose batch failed is evaluated as written.
 		return plainPath{}.object(ev, ch, vars, at)
 	}
 	ev.fastRuns++
-	return templateObject(f, ch, ch.fast.template)
+	return templateObject(ev, f, ch, ch.fast.template)
 }
 
 func (fastPath) status(ev *evaluation) {
-	f := &fill{ev: ev, vars: &ev.vars, at: -1}
+	f := &fill{Host: ev, Vars: &ev.vars, At: -1}
 	all := true
 	for _, sf := range ev.rule.status {
 		all = all && ev.statusReady(sf)
 	}
 	if all {
-		if f.batched = ev.rule.fastStatus.run(ev.ctx, &ev.vars); f.batched != nil {
+		if f.Batched = ev.rule.fastStatus.Run(ev.ctx, &ev.vars); f.Batched != nil {
 			ev.fastRuns++
 		}
 	}
-	statusFields(f)
+	statusFields(ev, f)
 }
 
 // fastChild compiles what fastPath evaluates for ch.
@@ -117,7 +120,7 @@ func (c *compiler) fastChild(env *cel.Env, ch *Child) fastChild {
 }
 
 // fastStatus compiles the batch of a rule's status fields.
-func (c *compiler) fastStatus(env *cel.Env, fields []statusField) *batch {
+func (c *compiler) fastStatus(env *cel.Env, fields []statusField) *tree.Batch {
 	roots := make([]*node, len(fields))
 	for i, f := range fields {
 		roots[i] = f.value
@@ -125,28 +128,47 @@ func (c *compiler) fastStatus(env *cel.Env, fields []statusField) *batch {
 	return c.newBatch(env, roots...)
 }
 
+// newBatch compiles the expressions below roots into one batch (tree.BatchSource). It
+// returns nil when there is nothing to gain or the combined source does not compile
+// (for example over the parser's size limit).
+func (c *compiler) newBatch(env *cel.Env, roots ...*node) *tree.Batch {
+	src, n := tree.BatchSource(roots...)
+	if n < 2 {
+		return nil
+	}
+	checked, iss := env.Compile(src)
+	if iss.Err() != nil {
+		return nil
+	}
+	prg, err := env.Program(checked, c.cost.ProgramOptions(env, checked)...)
+	if err != nil {
+		return nil
+	}
+	return tree.NewBatch(prg)
+}
+
 // templateObject evaluates template n of child ch into its object.
-func templateObject(f *fill, ch *Child, n *node) (map[string]any, bool) {
-	v, present, ok := f.value(n)
+func templateObject(ev *evaluation, f *fill, ch *Child, n *node) (map[string]any, bool) {
+	v, present, ok := f.Value(n)
 	if !ok {
 		return nil, false
 	}
 	obj, _ := v.(map[string]any)
 	if !present || obj == nil {
-		f.ev.errs = append(f.ev.errs, &Error{Rule: f.ev.rule.Name, Child: ch.ID, Message: forEachPrefix(f.at) + "the template produced no object"})
+		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Child: ch.ID, Message: forEachPrefix(f.At) + "the template produced no object"})
 		return nil, false
 	}
 	return obj, true
 }
 
 // statusFields evaluates the status fields whose inputs are there into ev.res.Status.
-func statusFields(f *fill) {
-	for _, sf := range f.ev.rule.status {
-		if !f.ev.statusReady(sf) {
+func statusFields(ev *evaluation, f *fill) {
+	for _, sf := range ev.rule.status {
+		if !ev.statusReady(sf) {
 			continue
 		}
-		if v, present, ok := f.value(sf.value); ok && present {
-			f.ev.res.Status[sf.name] = v
+		if v, present, ok := f.Value(sf.value); ok && present {
+			ev.res.Status[sf.name] = v
 		}
 	}
 }

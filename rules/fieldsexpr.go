@@ -3,13 +3,15 @@ package rules
 import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 )
 
 // This file checks the object a CEL expression builds against the schema of its kind,
 // where the expression builds it as literals: the object of an expr child, and the value
 // of a whole-string ${} in a template. A map literal's keys are fields, checked as a
-// template's are (fields.go); its values are checked the same way when they are map or
-// list literals, else by their static type. Both branches of a conditional are checked.
+// template's are (package kindschema); its values are checked the same way when they are
+// map or list literals, else by their static type. Both branches of a conditional are checked.
 // Anything else (a map read from the parent, a comprehension) has no static fields, and
 // only its type is checked.
 
@@ -17,7 +19,7 @@ import (
 // its column; off is the byte offset of p's CEL in its field's text. It returns whether
 // the object was built as literals all the way to its fields, so that they were checked.
 func (c *compiler) checkExprFields(p *program, off int, vs valueSchema) bool {
-	if p == nil || p.checked == nil || vs.schema == nil && !vs.resource {
+	if p == nil || p.checked == nil || vs.Schema == nil && !vs.Resource {
 		return false
 	}
 	native := p.checked.NativeRep()
@@ -25,7 +27,7 @@ func (c *compiler) checkExprFields(p *program, off int, vs valueSchema) bool {
 	root := native.Expr()
 	if !literalObject(root) {
 		// A computed value: only its type can be checked, as the field's.
-		if msg := schemaMismatch(p.out, vs); msg != "" {
+		if msg := vs.TypeMismatch(p.out); msg != "" {
 			c.fail(p.w, p.source, 0, msg)
 		}
 		return false
@@ -58,10 +60,10 @@ type exprChecker struct {
 
 // value checks the value e placed at vs.
 func (x *exprChecker) value(e ast.Expr, vs valueSchema) {
-	if vs.schema == nil && !vs.resource {
+	if vs.Schema == nil && !vs.Resource {
 		return
 	}
-	if msg := schemaMismatch(x.native.GetType(e.ID()), vs); msg != "" {
+	if msg := vs.TypeMismatch(x.native.GetType(e.ID())); msg != "" {
 		x.fail(e, msg)
 		return
 	}
@@ -69,19 +71,19 @@ func (x *exprChecker) value(e ast.Expr, vs valueSchema) {
 	case ast.MapKind:
 		for _, entry := range e.AsMap().Entries() {
 			me := entry.AsMapEntry()
-			key, ok := literalString(me.Key())
+			key, ok := exprcheck.LiteralString(me.Key())
 			if !ok {
 				continue // a computed key: any field
 			}
-			if msg := vs.unknownField(key); msg != "" {
+			if msg := vs.UnknownField(key); msg != "" {
 				x.fail(me.Key(), msg)
 				continue
 			}
-			x.value(me.Value(), vs.key(key))
+			x.value(me.Value(), vs.Key(key))
 		}
 	case ast.ListKind:
 		for i, item := range e.AsList().Elements() {
-			x.value(item, vs.item(i))
+			x.value(item, vs.Item(i))
 		}
 	case ast.CallKind:
 		call := e.AsCall()
@@ -95,5 +97,5 @@ func (x *exprChecker) value(e ast.Expr, vs valueSchema) {
 // fail reports msg at the column where e starts.
 func (x *exprChecker) fail(e ast.Expr, msg string) {
 	loc := x.native.SourceInfo().GetStartLocation(e.ID())
-	x.c.fail(x.p.w, x.p.source, columnOf(x.p.source, x.off, runeOffset(x.p.src, loc)), msg)
+	x.c.fail(x.p.w, x.p.source, exprcheck.Column(x.p.source, x.off, exprcheck.RuneOffset(x.p.src, loc)), msg)
 }

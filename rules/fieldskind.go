@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file refuses a kind or resource that a group-version whose kinds kubecel embeds
@@ -40,7 +42,7 @@ func unknownKind(gvk schema.GroupVersionKind, opts Options) string {
 		return ""
 	}
 	msg := fmt.Sprintf("%s has no kind %q", gvk.GroupVersion(), gvk.Kind)
-	if hint := didYouMean(gvk.Kind, kinds); hint != "" {
+	if hint := parse.DidYouMean(gvk.Kind, kinds); hint != "" {
 		return "unknown kind" + hint + ": " + msg
 	}
 	var elsewhere []string
@@ -63,7 +65,7 @@ func unknownResource(gvr schema.GroupVersionResource, opts Options) string {
 		return ""
 	}
 	msg := fmt.Sprintf("%s has no resource %q", gvr.GroupVersion(), gvr.Resource)
-	if hint := didYouMean(gvr.Resource, resources); hint != "" {
+	if hint := parse.DidYouMean(gvr.Resource, resources); hint != "" {
 		return "unknown resource" + hint + ": " + msg
 	}
 	return fmt.Sprintf("unknown resource: %s (Kubernetes %s; kubectl api-resources lists a cluster's)", msg, BuiltinKubernetesVersion())
@@ -78,7 +80,7 @@ func checkKnownKinds(src *ruleSource, r *Rule, children []*Child, opts Options, 
 	}
 	if !r.Parent.GVR.Empty() && !singularOfBuiltin(r.Parent.GVR) {
 		if msg := unknownResource(r.Parent.GVR, opts); msg != "" {
-			fail(errs, where{rule: src.name, field: "parent.resource", path: src.at.key("parent").key("resource")}, msg)
+			fail(errs, where{Rule: src.Name, Field: "parent.resource", Path: src.At.Key("parent").Key("resource")}, msg)
 		}
 	}
 	for _, ch := range children {
@@ -89,13 +91,13 @@ func checkKnownKinds(src *ruleSource, r *Rule, children []*Child, opts Options, 
 		if msg == "" {
 			continue
 		}
-		for _, cs := range src.children {
-			if cs.id != ch.ID {
+		for _, cs := range src.Children {
+			if cs.ID != ch.ID {
 				continue
 			}
-			w := where{rule: src.name, child: ch.ID, field: "expr", path: cs.at.key("expr")}
-			if cs.template != nil {
-				w.field, w.path = "template.kind", cs.at.key("template").key("kind")
+			w := where{Rule: src.Name, Child: ch.ID, Field: "expr", Path: cs.At.Key("expr")}
+			if cs.Template != nil {
+				w.Field, w.Path = "template.kind", cs.At.Key("template").Key("kind")
 			}
 			fail(errs, w, msg)
 		}
@@ -105,9 +107,9 @@ func checkKnownKinds(src *ruleSource, r *Rule, children []*Child, opts Options, 
 		if msg == "" {
 			continue
 		}
-		for _, rs := range src.refs {
-			if rs.id == ref.ID {
-				fail(errs, where{rule: src.name, ref: ref.ID, field: "kind", path: rs.at.key("kind")}, msg)
+		for _, rs := range src.Refs {
+			if rs.ID == ref.ID {
+				fail(errs, where{Rule: src.Name, Ref: ref.ID, Field: "kind", Path: rs.At.Key("kind")}, msg)
 			}
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/google/cel-go/parser"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // hints improve the messages CEL gives for a misspelled field or variable: the nearest
@@ -72,7 +74,7 @@ func (h hints) undeclared(msg string, env *cel.Env) string {
 	for _, v := range env.Variables() {
 		names = append(names, v.Name())
 	}
-	return out + didYouMean(name, names)
+	return out + parse.DidYouMean(name, names)
 }
 
 // declares reports whether env declares the variable name.
@@ -95,7 +97,7 @@ func (h hints) suggestField(env *cel.Env, parsed *cel.Ast, id int64, msg string)
 	field, _, _ := strings.Cut(strings.TrimPrefix(msg, "undefined field '"), "'")
 	native := parsed.NativeRep()
 	var operand celast.Expr
-	visit(native.Expr(), func(e celast.Expr) bool {
+	exprcheck.Visit(native.Expr(), func(e celast.Expr) bool {
 		if e.ID() == id && e.Kind() == celast.SelectKind {
 			operand = e.AsSelect().Operand()
 		}
@@ -120,5 +122,5 @@ func (h hints) suggestField(env *cel.Env, parsed *cel.Ast, id int64, msg string)
 	for name := range decl.Fields {
 		names = append(names, name)
 	}
-	return didYouMean(field, names)
+	return parse.DidYouMean(field, names)
 }

@@ -1,13 +1,11 @@
 package rules
 
 import (
-	"strconv"
-
 	"github.com/kubecel/kubecel/rules/internal/format"
 )
 
-// This file reads a child's lifecycle: what happens to its objects when the rule stops
-// producing them and when their parent is deleted.
+// This file is about a child's lifecycle (package parse reads the block): what happens
+// to its objects when the rule stops producing them and when their parent is deleted.
 //
 //	lifecycle:
 //	  onRemove: Keep        # default Delete
@@ -24,42 +22,6 @@ const (
 	PolicyDelete = format.PolicyDelete
 	PolicyKeep   = format.PolicyKeep
 )
-
-// lifecycleSource is a child's lifecycle block as written.
-type lifecycleSource struct {
-	keepOnRemove, keepOnParentDelete bool
-}
-
-// lifecycle reads a child's optional lifecycle block.
-func (d *decoder) lifecycle(m map[string]any, w where) lifecycleSource {
-	v, ok := m["lifecycle"]
-	if !ok || v == nil {
-		return lifecycleSource{}
-	}
-	w = w.key("lifecycle")
-	lm := d.asMap(v, w)
-	if lm == nil {
-		return lifecycleSource{}
-	}
-	d.unknown(lm, w, format.Keys[format.Lifecycle]()...)
-	return lifecycleSource{
-		keepOnRemove:       d.policy(lm, "onRemove", w),
-		keepOnParentDelete: d.policy(lm, "onParentDelete", w),
-	}
-}
-
-// policy reads Delete or Keep; it returns whether it is Keep.
-func (d *decoder) policy(m map[string]any, key string, w where) bool {
-	switch s := d.str(m, key, w, false); s {
-	case "", PolicyDelete:
-		return false
-	case PolicyKeep:
-		return true
-	default:
-		d.fail(w.key(key), "must be "+PolicyDelete+" or "+PolicyKeep+", not "+strconv.Quote(s))
-		return false
-	}
-}
 
 // Policy describes the child's lifecycle for people: "" for the default (deleted when no
 // longer produced and with the parent).

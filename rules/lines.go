@@ -4,10 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 
-	yamlv3 "go.yaml.in/yaml/v3"
-
+	"github.com/kubecel/kubecel/rules/internal/parse"
 	"github.com/kubecel/kubecel/rules/internal/yamlsrc"
 )
 
@@ -19,36 +17,27 @@ func locate(pieces []piece, errs ErrorList) {
 	if len(errs) == 0 {
 		return // nothing to place: spare parsing every document again
 	}
-	lines := map[path]int{}
-	scalars := map[path]*yamlv3.Node{}
+	lines := parse.NewLines()
 	for _, p := range pieces {
-		var root yamlv3.Node
-		if err := yamlv3.Unmarshal(p.data, &root); err == nil {
-			indexLines(&root, p.root, lines, scalars, 0)
-		}
+		lines.Add(p.data, p.root)
 	}
 	at := make(map[*Error]int, len(errs))
 	for _, e := range errs {
-		i := pieceOf(path(e.path))
+		i := path(e.path).Document()
 		if i < 0 || i >= len(pieces) {
 			continue
 		}
 		at[e] = i
-		if line, ok := lines[path(e.first)]; ok && e.first != "" {
+		if line, ok := lines.Line(path(e.first)); ok && e.first != "" {
 			e.Message += fmt.Sprintf(" (the first is on line %d)", line+pieces[i].offset)
 		}
 		if e.Line == 0 {
-			for p := path(e.path); p != ""; p = p.parent() {
-				if line, ok := lines[p]; ok {
-					e.Line = line
-					break
-				}
-			}
+			e.Line = lines.Nearest(path(e.path))
 		}
 		if e.Line > 0 {
 			e.Line += pieces[i].offset
 		}
-		if n := scalars[path(e.path)]; n != nil && e.Column > 0 {
+		if n := lines.Scalar(path(e.path)); n != nil && e.Column > 0 {
 			if line, col := yamlsrc.Position(pieces[i].data, n, e.Expr, e.Column); line > 0 {
 				e.FileLine, e.FileColumn = line+pieces[i].offset, col
 			}
@@ -62,64 +51,11 @@ func locate(pieces []piece, errs ErrorList) {
 
 // lineOf returns the line of a path in its piece, 0 when unknown.
 func lineOf(p piece, at path) int {
-	var root yamlv3.Node
-	if err := yamlv3.Unmarshal(p.data, &root); err != nil {
-		return 0
-	}
-	lines := map[path]int{}
-	indexLines(&root, p.root, lines, nil, 0)
-	return lines[at]
+	return parse.LineOf(p.data, p.root, at)
 }
 
-// maxLineDepth stops indexing absurdly deep documents.
-const maxLineDepth = 200
-
-// indexLines records the line of every key and list item under n in lines, and, when
-// scalars is not nil, every scalar value in it.
-func indexLines(n *yamlv3.Node, at path, lines map[path]int, scalars map[path]*yamlv3.Node, depth int) {
-	if depth > maxLineDepth {
-		return
-	}
-	switch n.Kind {
-	case yamlv3.ScalarNode:
-		if scalars != nil {
-			scalars[at] = n
-		}
-	case yamlv3.DocumentNode:
-		for _, c := range n.Content {
-			indexLines(c, at, lines, scalars, depth+1)
-		}
-	case yamlv3.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := at.key(k.Value)
-			lines[p] = k.Line
-			indexLines(v, p, lines, scalars, depth+1)
-		}
-	case yamlv3.SequenceNode:
-		for i, c := range n.Content {
-			p := at.index(i)
-			lines[p] = c.Line
-			indexLines(c, p, lines, scalars, depth+1)
-		}
-	}
-}
-
-// parent drops the last element of a path: `a.b[0]` -> `a.b` -> `a` -> "".
-func (p path) parent() path {
-	s := string(p)
-	if strings.HasSuffix(s, `"]`) {
-		if i := strings.LastIndex(s, `["`); i >= 0 {
-			return path(s[:i])
-		}
-	}
-	if strings.HasSuffix(s, "]") {
-		if i := strings.LastIndex(s, "["); i >= 0 {
-			return path(s[:i])
-		}
-	}
-	if i := strings.LastIndex(s, "."); i >= 0 {
-		return path(s[:i])
-	}
-	return ""
+// booleanWarnings lists the YAML 1.1 booleans of a piece that were probably meant as
+// strings (parse.BooleanWarnings), in file order.
+func booleanWarnings(data []byte) []*Error {
+	return problemErrors(parse.BooleanWarnings(data))
 }

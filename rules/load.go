@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubecel/kubecel/rules/internal/celbudget"
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 )
 
 // Load parses, validates and compiles a rules file, which may hold several YAML
@@ -136,10 +137,10 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	if parentSchema != nil {
 		parentType = parentDeclType(parentSchema)
 	}
-	refsType := refsDeclType(src.refs, opts.schemas())
+	refsType := refsDeclType(src.Refs, opts.schemas())
 	e, err := celenv.New(parentType, refsType)
 	if err != nil {
-		fail(errs, where{rule: src.name, path: src.at}, "cannot build the CEL environment: "+err.Error())
+		fail(errs, where{Rule: src.Name, Path: src.At}, "cannot build the CEL environment: "+err.Error())
 		return nil
 	}
 	c := &compiler{
@@ -150,22 +151,22 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 		cost:     celbudget.Costs{Limit: opts.costLimit(), Parent: parentType, Memory: memory},
 	}
 	r := &Rule{
-		Name:         src.name,
-		Parent:       Parent{GVR: gvr, Namespaces: src.parent.namespaces, Selector: selector},
-		HasStatus:    src.status != nil,
-		MaxChildren:  cmp.Or(src.maxChildren, opts.maxChildren()),
-		Fingerprint:  src.fingerprint,
-		Revision:     src.revision,
-		Document:     src.document,
+		Name:         src.Name,
+		Parent:       Parent{GVR: gvr, Namespaces: src.Parent.Namespaces, Selector: selector},
+		HasStatus:    src.Status != nil,
+		MaxChildren:  cmp.Or(src.MaxChildren, opts.maxChildren()),
+		Fingerprint:  src.Fingerprint,
+		Revision:     src.Revision,
+		Document:     src.Document,
 		timeout:      opts.evalTimeout(),
 		maxEvalBytes: opts.maxEvalBytes(),
 		parentType:   parentType,
 		coerce:       hasDouble(parentType),
 		refsType:     refsType,
 	}
-	rw := where{rule: src.name, path: src.at}
-	if src.parent.when != "" {
-		r.when = c.compile(e.ParentOnly, rw.key("parent").key("when"), src.parent.when, src.parent.when, 0, wantBool)
+	rw := where{Rule: src.Name, Path: src.At}
+	if src.Parent.When != "" {
+		r.when = c.compile(e.ParentOnly, rw.Key("parent").Key("when"), src.Parent.When, src.Parent.When, 0, wantBool)
 	}
 	var children []*Child
 	reads := map[string][]string{}
@@ -173,7 +174,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	parentNamespaced, parentKnown := scopes.resource(gvr.GroupResource())
 	c.clusterParent = parentKnown && !parentNamespaced
 	r.Refs = c.compileRefs(src, parentNamespaced, scopes)
-	for _, cs := range src.children {
+	for _, cs := range src.Children {
 		if ch := c.child(src, cs, opts); ch != nil {
 			checkChildScope(src, cs, ch, gvr.GroupResource(), parentNamespaced, scopes, errs)
 			children = append(children, ch)
@@ -185,20 +186,20 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	}
 	checkKnownKinds(src, r, children, opts, errs)
 	if len(*errs) == before {
-		r.Children = c.orderChildren(src.name, src.at, children, reads)
+		r.Children = c.orderChildren(src.Name, src.At, children, reads)
 	}
-	if src.status != nil {
-		names := make([]string, 0, len(src.status.fields))
-		for name := range src.status.fields {
+	if src.Status != nil {
+		names := make([]string, 0, len(src.Status.Fields))
+		for name := range src.Status.Fields {
 			names = append(names, name)
 		}
 		slices.Sort(names)
-		fw := rw.key("status").key("fields")
+		fw := rw.Key("status").Key("fields")
 		// Status fields are checked against the parent's status schema, when known.
-		vs := valueSchema{kind: gvr.Resource, at: ".status"}
+		vs := valueSchema{Kind: gvr.Resource, At: ".status"}
 		if parentSchema != nil {
 			if s, ok := parentSchema.Properties["status"]; ok {
-				vs.schema = &s
+				vs.Schema = &s
 			}
 		}
 		for _, name := range names {
@@ -206,18 +207,18 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 			// status is its controller's, and checkStatusSubresource says what a CRD's
 			// status must declare besides.
 			// A rule set's own API says so itself (checkDeclaredStatus, with its advice).
-			if msg := vs.unknownField(name); msg != "" && opts.Schemas != nil && opts.Schemas.ResourceSchema(gvr) != nil && !definesAPI(opts, gvr) {
-				fail(c.errs, fw.key(name), msg)
+			if msg := vs.UnknownField(name); msg != "" && opts.Schemas != nil && opts.Schemas.ResourceSchema(gvr) != nil && !definesAPI(opts, gvr) {
+				fail(c.errs, fw.Key(name), msg)
 			}
 			mark := len(c.progs)
-			v := c.compileValue(e.Base, src.status.fields[name], fw.key(name), vs.key(name))
+			v := c.compileValue(e.Base, src.Status.Fields[name], fw.Key(name), vs.Key(name))
 			reads, refReads := c.readsSince(mark)
 			r.status = append(r.status, statusField{name: name, value: v, reads: reads, refReads: refReads})
 		}
 		r.fastStatus = c.fastStatus(e.Base, r.status)
 	}
-	if src.rollout != nil {
-		c.compileRollout(r, src.rollout, rw.key("rollout"))
+	if src.Rollout != nil {
+		c.compileRollout(r, src.Rollout, rw.Key("rollout"))
 	}
 	if len(*errs) > before {
 		return nil
@@ -251,19 +252,19 @@ func (c *compiler) readsSince(mark int) (children, refs []string) {
 
 // child compiles one child entry.
 func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
-	if cs.id == "" || !checkChildShape(r, cs, c.errs) {
+	if cs.ID == "" || !checkChildShape(r, cs, c.errs) {
 		return nil
 	}
-	w := where{rule: r.name, child: cs.id, path: cs.at}
-	ch := &Child{ID: cs.id, ForEach: cs.forEach != "", CrossNamespace: cs.crossNamespace, Adopt: cs.adopt,
-		KeepOnRemove: cs.lifecycle.keepOnRemove, KeepOnParentDelete: cs.lifecycle.keepOnParentDelete}
+	w := where{Rule: r.Name, Child: cs.ID, Path: cs.At}
+	ch := &Child{ID: cs.ID, ForEach: cs.ForEach != "", CrossNamespace: cs.CrossNamespace, Adopt: cs.Adopt,
+		KeepOnRemove: cs.Lifecycle.KeepOnRemove, KeepOnParentDelete: cs.Lifecycle.KeepOnParentDelete}
 	mark := len(c.progs)
-	if cs.when != "" {
-		ch.when = c.compile(c.envs.Base, w.key("when"), cs.when, cs.when, 0, wantBool)
+	if cs.When != "" {
+		ch.when = c.compile(c.envs.Base, w.Key("when"), cs.When, cs.When, 0, wantBool)
 	}
 	env, readyEnv := c.envs.Base, c.envs.Ready
 	if ch.ForEach {
-		ch.forEach = c.compile(c.envs.Base, w.key("forEach"), cs.forEach, cs.forEach, 0, wantList)
+		ch.forEach = c.compile(c.envs.Base, w.Key("forEach"), cs.ForEach, cs.ForEach, 0, wantList)
 		each := cel.DynType
 		if ch.forEach != nil && ch.forEach.out.Kind() == types.ListKind {
 			each = ch.forEach.out.Parameters()[0]
@@ -273,26 +274,26 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 			readyEnv, err = celenv.WithEach(readyEnv, each)
 		}
 		if err != nil {
-			c.fail(w.key("forEach"), cs.forEach, 0, "cannot declare each and index: "+err.Error())
+			c.fail(w.Key("forEach"), cs.ForEach, 0, "cannot declare each and index: "+err.Error())
 			return nil
 		}
 	}
-	if cs.template != nil {
-		tw := w.key("template")
-		gvk, ok := checkTemplateHead(cs.template, tw, c.errs)
+	if cs.Template != nil {
+		tw := w.Key("template")
+		gvk, ok := checkTemplateHead(cs.Template, tw, c.errs)
 		if !ok {
 			return nil
 		}
 		ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
 		vs := objectSchema(gvk.Kind, opts.schemas().KindSchema(gvk))
-		ch.typed = vs.schema != nil
-		ch.template = c.compileValue(env, cs.template, tw, vs)
+		ch.typed = vs.Schema != nil
+		ch.template = c.compileValue(env, cs.Template, tw, vs)
 	} else {
-		ch.expr = c.compile(env, w.key("expr"), cs.expr, cs.expr, 0, wantMap)
+		ch.expr = c.compile(env, w.Key("expr"), cs.Expr, cs.Expr, 0, wantMap)
 		if ch.expr != nil {
 			gvk, msg := exprGVK(ch.expr.checked)
 			if msg != "" {
-				c.fail(w.key("expr"), cs.expr, 0, msg)
+				c.fail(w.Key("expr"), cs.Expr, 0, msg)
 			}
 			ch.GVK, ch.apiVersion = gvk, gvk.GroupVersion().String()
 			if msg == "" {
@@ -301,8 +302,8 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 		}
 	}
 	ch.fast = c.fastChild(env, ch)
-	if cs.readyWhen != "" {
-		ch.readyWhen = c.compile(readyEnv, w.key("readyWhen"), cs.readyWhen, cs.readyWhen, 0, wantBool)
+	if cs.ReadyWhen != "" {
+		ch.readyWhen = c.compile(readyEnv, w.Key("readyWhen"), cs.ReadyWhen, cs.ReadyWhen, 0, wantBool)
 	}
 	ch.reads, ch.refReads = c.readsSince(mark)
 	return ch
@@ -319,11 +320,11 @@ func exprGVK(checked *cel.Ast) (gvk schema.GroupVersionKind, msg string) {
 	var apiVersion, kind string
 	for _, entry := range root.AsMap().Entries() {
 		me := entry.AsMapEntry()
-		key, isKey := literalString(me.Key())
+		key, isKey := exprcheck.LiteralString(me.Key())
 		if !isKey {
 			continue
 		}
-		value, isValue := literalString(me.Value())
+		value, isValue := exprcheck.LiteralString(me.Value())
 		switch key {
 		case "apiVersion":
 			if !isValue {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // ruleFile wraps a YAML list of rules in the file header (three lines, so the first
@@ -562,8 +564,8 @@ func TestDidYouMean(t *testing.T) {
 		"replicas": "",
 	}
 	for name, want := range tests {
-		if got := didYouMean(name, candidates); got != want {
-			t.Errorf("didYouMean(%q) = %q, want %q", name, got, want)
+		if got := parse.DidYouMean(name, candidates); got != want {
+			t.Errorf("parse.DidYouMean(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

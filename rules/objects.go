@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // objectKey identifies an object the way Observed matching does: group, kind,
@@ -31,7 +33,7 @@ func checkObject(ch *Child, obj map[string]any) (objectKey, error) {
 	}
 	md, _ := obj["metadata"].(map[string]any)
 	if md == nil {
-		return key, fmt.Errorf("metadata must be a map with name, got %s", describe(obj["metadata"]))
+		return key, fmt.Errorf("metadata must be a map with name, got %s", parse.Describe(obj["metadata"]))
 	}
 	name, _ := md["name"].(string)
 	if name == "" {
@@ -41,7 +43,7 @@ func checkObject(ch *Child, obj map[string]any) (objectKey, error) {
 	if ns, set := md["namespace"]; set {
 		s, isString := ns.(string)
 		if !isString {
-			return key, fmt.Errorf("metadata.namespace must be a string, got %s", describe(ns))
+			return key, fmt.Errorf("metadata.namespace must be a string, got %s", parse.Describe(ns))
 		}
 		key.namespace = s
 	}
@@ -53,7 +55,7 @@ func describeValue(v any) string {
 	if s, ok := v.(string); ok {
 		return fmt.Sprintf("%q", s)
 	}
-	return describe(v)
+	return parse.Describe(v)
 }
 
 // claim records that child id produces the object key, and fails when another child

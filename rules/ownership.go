@@ -23,14 +23,14 @@ const (
 // statusResource returns the group and resource of a rule's parent when the rule writes
 // status; ok is false otherwise or when the parent is too broken to say.
 func statusResource(r *ruleSource) (gr schema.GroupResource, ok bool) {
-	if r.status == nil || r.name == "" || r.parent.resource == "" {
+	if r.Status == nil || r.Name == "" || r.Parent.Resource == "" {
 		return gr, false
 	}
-	gv, err := schema.ParseGroupVersion(r.parent.apiVersion)
+	gv, err := schema.ParseGroupVersion(r.Parent.APIVersion)
 	if err != nil {
 		return gr, false
 	}
-	return schema.GroupResource{Group: gv.Group, Resource: r.parent.resource}, true
+	return schema.GroupResource{Group: gv.Group, Resource: r.Parent.Resource}, true
 }
 
 // checkStatusOwners reports every status field that two rules write on the same parent
@@ -42,14 +42,14 @@ func checkStatusOwners(rules []*ruleSource, s scopes, errs *ErrorList) {
 		if !ok {
 			continue
 		}
-		for _, name := range slices.Sorted(maps.Keys(r.status.fields)) {
+		for _, name := range slices.Sorted(maps.Keys(r.Status.Fields)) {
 			for _, other := range earlier[gr] {
-				if _, both := other.status.fields[name]; !both || !sourcesMayOverlap(other, r, s.clusterScoped(gr)) {
+				if _, both := other.Status.Fields[name]; !both || !sourcesMayOverlap(other, r, s.clusterScoped(gr)) {
 					continue
 				}
-				w := where{rule: r.name, field: "status.fields", path: r.at.key("status").key("fields")}.key(name)
+				w := where{Rule: r.Name, Field: "status.fields", Path: r.At.Key("status").Key("fields")}.Key(name)
 				fail(errs, w, fmt.Sprintf("rules %q and %q both write %s of %s; each field may be written by one rule",
-					other.name, r.name, path("status").key(name), gr))
+					other.Name, r.Name, path("status").Key(name), gr))
 				break
 			}
 		}
@@ -59,11 +59,11 @@ func checkStatusOwners(rules []*ruleSource, s scopes, errs *ErrorList) {
 
 // sourcesMayOverlap reports whether some parent may be selected by both rules.
 func sourcesMayOverlap(a, b *ruleSource, clusterScoped bool) bool {
-	nsA, nsB := a.parent.namespaces, b.parent.namespaces
+	nsA, nsB := a.Parent.Namespaces, b.Parent.Namespaces
 	if clusterScoped {
 		nsA, nsB = nil, nil // namespaces do not apply to cluster-scoped parents
 	}
-	return mayOverlap(nsA, nsB, sourceSelector(a.parent.selector), sourceSelector(b.parent.selector))
+	return mayOverlap(nsA, nsB, sourceSelector(a.Parent.Selector), sourceSelector(b.Parent.Selector))
 }
 
 // setConditionTypes names the conditions of each rule: Ready and Synced, unless another

@@ -1,420 +1,71 @@
 package rules
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"regexp"
-	"slices"
-	"sort"
-	"strconv"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"sigs.k8s.io/yaml"
-
-	"github.com/kubecel/kubecel/rules/internal/format"
-	"github.com/kubecel/kubecel/rules/internal/yamlsrc"
+	"github.com/kubecel/kubecel/rules/apischema"
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file turns the bytes of a rules file into source structs, strictly: unknown
 // fields and wrongly typed values are errors that name their path. Meaning is checked
 // in validate.go.
 
-const (
-	fileAPIVersion = format.APIVersion
-	fileKind       = format.Kind
-)
+// parseFile decodes one YAML document of a rules file (parse.File), adding its
+// problems to errs.
+func parseFile(data []byte, root path, errs *ErrorList) []*ruleSource {
+	rules, problems := parse.File(data, root)
+	*errs = append(*errs, problemErrors(problems)...)
+	out := make([]*ruleSource, len(rules))
+	for i, r := range rules {
+		out[i] = newRuleSource(r)
+	}
+	return out
+}
 
-// The fields each block of a rules file may hold, from the types of package format,
-// which the JSON Schema of the file is generated from.
-var (
-	fileKeys = format.Keys[format.RuleSet]()
-	ruleKeys = format.Keys[format.Rule]()
-	// kind is not a field of a parent; it is allowed to be reported with a hint.
-	parentKeys = append(format.Keys[format.Parent](), "kind")
-	childKeys  = format.Keys[format.Child]()
-	statusKeys = format.Keys[format.Status]()
-	// selectorKeys are those of a label selector, of a parent or a ref.
-	selectorKeys = format.Keys[metav1.LabelSelector]()
-)
-
+// ruleSource is a rule as written, and the piece of the rule set it is in.
 type ruleSource struct {
-	name     string
-	parent   parentSource
-	children []*childSource
-	refs     []*refSource
-	status   *statusSource
-	// maxChildren is 0 when the rule sets none.
-	maxChildren int
-	// at is the rule's position in the file, e.g. rules[2], after the root of its
-	// YAML document.
-	at path
+	*parse.Rule
 	// piece is the index of the rule's YAML document among those of the rule set.
 	piece int
-	// rollout is nil when the rule sets none.
-	rollout *rolloutSource
-	// api is nil when the rule defines no API (api_rules.go).
+	// api is the definition of the rule's api block (the loader reads it by this name).
 	api *apiSource
-	// document is the rule's source as canonical JSON; fingerprint hashes it, and
-	// revision hashes it without rollout.
-	document              []byte
-	fingerprint, revision string
 }
 
-type parentSource struct {
-	apiVersion string
-	resource   string
-	namespaces []string
-	selector   *metav1.LabelSelector
-	when       string
+func newRuleSource(r *parse.Rule) *ruleSource {
+	return &ruleSource{Rule: r, api: &apiSource{def: r.API.Definition()}}
 }
 
-type childSource struct {
-	id             string
-	template       map[string]any
-	hasTemplate    bool
-	expr           string
-	forEach        string
-	when           string
-	readyWhen      string
-	crossNamespace bool
-	adopt          bool
-	lifecycle      lifecycleSource
-	// at is the child's position in the file, e.g. rules[2].children[0].
-	at path
+// apiSource is a rule's api block: its definition, nil when the rule has none or the
+// block has problems.
+type apiSource struct {
+	def *apischema.Definition
 }
 
-type statusSource struct {
-	fields map[string]any
+// definition is the block's definition, or nil.
+func (a *apiSource) definition() *apischema.Definition {
+	return a.def
 }
 
-// parseFile decodes one YAML document of a rules file. Every path it records starts with
-// root, which tells the documents of a rule set apart. Problems are added to errs; the
-// returned rules hold everything that could be read.
-func parseFile(data []byte, root path, errs *ErrorList) []*ruleSource {
-	jsonData, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		*errs = append(*errs, yamlErrors(data, err)...)
+// The other source structs are package parse's.
+type (
+	childSource   = parse.Child
+	refSource     = parse.Ref
+	rolloutSource = parse.Rollout
+)
+
+// problemErrors turns the problems package parse found into Errors.
+func problemErrors(problems []parse.Problem) []*Error {
+	if len(problems) == 0 {
 		return nil
 	}
-	var doc any
-	if err := utiljson.Unmarshal(jsonData, &doc); err != nil {
-		*errs = append(*errs, &Error{Message: "invalid YAML: " + err.Error()})
-		return nil
-	}
-	if doc == nil {
-		*errs = append(*errs, &Error{Message: "the rules file is empty; it needs apiVersion: " + fileAPIVersion + ", kind: " + fileKind + " and rules"})
-		return nil
-	}
-	d := &decoder{errs: errs}
-	at := where{path: root}
-	top := d.object(doc, at, fileKeys...)
-	if top == nil {
-		return nil
-	}
-	if v := d.str(top, "apiVersion", at, true); v != "" && v != fileAPIVersion {
-		d.fail(at.key("apiVersion"), fmt.Sprintf("unsupported apiVersion %q; use %s", v, fileAPIVersion))
-	}
-	if v := d.str(top, "kind", at, true); v != "" && v != fileKind {
-		d.fail(at.key("kind"), fmt.Sprintf("unsupported kind %q; use %s", v, fileKind))
-	}
-	var out []*ruleSource
-	for i, item := range d.list(top, "rules", at) {
-		if r := d.rule(item, root.key("rules").index(i)); r != nil {
-			out = append(out, r)
-		}
+	out := make([]*Error, len(problems))
+	for i, p := range problems {
+		out[i] = errorAt(p.At, p.Message)
+		out[i].Line = p.Line
 	}
 	return out
 }
 
-// where locates a value: the rule and child it belongs to, its field path relative to
-// them, and its full path in the file.
-type where struct {
-	rule, child, ref string
-	field            path
-	path             path
-}
-
-func (w where) key(k string) where {
-	w.field, w.path = w.field.key(k), w.path.key(k)
-	return w
-}
-
-func (w where) index(i int) where {
-	w.field, w.path = w.field.index(i), w.path.index(i)
-	return w
-}
-
-type decoder struct {
-	errs *ErrorList
-}
-
-func (d *decoder) fail(w where, msg string) {
-	fail(d.errs, w, msg)
-}
-
-// object checks that v is a map whose keys are all allowed, reporting each unknown key.
-func (d *decoder) object(v any, w where, allowed ...string) map[string]any {
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.fail(w, "must be a map, not "+describe(v))
-		return nil
-	}
-	d.unknown(m, w, allowed...)
-	return m
-}
-
-// unknown reports the keys of m that are not allowed, suggesting the closest allowed one.
-func (d *decoder) unknown(m map[string]any, w where, allowed ...string) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !slices.Contains(allowed, k) {
-			d.fail(w.key(k), "unknown field"+didYouMean(k, allowed))
-		}
-	}
-}
-
-// asMap returns v as a map, reporting it when it is not one.
-func (d *decoder) asMap(v any, w where) map[string]any {
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.fail(w, "must be a map, not "+describe(v))
-	}
-	return m
-}
-
-// str reads an optional (or required) string field.
-func (d *decoder) str(m map[string]any, key string, w where, required bool) string {
-	v, ok := m[key]
-	if !ok || v == nil {
-		if required {
-			d.fail(w.key(key), "required")
-		}
-		return ""
-	}
-	s, ok := v.(string)
-	if !ok {
-		d.fail(w.key(key), "must be a string, not "+describe(v))
-		return ""
-	}
-	if required && s == "" {
-		d.fail(w.key(key), "must not be empty")
-	}
-	return s
-}
-
-func (d *decoder) boolean(m map[string]any, key string, w where) bool {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return false
-	}
-	b, ok := v.(bool)
-	if !ok {
-		d.fail(w.key(key), "must be true or false, not "+describe(v))
-	}
-	return b
-}
-
-// positive reads an optional integer field that must be at least 1; 0 when unset.
-func (d *decoder) positive(m map[string]any, key string, w where) int {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return 0
-	}
-	n, ok := v.(int64)
-	switch {
-	case !ok:
-		d.fail(w.key(key), "must be a positive integer, not "+describe(v))
-	case n < 1 || int64(int(n)) != n:
-		d.fail(w.key(key), fmt.Sprintf("must be a positive integer, not %d", n))
-	default:
-		return int(n)
-	}
-	return 0
-}
-
-func (d *decoder) list(m map[string]any, key string, w where) []any {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return nil
-	}
-	l, ok := v.([]any)
-	if !ok {
-		d.fail(w.key(key), "must be a list, not "+describe(v))
-	}
-	return l
-}
-
-func (d *decoder) rule(v any, at path) *ruleSource {
-	w := where{path: at}
-	m := d.asMap(v, w)
-	if m == nil {
-		return nil
-	}
-	r := &ruleSource{at: at}
-	r.document, r.fingerprint, r.revision = ruleDocument(m)
-	r.name = d.str(m, "name", w, true)
-	w.rule = r.name
-	d.unknown(m, w, ruleKeys...)
-	r.api = d.api(m, w)
-	if p, ok := m["parent"]; ok {
-		r.parent = d.parent(p, w.key("parent"), r.api != nil)
-	} else if r.api == nil {
-		d.fail(w.key("parent"), "required: the resource the rule watches (or api, to define a new one)")
-	}
-	r.api.name(&r.parent)
-	r.maxChildren = d.positive(m, "maxChildren", w)
-	r.rollout = d.rollout(m, w)
-	for i, v := range d.list(m, "refs", w) {
-		if rs := d.ref(v, w, at.key("refs").index(i)); rs != nil {
-			r.refs = append(r.refs, rs)
-		}
-	}
-	for i, c := range d.list(m, "children", w) {
-		if cs := d.child(c, w, at.key("children").index(i)); cs != nil {
-			r.children = append(r.children, cs)
-		}
-	}
-	if s, ok := m["status"]; ok {
-		sw := w.key("status")
-		if sm := d.object(s, sw, statusKeys...); sm != nil {
-			fields, ok := sm["fields"].(map[string]any)
-			switch f, set := sm["fields"]; {
-			case !set || f == nil:
-				d.fail(sw.key("fields"), "required: a map of status field names to values or ${} templates")
-			case !ok:
-				d.fail(sw.key("fields"), "must be a map of status field names to values or ${} templates, not "+describe(f))
-			}
-			r.status = &statusSource{fields: fields}
-		}
-	}
-	return r
-}
-
-// parent decodes a rule's parent; with api, the api names the resource instead.
-func (d *decoder) parent(v any, w where, api bool) parentSource {
-	var p parentSource
-	m := d.object(v, w, parentKeys...)
-	if m == nil {
-		return p
-	}
-	if api {
-		d.namedByAPI(m, w)
-	}
-	p.apiVersion = d.str(m, "apiVersion", w, !api)
-	if kind, ok := m["kind"]; ok {
-		msg := "unknown field: a parent is named by its resource, the lowercase plural, not its kind"
-		if s, isString := kind.(string); isString && s != "" {
-			guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: s})
-			msg += fmt.Sprintf(": write resource: %s (check the plural with kubectl api-resources)", guess.Resource)
-		}
-		d.fail(w.key("kind"), msg)
-	}
-	p.resource = d.str(m, "resource", w, !api)
-	for i, ns := range d.list(m, "namespaces", w) {
-		s, ok := ns.(string)
-		if !ok {
-			d.fail(w.key("namespaces").index(i), "must be a string, not "+describe(ns))
-			continue
-		}
-		p.namespaces = append(p.namespaces, s)
-	}
-	if sel, ok := m["selector"]; ok && sel != nil {
-		if d.object(sel, w.key("selector"), selectorKeys...) != nil {
-			p.selector = d.selector(sel, w.key("selector"))
-		}
-	}
-	p.when = d.str(m, "when", w, false)
-	return p
-}
-
-// selector decodes a metav1.LabelSelector strictly.
-func (d *decoder) selector(v any, w where) *metav1.LabelSelector {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		d.fail(w, err.Error())
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var sel metav1.LabelSelector
-	if err := dec.Decode(&sel); err != nil {
-		d.fail(w, "invalid label selector: "+strings.TrimPrefix(err.Error(), "json: "))
-		return nil
-	}
-	return &sel
-}
-
-func (d *decoder) child(v any, rw where, at path) *childSource {
-	w := where{rule: rw.rule, path: at}
-	m := d.asMap(v, w)
-	if m == nil {
-		return nil
-	}
-	c := &childSource{at: at}
-	c.id = d.str(m, "id", w, true)
-	w.child = c.id
-	d.unknown(m, w, childKeys...)
-	if t, ok := m["template"]; ok {
-		c.hasTemplate = true
-		if tm, ok := t.(map[string]any); ok {
-			c.template = tm
-		} else {
-			d.fail(w.key("template"), "must be a map (a Kubernetes manifest), not "+describe(t))
-		}
-	}
-	c.expr = d.str(m, "expr", w, false)
-	c.forEach = d.str(m, "forEach", w, false)
-	c.when = d.str(m, "when", w, false)
-	c.readyWhen = d.str(m, "readyWhen", w, false)
-	c.crossNamespace = d.boolean(m, "crossNamespace", w)
-	c.adopt = d.boolean(m, "adopt", w)
-	c.lifecycle = d.lifecycle(m, w)
-	return c
-}
-
-// describe names the JSON type of v for messages.
-func describe(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int64, float64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a map"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// yamlLine matches the "line N: problem" parts of YAML parser errors.
-var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
-
-// yamlErrors turns a YAML syntax error into one Error per problem, with its line. The
-// parser's words for a tab or a misindented line are cryptic; yamlsrc.Problem says which.
-func yamlErrors(data []byte, err error) []*Error {
-	var out []*Error
-	for _, m := range yamlLine.FindAllStringSubmatch(err.Error(), -1) {
-		line, _ := strconv.Atoi(m[1])
-		line, problem := yamlsrc.Problem(data, line, m[2])
-		out = append(out, &Error{Line: line, Message: "invalid YAML: " + problem})
-	}
-	if len(out) == 0 {
-		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		out = append(out, &Error{Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
-	}
-	return out
+// errorAt is the Error of a problem at w that has no expression.
+func errorAt(w where, msg string) *Error {
+	return &Error{Rule: w.Rule, Child: w.Child, Ref: w.Ref, Field: string(w.Field), Message: msg, path: string(w.Path)}
 }

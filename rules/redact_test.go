@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubecel/kubecel/rules/internal/celjson"
 )
 
 func TestRedactSecrets(t *testing.T) {
@@ -60,7 +62,7 @@ func cloneJSON(t *testing.T, m map[string]any) map[string]any {
 		return nil
 	}
 	b := memory.Budget(DefaultMaxEvalBytes)
-	c, err := copyJSON(m, &b, 0)
+	c, err := celjson.CopyJSON(m, &b)
 	if err != nil {
 		t.Fatal(err)
 	}

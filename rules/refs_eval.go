@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/celjson"
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file looks a rule's refs up during an evaluation, in dependency order, and
@@ -30,7 +32,7 @@ func (ev *evaluation) lookupRefs(parent map[string]any, src RefSource) {
 		return
 	}
 	values := make(map[string]any, len(r.Refs))
-	ev.vars.refs = jsonValue(values)
+	ev.vars.Refs = celjson.Value(values)
 	ev.refOut = make(map[string]refOutcome, len(r.Refs))
 	parentNS := stringAt(parent, "metadata", "namespace")
 	for _, ref := range r.Refs {
@@ -137,7 +139,7 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 		ev.res.MissingRefs = append(ev.res.MissingRefs, ref.ID)
 		return refOutcome{missing: []string{ref.ID}}
 	}
-	v, present, ok := (&fill{ev: ev, vars: &ev.vars, at: -1}).value(rp.selector)
+	v, present, ok := (&fill{Host: ev, Vars: &ev.vars, At: -1}).Value(rp.selector)
 	if !ok {
 		return refOutcome{failed: true}
 	}
@@ -167,21 +169,21 @@ func (ev *evaluation) lookupRef(ref *Ref, parentNS string, src RefSource, values
 
 // refString evaluates a ref's name or namespace; ok is false when it failed (reported).
 func (ev *evaluation) refString(n *node) (string, bool) {
-	v, present, ok := (&fill{ev: ev, vars: &ev.vars, at: -1}).value(n)
+	v, present, ok := (&fill{Host: ev, Vars: &ev.vars, At: -1}).Value(n)
 	if !ok {
 		return "", false
 	}
 	s, isString := v.(string)
 	if !present || !isString {
-		w := where{rule: ev.rule.Name}
-		if n.prog != nil {
-			w = n.prog.w
+		w := where{Rule: ev.rule.Name}
+		if n.Prog != nil {
+			w = n.Prog.w
 		}
 		msg := "must evaluate to a string, not " + describeValue(v)
-		if n.prog != nil && n.prog.sensitive {
-			msg = "must evaluate to a string, not " + describe(v)
+		if n.Prog != nil && n.Prog.sensitive {
+			msg = "must evaluate to a string, not " + parse.Describe(v)
 		}
-		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Ref: w.ref, Field: string(w.field), Message: msg})
+		ev.errs = append(ev.errs, &Error{Rule: ev.rule.Name, Ref: w.Ref, Field: string(w.Field), Message: msg})
 		return "", false
 	}
 	return s, true

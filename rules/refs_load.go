@@ -12,24 +12,13 @@ import (
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
-	"github.com/kubecel/kubecel/rules/internal/format"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file reads, checks and compiles a rule's refs: parse them strictly, compile their
 // name, namespace and selector as templates over `parent` and the refs before them, find
 // which refs every expression reads, and order the refs by what they read.
-
-type refSource struct {
-	id, apiVersion, kind string
-	// name and namespace are literal or ${} templates; namespace is "" when unset.
-	name, namespace string
-	// selector is the raw LabelSelector, whose values may hold ${}; nil in the name form.
-	selector       map[string]any
-	optional       bool
-	crossNamespace bool
-	sensitive      bool
-	at             path
-}
 
 // refProgram holds a ref's compiled name, namespace and selector.
 type refProgram struct {
@@ -40,50 +29,13 @@ type refProgram struct {
 	reads []string
 }
 
-func (d *decoder) ref(v any, rw where, at path) *refSource {
-	w := where{rule: rw.rule, path: at}
-	m := d.asMap(v, w)
-	if m == nil {
-		return nil
-	}
-	rs := &refSource{at: at}
-	rs.id = d.str(m, "id", w, true)
-	w.ref = rs.id
-	d.unknown(m, w, format.Keys[format.Ref]()...)
-	rs.apiVersion = d.str(m, "apiVersion", w, true)
-	rs.kind = d.str(m, "kind", w, true)
-	rs.name = d.str(m, "name", w, false)
-	rs.namespace = d.str(m, "namespace", w, false)
-	rs.optional = d.boolean(m, "optional", w)
-	rs.crossNamespace = d.boolean(m, "crossNamespace", w)
-	rs.sensitive = d.boolean(m, "sensitive", w)
-	if sel, ok := m["selector"]; ok && sel != nil {
-		sw := w.key("selector")
-		if sm := d.object(sel, sw, selectorKeys...); sm != nil {
-			// The shape is checked now; values holding ${} are checked when evaluated.
-			if d.selector(sm, sw) != nil {
-				rs.selector = sm
-			}
-		}
-	}
-	switch {
-	case rs.name == "" && rs.selector == nil && m["selector"] == nil:
-		d.fail(w, "needs a name (one object) or a selector (a list of objects)")
-	case rs.name != "" && m["selector"] != nil:
-		d.fail(w.key("selector"), "a ref has a name or a selector, not both")
-	case rs.selector != nil && rs.optional:
-		d.fail(w.key("optional"), "a selector ref is never missing (it reads an empty list): optional applies to a ref by name")
-	}
-	return rs
-}
-
 // compileRefs checks and compiles a rule's refs and returns them in dependency order.
 // The ids are set on c first, so that every later expression can be checked for the
 // refs it reads.
 func (c *compiler) compileRefs(src *ruleSource, parentNamespaced bool, s scopes) []*Ref {
 	var refs []*Ref
 	reads := map[string][]string{}
-	for _, rs := range src.refs {
+	for _, rs := range src.Refs {
 		if ref := c.ref(src, rs, parentNamespaced, s); ref != nil {
 			refs = append(refs, ref)
 			reads[ref.ID] = ref.compiled.reads
@@ -95,9 +47,9 @@ func (c *compiler) compileRefs(src *ruleSource, parentNamespaced bool, s scopes)
 	}
 	order, cycles := orderIDs(ids, reads)
 	for _, cycle := range cycles {
-		*c.errs = append(*c.errs, &Error{Rule: src.name, Ref: cycle[0],
+		*c.errs = append(*c.errs, &Error{Rule: src.Name, Ref: cycle[0],
 			Message: "dependency cycle: " + strings.Join(cycle, " -> ") + "; a ref cannot read, directly or not, a ref that reads it",
-			path:    string(src.at.key("refs"))})
+			path:    string(src.At.Key("refs"))})
 	}
 	if len(cycles) > 0 {
 		return nil
@@ -117,19 +69,19 @@ func (c *compiler) compileRefs(src *ruleSource, parentNamespaced bool, s scopes)
 // checkRefIDs reports missing, malformed and duplicate ref ids and returns the valid ones.
 func checkRefIDs(r *ruleSource, errs *ErrorList) []string {
 	var ids []string
-	for _, rs := range r.refs {
-		w := where{rule: r.name, ref: rs.id, path: rs.at}
+	for _, rs := range r.Refs {
+		w := where{Rule: r.Name, Ref: rs.ID, Path: rs.At}
 		switch {
-		case rs.id == "":
+		case rs.ID == "":
 			continue // reported as required
-		case !childIDPattern.MatchString(rs.id):
-			fail(errs, w.key("id"), "invalid ref id: use letters, digits and _ and start with a letter (it is read in CEL as refs.<id>)")
-		case celReserved[rs.id]:
-			fail(errs, w.key("id"), "invalid ref id: it is a CEL reserved word")
-		case slices.Contains(ids, rs.id):
-			fail(errs, w.key("id"), "duplicate ref id; ids must be unique in a rule")
+		case !childIDPattern.MatchString(rs.ID):
+			fail(errs, w.Key("id"), "invalid ref id: use letters, digits and _ and start with a letter (it is read in CEL as refs.<id>)")
+		case celReserved[rs.ID]:
+			fail(errs, w.Key("id"), "invalid ref id: it is a CEL reserved word")
+		case slices.Contains(ids, rs.ID):
+			fail(errs, w.Key("id"), "duplicate ref id; ids must be unique in a rule")
 		default:
-			ids = append(ids, rs.id)
+			ids = append(ids, rs.ID)
 		}
 	}
 	return ids
@@ -137,23 +89,23 @@ func checkRefIDs(r *ruleSource, errs *ErrorList) []string {
 
 // ref compiles one ref.
 func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s scopes) *Ref {
-	if rs.id == "" || (rs.name == "" && rs.selector == nil) {
+	if rs.ID == "" || (rs.Name == "" && rs.Selector == nil) {
 		return nil
 	}
-	w := where{rule: r.name, ref: rs.id, path: rs.at}
-	gv, msg := parseGroupVersion(rs.apiVersion)
+	w := where{Rule: r.Name, Ref: rs.ID, Path: rs.At}
+	gv, msg := parseGroupVersion(rs.APIVersion)
 	if msg != "" {
-		fail(c.errs, w.key("apiVersion"), msg)
+		fail(c.errs, w.Key("apiVersion"), msg)
 		return nil
 	}
-	if !kindPattern.MatchString(rs.kind) {
-		fail(c.errs, w.key("kind"), fmt.Sprintf("invalid kind %q", rs.kind))
+	if !kindPattern.MatchString(rs.Kind) {
+		fail(c.errs, w.Key("kind"), fmt.Sprintf("invalid kind %q", rs.Kind))
 		return nil
 	}
-	ref := &Ref{ID: rs.id, GVK: gv.WithKind(rs.kind), Selector: rs.selector != nil, Optional: rs.optional,
-		CrossNamespace: rs.crossNamespace, Sensitive: rs.sensitive, compiled: &refProgram{}}
-	if !strings.Contains(rs.namespace, "${") {
-		ref.Namespace = rs.namespace
+	ref := &Ref{ID: rs.ID, GVK: gv.WithKind(rs.Kind), Selector: rs.Selector != nil, Optional: rs.Optional,
+		CrossNamespace: rs.CrossNamespace, Sensitive: rs.Sensitive, compiled: &refProgram{}}
+	if !strings.Contains(rs.Namespace, "${") {
+		ref.Namespace = rs.Namespace
 	}
 	namespaced, known := s.kind(ref.GVK.GroupKind())
 	ref.compiled.clusterScoped, ref.compiled.namespaced = known && !namespaced, known && namespaced
@@ -163,14 +115,14 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 	c.computedNamespace(rs, ref, w)
 	mark := len(c.progs)
 	env := c.envs.Refs
-	if rs.name != "" {
-		ref.compiled.name = c.compileValue(env, rs.name, w.key("name"), valueSchema{})
+	if rs.Name != "" {
+		ref.compiled.name = c.compileValue(env, rs.Name, w.Key("name"), valueSchema{})
 	}
-	if rs.namespace != "" {
-		ref.compiled.namespace = c.compileValue(env, rs.namespace, w.key("namespace"), valueSchema{})
+	if rs.Namespace != "" {
+		ref.compiled.namespace = c.compileValue(env, rs.Namespace, w.Key("namespace"), valueSchema{})
 	}
-	if rs.selector != nil {
-		ref.compiled.selector = c.compileValue(env, rs.selector, w.key("selector"), valueSchema{})
+	if rs.Selector != nil {
+		ref.compiled.selector = c.compileValue(env, rs.Selector, w.Key("selector"), valueSchema{})
 	}
 	_, ref.compiled.reads = c.readsSince(mark)
 	return ref
@@ -182,30 +134,30 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 // Namespaces, and, under a cluster-scoped parent, which has no namespace of its own, a
 // computed namespace or a selector across every namespace.
 func (c *compiler) refScope(r *ruleSource, rs *refSource, ref *Ref, parentNamespaced bool, w where) bool {
-	if rs.crossNamespace {
+	if rs.CrossNamespace {
 		return true
 	}
 	isNamespace := ref.GVK.GroupKind() == schema.GroupKind{Kind: "Namespace"}
-	computed := strings.Contains(rs.namespace, "${")
-	ownNamespaces := r.parent.apiVersion == "v1" && r.parent.resource == "namespaces"
+	computed := strings.Contains(rs.Namespace, "${")
+	ownNamespaces := r.Parent.APIVersion == "v1" && r.Parent.Resource == "namespaces"
 	switch {
-	case isNamespace && rs.selector != nil:
-		fail(c.errs, w.key("selector"), "a selector over Namespaces reads every namespace's labels and annotations: it needs crossNamespace: true on the ref")
+	case isNamespace && rs.Selector != nil:
+		fail(c.errs, w.Key("selector"), "a selector over Namespaces reads every namespace's labels and annotations: it needs crossNamespace: true on the ref")
 		return false
 	case c.clusterParent && ref.compiled.namespaced && computed && !ownNamespaces:
 		// A Namespace parent's ref into its own namespace is checked when evaluated.
-		fail(c.errs, w.key("namespace"), "the parent is cluster-scoped: a namespace computed with ${} can name any namespace, which needs crossNamespace: true on the ref")
+		fail(c.errs, w.Key("namespace"), "the parent is cluster-scoped: a namespace computed with ${} can name any namespace, which needs crossNamespace: true on the ref")
 		return false
-	case c.clusterParent && ref.compiled.namespaced && rs.selector != nil && rs.namespace == "":
-		fail(c.errs, w.key("selector"), "the parent is cluster-scoped: a selector without a namespace reads every namespace, which needs crossNamespace: true on the ref")
+	case c.clusterParent && ref.compiled.namespaced && rs.Selector != nil && rs.Namespace == "":
+		fail(c.errs, w.Key("selector"), "the parent is cluster-scoped: a selector without a namespace reads every namespace, which needs crossNamespace: true on the ref")
 		return false
 	case !parentNamespaced:
 		return true
 	case ref.compiled.clusterScoped && !isNamespace:
-		fail(c.errs, w.key("kind"), fmt.Sprintf("%s is cluster-scoped, and the parent is namespaced: reading it needs crossNamespace: true on the ref", rs.kind))
+		fail(c.errs, w.Key("kind"), fmt.Sprintf("%s is cluster-scoped, and the parent is namespaced: reading it needs crossNamespace: true on the ref", rs.Kind))
 		return false
-	case ref.Namespace != "" && r.parent.namespaces != nil && !(len(r.parent.namespaces) == 1 && r.parent.namespaces[0] == ref.Namespace):
-		fail(c.errs, w.key("namespace"), fmt.Sprintf("namespace %q is not the parent's: reading another namespace needs crossNamespace: true on the ref", ref.Namespace))
+	case ref.Namespace != "" && r.Parent.Namespaces != nil && !(len(r.Parent.Namespaces) == 1 && r.Parent.Namespaces[0] == ref.Namespace):
+		fail(c.errs, w.Key("namespace"), fmt.Sprintf("namespace %q is not the parent's: reading another namespace needs crossNamespace: true on the ref", ref.Namespace))
 		return false
 	}
 	return true
@@ -222,18 +174,18 @@ const ownNamespace = "${parent.metadata.namespace}"
 // namespace taken from the parent's spec works in tests where it equals the parent's
 // and fails in use.
 func (c *compiler) computedNamespace(rs *refSource, ref *Ref, w where) {
-	if rs.crossNamespace || c.clusterParent {
+	if rs.CrossNamespace || c.clusterParent {
 		return
 	}
-	field, text := "namespace", rs.namespace
+	field, text := "namespace", rs.Namespace
 	if ref.GVK.GroupKind() == (schema.GroupKind{Kind: "Namespace"}) {
-		field, text = "name", rs.name
+		field, text = "name", rs.Name
 	}
 	if !strings.Contains(text, "${") || strings.TrimSpace(text) == ownNamespace {
 		return
 	}
-	at := w.key(field)
-	c.warnings = append(c.warnings, &Error{Rule: at.rule, Ref: at.ref, Field: string(at.field), Expr: text, path: string(at.path),
+	at := w.Key(field)
+	c.warnings = append(c.warnings, &Error{Rule: at.Rule, Ref: at.Ref, Field: string(at.Field), Expr: text, path: string(at.Path),
 		Message: "the namespace is computed with ${}: without crossNamespace: true on the ref, any namespace but the parent's own fails the parent's reconcile when evaluated; say crossNamespace: true to read other namespaces, or use " + ownNamespace})
 }
 
@@ -245,15 +197,15 @@ func (c *compiler) refReads(w where, source, src string, off int, checked *cel.A
 	var reads []string
 	ok := true
 	all := false
-	visit(native.Expr(), func(e celast.Expr) bool {
-		if id, isRead, constant := varAccess(e, celenv.Refs); isRead {
+	exprcheck.Visit(native.Expr(), func(e celast.Expr) bool {
+		if id, isRead, constant := exprcheck.VarAccess(e, celenv.Refs); isRead {
 			switch {
 			case !constant:
 				all = true
 			case !slices.Contains(c.refIDs, id):
 				ok = false
 				loc := native.SourceInfo().GetStartLocation(e.ID())
-				c.fail(w, source, columnOf(source, off, runeOffset(src, loc)), fmt.Sprintf("unknown ref '%s'%s", id, didYouMean(id, c.refIDs)))
+				c.fail(w, source, exprcheck.Column(source, off, exprcheck.RuneOffset(src, loc)), fmt.Sprintf("unknown ref '%s'%s", id, parse.DidYouMean(id, c.refIDs)))
 			case !slices.Contains(reads, id):
 				reads = append(reads, id)
 			}
@@ -273,7 +225,7 @@ func (c *compiler) refReads(w where, source, src string, off int, checked *cel.A
 // orderIDs sorts ids so that each comes after every id it reads, keeping the given
 // order otherwise, or returns the dependency cycles among them.
 func orderIDs(ids []string, reads map[string][]string) ([]string, [][]string) {
-	if cycles := findCycles(ids, reads); len(cycles) > 0 {
+	if cycles := exprcheck.Cycles(ids, reads); len(cycles) > 0 {
 		return nil, cycles
 	}
 	placed := make(map[string]bool, len(ids))
@@ -304,20 +256,20 @@ func refsDeclType(src []*refSource, schemas SchemaSource) *apiservercel.DeclType
 	fields := map[string]*apiservercel.DeclField{}
 	typed := false
 	for _, rs := range src {
-		gv, msg := parseGroupVersion(rs.apiVersion)
-		if !childIDPattern.MatchString(rs.id) || msg != "" || !kindPattern.MatchString(rs.kind) {
+		gv, msg := parseGroupVersion(rs.APIVersion)
+		if !childIDPattern.MatchString(rs.ID) || msg != "" || !kindPattern.MatchString(rs.Kind) {
 			continue
 		}
 		t := apiservercel.DynType
-		if s := schemas.KindSchema(gv.WithKind(rs.kind)); s != nil {
+		if s := schemas.KindSchema(gv.WithKind(rs.Kind)); s != nil {
 			if dt := declType(s, true); dt.IsObject() {
 				t, typed = dt, true
 			}
 		}
-		if rs.selector != nil {
+		if rs.Selector != nil {
 			t = apiservercel.NewListType(t, -1)
 		}
-		fields[rs.id] = apiservercel.NewDeclField(rs.id, t, false, nil, nil)
+		fields[rs.ID] = apiservercel.NewDeclField(rs.ID, t, false, nil, nil)
 	}
 	if !typed {
 		return nil
@@ -352,10 +304,5 @@ func (r *Rule) refType(ref *Ref) *apiservercel.DeclType {
 
 // labelSelector decodes an evaluated selector map.
 func labelSelector(v any) (*metav1.LabelSelector, error) {
-	d := &decoder{errs: &ErrorList{}}
-	sel := d.selector(v, where{})
-	if len(*d.errs) > 0 {
-		return nil, fmt.Errorf("%s", (*d.errs)[0].Message)
-	}
-	return sel, nil
+	return parse.LabelSelector(v)
 }

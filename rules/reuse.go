@@ -38,8 +38,8 @@ type reuseScope struct {
 func newReuseScope(sources []*ruleSource, opts Options) reuseScope {
 	sum := sha256.New()
 	for _, src := range sources {
-		if src.api != nil {
-			sum.Write([]byte(src.fingerprint))
+		if src.api.definition() != nil {
+			sum.Write([]byte(src.Fingerprint))
 			sum.Write([]byte{0})
 		}
 	}
@@ -116,7 +116,7 @@ func (u reusable) take(src *ruleSource, p piece, opts Options) *Rule {
 // problems start with) and the Source and Origin of its YAML document.
 func reuseKey(src *ruleSource, p piece) string {
 	sum := sha256.New()
-	for _, part := range []string{src.fingerprint, string(src.at), p.source, p.origin} {
+	for _, part := range []string{src.Fingerprint, string(src.At), p.source, p.origin} {
 		sum.Write([]byte(part))
 		sum.Write([]byte{0})
 	}
@@ -127,7 +127,7 @@ func reuseKey(src *ruleSource, p piece) string {
 // decides are left for LoadDocuments to set again.
 func takeOver(prev *Rule, src *ruleSource) *Rule {
 	r := *prev
-	r.Fingerprint, r.Revision = src.fingerprint, src.revision
+	r.Fingerprint, r.Revision = src.Fingerprint, src.Revision
 	r.ReadyCondition, r.SyncedCondition = "", ""
 	return &r
 }

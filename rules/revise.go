@@ -1,15 +1,13 @@
 package rules
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/kubecel/kubecel/rules/internal/parse"
 )
 
 // This file compiles a rule's earlier revision, kept as its Rule.Document, within the
@@ -51,7 +49,7 @@ func (rs *RuleSet) revise(name string, document []byte) (*Rule, ErrorList) {
 	if err := utiljson.Unmarshal(document, &doc); err != nil {
 		return nil, ErrorList{{Message: "the stored revision is not JSON: " + err.Error()}}
 	}
-	at := slices.IndexFunc(rs.sources, func(s *ruleSource) bool { return s.name == name })
+	at := slices.IndexFunc(rs.sources, func(s *ruleSource) bool { return s.Name == name })
 	// The revision is a piece of its own, so that its paths never meet the file's, with
 	// the source and origin of the document the rule is in now.
 	pieces := slices.Clone(rs.pieces)
@@ -61,15 +59,16 @@ func (rs *RuleSet) revise(name string, document []byte) (*Rule, ErrorList) {
 		p.source, p.origin = now.source, now.origin
 	}
 	pieces = append(pieces, p)
-	d := &decoder{errs: &errs}
-	src := d.rule(doc, p.root.key("rules").index(0))
-	if src == nil {
+	decoded, problems := parse.RuleAt(doc, p.root.Key("rules").Index(0))
+	errs = append(errs, problemErrors(problems)...)
+	if decoded == nil {
 		return nil, errs
 	}
+	src := newRuleSource(decoded)
 	src.piece = len(pieces) - 1
-	if src.name != "" && src.name != name {
-		fail(&errs, where{rule: name, field: "name", path: src.at.key("name")},
-			fmt.Sprintf("the stored revision is of rule %q", src.name))
+	if src.Name != "" && src.Name != name {
+		fail(&errs, where{Rule: name, Field: "name", Path: src.At.Key("name")},
+			fmt.Sprintf("the stored revision is of rule %q", src.Name))
 		return nil, errs
 	}
 	sources := slices.Clone(rs.sources)
@@ -98,31 +97,4 @@ func (rs *RuleSet) revise(name string, document []byte) (*Rule, ErrorList) {
 	r.ReadyCondition, r.SyncedCondition = conditionTypes(r, rules, scopes)
 	sealFingerprint(r)
 	return r, nil
-}
-
-// ruleDocument returns a decoded rule as canonical JSON (encoding/json sorts map keys, so
-// equal sources give equal documents whatever their layout in the file), its hash, and
-// the hash of the rule without its rollout block.
-func ruleDocument(m map[string]any) (document []byte, fingerprint, revision string) {
-	document, err := json.Marshal(m)
-	if err != nil {
-		return nil, "", ""
-	}
-	fingerprint = hash(document)
-	if _, ok := m["rollout"]; !ok {
-		return document, fingerprint, fingerprint
-	}
-	without := maps.Clone(m)
-	delete(without, "rollout")
-	rest, err := json.Marshal(without)
-	if err != nil {
-		return document, fingerprint, ""
-	}
-	return document, fingerprint, hash(rest)
-}
-
-// hash is the hex sha256 of data.
-func hash(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
 }

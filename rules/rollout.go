@@ -1,22 +1,20 @@
 package rules
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubecel/kubecel/rules/internal/celjson"
 	"github.com/kubecel/kubecel/rules/internal/format"
 )
 
-// This file reads a rule's rollout block and compiles and evaluates its healthy
-// expression:
+// This file compiles a rule's rollout block (package parse reads it) and evaluates its
+// healthy expression:
 //
 //	rollout:
 //	  steps: ["1%", "10%", "50%"]   # a final 100% is implied
@@ -96,7 +94,7 @@ func (ro *Rollout) Healthy(ctx context.Context, parents []map[string]any) (healt
 		}
 		list[i] = v
 	}
-	healthy, ok := ev.condition(ro.healthy, &activation{parents: jsonValue(list), budget: ev.budget}, -1)
+	healthy, ok := ev.condition(ro.healthy, &activation{Parents: celjson.Value(list), Bytes: ev.budget}, -1)
 	if !ok {
 		return false, ev.errs
 	}
@@ -132,186 +130,28 @@ func (ro *Rollout) IsCanary(namespace string, lbls map[string]string) bool {
 	return c.Selector == nil || c.Selector.Matches(labels.Set(lbls))
 }
 
-// rolloutSource is a rule's rollout block as written, with its defaults.
-type rolloutSource struct {
-	steps            []float64
-	pause            time.Duration
-	progressDeadline time.Duration
-	healthy          string
-	onFailure        OnFailure
-	canaries         *Canaries
-}
-
-var stepPattern = regexp.MustCompile(format.StepPattern)
-
-// rollout reads a rule's optional rollout block; nil when it has none.
-func (d *decoder) rollout(m map[string]any, w where) *rolloutSource {
-	v, ok := m["rollout"]
-	if !ok || v == nil {
-		return nil
-	}
-	w = w.key("rollout")
-	rm := d.object(v, w, format.Keys[format.Rollout]()...)
-	if rm == nil {
-		return nil
-	}
-	ro := &rolloutSource{steps: d.steps(rm, w), progressDeadline: DefaultProgressDeadline, onFailure: OnFailurePause}
-	if pause, set := d.duration(rm, "pause", w); set && pause < 0 {
-		d.fail(w.key("pause"), fmt.Sprintf("must not be negative, not %q", rm["pause"]))
-	} else {
-		ro.pause = pause
-	}
-	if deadline, set := d.duration(rm, "progressDeadline", w); set && deadline <= 0 {
-		d.fail(w.key("progressDeadline"), fmt.Sprintf("must be more than 0, not %q", rm["progressDeadline"]))
-	} else if set {
-		ro.progressDeadline = deadline
-	}
-	ro.healthy = d.str(rm, "healthy", w, false)
-	switch s := d.str(rm, "onFailure", w, false); s {
-	case "", format.OnFailurePause:
-	case format.OnFailureRollback:
-		ro.onFailure = OnFailureRollback
-	default:
-		d.fail(w.key("onFailure"), fmt.Sprintf("must be %s or %s, not %q", OnFailurePause, OnFailureRollback, s))
-	}
-	ro.canaries = d.canaries(rm, w)
-	return ro
-}
-
-// canaries reads a rollout's optional canaries block.
-func (d *decoder) canaries(m map[string]any, w where) *Canaries {
-	v, ok := m["canaries"]
-	if !ok || v == nil {
-		return nil
-	}
-	w = w.key("canaries")
-	cm := d.object(v, w, format.Keys[format.Canaries]()...)
-	if cm == nil {
-		return nil
-	}
-	c := &Canaries{}
-	for i, ns := range d.list(cm, "namespaces", w) {
-		s, ok := ns.(string)
-		if !ok || s == "" {
-			d.fail(w.key("namespaces").index(i), "must be a namespace name, not "+describe(ns))
-			continue
-		}
-		c.Namespaces = append(c.Namespaces, s)
-	}
-	if sel, ok := cm["selector"]; ok && sel != nil {
-		if d.object(sel, w.key("selector"), selectorKeys...) != nil {
-			if ls := d.selector(sel, w.key("selector")); ls != nil {
-				s, err := metav1.LabelSelectorAsSelector(ls)
-				if err != nil {
-					d.fail(w.key("selector"), "invalid label selector: "+err.Error())
-				} else {
-					c.Selector = s
-				}
-			}
-		}
-	}
-	_, hasNamespaces := cm["namespaces"]
-	_, hasSelector := cm["selector"]
-	if !hasNamespaces && !hasSelector {
-		d.fail(w, "name the canaries: namespaces, a selector, or both")
-	}
-	if len(c.Namespaces) == 0 && c.Selector == nil {
-		return nil
-	}
-	return c
-}
-
-// steps reads the steps of a rollout: percents, each more than 0%, at most 100% and more
-// than the one before. A final 100 is added when the last is less.
-func (d *decoder) steps(m map[string]any, w where) []float64 {
-	w = w.key("steps")
-	const example = `such as "10%"`
-	v, set := m["steps"]
-	list, isList := v.([]any)
-	switch {
-	case !set || v == nil:
-		d.fail(w, `required: the percent of the parents at the new revision after each step, such as ["10%", "50%", "100%"]`)
-		return nil
-	case !isList:
-		d.fail(w, "must be a list of percents "+example+", not "+describe(v))
-		return nil
-	case len(list) == 0:
-		d.fail(w, `must not be empty: list the percent of the parents at the new revision after each step, such as ["10%", "50%", "100%"]`)
-		return nil
-	}
-	var out []float64
-	var last string
-	for i, item := range list {
-		iw := w.index(i)
-		s, isString := item.(string)
-		if !isString {
-			d.fail(iw, "must be a percent "+example+", not "+describe(item))
-			continue
-		}
-		if !stepPattern.MatchString(s) {
-			d.fail(iw, "must be a percent "+example+", not "+strconv.Quote(s))
-			continue
-		}
-		n, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-		switch {
-		case err != nil:
-			d.fail(iw, "must be a percent "+example+", not "+strconv.Quote(s))
-		case n <= 0:
-			d.fail(iw, fmt.Sprintf("must be more than 0%%, not %q", s))
-		case n > 100:
-			d.fail(iw, fmt.Sprintf("must be at most 100%%, not %q", s))
-		case len(out) > 0 && n <= out[len(out)-1]:
-			d.fail(iw, fmt.Sprintf("must be more than the step before it (%q), not %q", last, s))
-		default:
-			out, last = append(out, n), s
-		}
-	}
-	if len(out) > 0 && out[len(out)-1] < 100 {
-		out = append(out, 100)
-	}
-	return out
-}
-
-// duration reads an optional Go duration; set is false when the field is absent or
-// wrong (which it reports).
-func (d *decoder) duration(m map[string]any, key string, w where) (dur time.Duration, set bool) {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return 0, false
-	}
-	s, isString := v.(string)
-	if !isString {
-		d.fail(w.key(key), `must be a string holding a duration such as "2m", not `+describe(v))
-		return 0, false
-	}
-	dur, err := time.ParseDuration(s)
-	if err != nil {
-		d.fail(w.key(key), fmt.Sprintf(`must be a duration such as "2m" or "1h30m", not %q`, s))
-		return 0, false
-	}
-	return dur, true
-}
-
 // compileRollout compiles a rule's rollout block into r.Rollout.
 func (c *compiler) compileRollout(r *Rule, src *rolloutSource, w where) {
 	ro := &Rollout{
-		Steps:            src.steps,
-		Pause:            src.pause,
-		ProgressDeadline: src.progressDeadline,
-		OnFailure:        src.onFailure,
-		Canaries:         src.canaries,
+		Steps:            src.Steps,
+		Pause:            src.Pause,
+		ProgressDeadline: cmp.Or(src.ProgressDeadline, DefaultProgressDeadline),
+		OnFailure:        OnFailure(cmp.Or(src.OnFailure, format.OnFailurePause)),
 		rule:             r,
+	}
+	if cs := src.Canaries; cs != nil {
+		ro.Canaries = &Canaries{Namespaces: cs.Namespaces, Selector: cs.Selector}
 	}
 	if !r.HasStatus {
 		fail(c.errs, w, "needs the rule's status block: a step is healthy when its parents' Ready and Synced conditions, which only a rule with a status block writes, say so")
 	}
-	if src.healthy != "" {
+	if src.Healthy != "" {
 		env, err := c.envs.Rollout()
 		if err != nil {
-			c.fail(w.key("healthy"), src.healthy, 0, "cannot declare parents: "+err.Error())
+			c.fail(w.Key("healthy"), src.Healthy, 0, "cannot declare parents: "+err.Error())
 			return
 		}
-		ro.healthy = c.compile(env, w.key("healthy"), src.healthy, src.healthy, 0, wantBool)
+		ro.healthy = c.compile(env, w.Key("healthy"), src.Healthy, src.Healthy, 0, wantBool)
 	}
 	r.Rollout = ro
 }

@@ -149,11 +149,11 @@ func checkChildScope(r *ruleSource, cs *childSource, ch *Child, parent schema.Gr
 		return
 	}
 	// The line of the kind, without a field in the message: the fix is on the child.
-	at := cs.at.key("expr")
-	if cs.template != nil {
-		at = cs.at.key("template").key("kind")
+	at := cs.At.Key("expr")
+	if cs.Template != nil {
+		at = cs.At.Key("template").Key("kind")
 	}
-	fail(errs, where{rule: r.name, child: cs.id, path: at}, fmt.Sprintf(
+	fail(errs, where{Rule: r.Name, Child: cs.ID, Path: at}, fmt.Sprintf(
 		"%s is cluster-scoped and the parent %s is namespaced: add crossNamespace: true to the child if whoever writes a parent may create it",
 		ch.GVK.Kind, parent))
 }

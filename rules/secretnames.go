@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubecel/kubecel/rules/internal/celenv"
+	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 )
 
 // Names computed from Secret data. An object's name is everywhere: in Events, logs,
@@ -35,7 +36,7 @@ const Withheld = "<withheld>"
 // data (the refs it reads are marked already).
 func (s *sensitivity) namesRef(ref *Ref, progs []*program) bool {
 	for _, p := range progs {
-		if p.w.ref == ref.ID && s.readsSecret(p, false) {
+		if p.w.Ref == ref.ID && s.readsSecret(p, false) {
 			return true
 		}
 	}
@@ -47,13 +48,13 @@ func (s *sensitivity) namesRef(ref *Ref, progs []*program) bool {
 func (s *sensitivity) namesChild(ch *Child, progs []*program) bool {
 	each := false
 	for _, p := range progs {
-		if p.w.child == ch.ID && p.w.ref == "" && string(p.w.field) == "forEach" {
+		if p.w.Child == ch.ID && p.w.Ref == "" && string(p.w.Field) == "forEach" {
 			each = s.readsSecret(p, false)
 		}
 	}
 	s.eachData[ch.ID] = each
 	for _, p := range progs {
-		if p.w.child == ch.ID && p.w.ref == "" && namesObject(string(p.w.field)) && s.readsSecret(p, each) {
+		if p.w.Child == ch.ID && p.w.Ref == "" && namesObject(string(p.w.Field)) && s.readsSecret(p, each) {
 			return true
 		}
 	}
@@ -101,7 +102,7 @@ func (s *sensitivity) reads(p *program, each, keys bool) bool {
 			return
 		}
 		ancestors = append(ancestors, e)
-		for _, sub := range subExprs(e) {
+		for _, sub := range exprcheck.SubExprs(e) {
 			walk(sub)
 		}
 		ancestors = ancestors[:len(ancestors)-1]
@@ -291,19 +292,19 @@ func (s *sensitivity) nameWarnings(r *Rule, progs []*program) []*Error {
 	for _, p := range progs {
 		var msg string
 		switch {
-		case p.w.ref != "" && s.namedRefs[p.w.ref] && s.readsSecret(p, false):
-			msg = fmt.Sprintf("computes the %s of the object it reads from Secret data: kubecel withholds it in what it writes and prints, but a name or selector is no secret in the API; compute it from something else", refPart(string(p.w.field)))
-		case p.w.child != "" && p.w.ref == "" && s.namedChildren[p.w.child] && namesObject(string(p.w.field)):
+		case p.w.Ref != "" && s.namedRefs[p.w.Ref] && s.readsSecret(p, false):
+			msg = fmt.Sprintf("computes the %s of the object it reads from Secret data: kubecel withholds it in what it writes and prints, but a name or selector is no secret in the API; compute it from something else", refPart(string(p.w.Field)))
+		case p.w.Child != "" && p.w.Ref == "" && s.namedChildren[p.w.Child] && namesObject(string(p.w.Field)):
 			msg = "names its objects with Secret data: kubecel withholds the name in what it writes and prints, but whoever may list the kind there sees it, and the API server quotes it; compute the name from something else"
 		default:
 			continue
 		}
-		key := p.w.child + "\x00" + p.w.ref + "\x00" + string(p.w.field)
+		key := p.w.Child + "\x00" + p.w.Ref + "\x00" + string(p.w.Field)
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
-		out = append(out, &Error{Rule: r.Name, Child: p.w.child, Ref: p.w.ref, Field: string(p.w.field), Expr: p.source, path: string(p.w.path), Message: msg})
+		out = append(out, &Error{Rule: r.Name, Child: p.w.Child, Ref: p.w.Ref, Field: string(p.w.Field), Expr: p.source, path: string(p.w.Path), Message: msg})
 	}
 	return out
 }

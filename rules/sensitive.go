@@ -78,7 +78,7 @@ func markSensitive(r *Rule, progs []*program) *sensitivity {
 		s.children[ch.ID] = ch.Sensitive
 	}
 	for _, p := range progs {
-		p.sensitive = s.parent || s.readsAny(p.refReads, p.reads) || p.w.child != "" && s.derived[p.w.child]
+		p.sensitive = s.parent || s.readsAny(p.refReads, p.reads) || p.w.Child != "" && s.derived[p.w.Child]
 	}
 	return s
 }
@@ -94,7 +94,7 @@ func (s *sensitivity) readsAny(refs, children []string) bool {
 func (s *sensitivity) what(p *program) string {
 	var names []string
 	switch {
-	case s.parent && string(p.w.field) == fieldHealthy:
+	case s.parent && string(p.w.Field) == fieldHealthy:
 		names = append(names, celenv.Parents)
 	case s.parent:
 		names = append(names, celenv.Parent)
@@ -109,8 +109,8 @@ func (s *sensitivity) what(p *program) string {
 			names = append(names, "children."+id)
 		}
 	}
-	if len(names) == 0 && p.w.child != "" {
-		names = append(names, fmt.Sprintf("child %q reads it", p.w.child))
+	if len(names) == 0 && p.w.Child != "" {
+		names = append(names, fmt.Sprintf("child %q reads it", p.w.Child))
 	}
 	return strings.Join(names, ", ")
 }
@@ -125,27 +125,27 @@ func (s *sensitivity) flowWarnings(r *Rule, progs []*program) []*Error {
 		// Only what reads Secret data itself: the other fields of a child that reads
 		// some are sensitive for their errors, but carry no Secret data. A name
 		// computed from Secret data has its own warning (nameWarnings).
-		if !p.sensitive || s.parent || !s.readsSecretValues(p, s.eachData[p.w.child]) ||
-			p.w.child != "" && s.namedChildren[p.w.child] && namesObject(string(p.w.field)) && string(p.w.field) != "expr" {
+		if !p.sensitive || s.parent || !s.readsSecretValues(p, s.eachData[p.w.Child]) ||
+			p.w.Child != "" && s.namedChildren[p.w.Child] && namesObject(string(p.w.Field)) && string(p.w.Field) != "expr" {
 			continue
 		}
 		var target string
 		switch {
-		case p.w.ref != "":
+		case p.w.Ref != "":
 			continue // a ref's name or selector is not shown
-		case p.w.child != "" && !s.isSecretChild(r, p.w.child):
-			target = fmt.Sprintf("child %q, which is not a Secret", p.w.child)
-		case p.w.child == "" && strings.HasPrefix(string(p.w.field), "status."):
+		case p.w.Child != "" && !s.isSecretChild(r, p.w.Child):
+			target = fmt.Sprintf("child %q, which is not a Secret", p.w.Child)
+		case p.w.Child == "" && strings.HasPrefix(string(p.w.Field), "status."):
 			target = "the parent's status"
 		default:
 			continue
 		}
-		key := p.w.child + "\x00" + string(p.w.field)
-		if seen[key] || strings.HasSuffix(string(p.w.field), "readyWhen") || string(p.w.field) == "when" {
+		key := p.w.Child + "\x00" + string(p.w.Field)
+		if seen[key] || strings.HasSuffix(string(p.w.Field), "readyWhen") || string(p.w.Field) == "when" {
 			continue
 		}
 		seen[key] = true
-		out = append(out, &Error{Rule: r.Name, Child: p.w.child, Field: string(p.w.field), Expr: p.source, path: string(p.w.path),
+		out = append(out, &Error{Rule: r.Name, Child: p.w.Child, Field: string(p.w.Field), Expr: p.source, path: string(p.w.Path),
 			Message: fmt.Sprintf("puts what it reads of Secret data (%s) into %s: whoever can read that can read it", s.what(p), target)})
 	}
 	return out

@@ -6,6 +6,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubecel/kubecel/rules/internal/kindschema"
 )
 
 // This file is what Load checks about the resources and kinds a rule names, beyond their
@@ -39,7 +41,7 @@ func checkServed(src *ruleSource, r *Rule, children []*Child, served ServedSourc
 	}
 	if !r.Parent.GVR.Empty() {
 		if msg := served.ResourceServed(r.Parent.GVR); msg != "" {
-			fail(errs, where{rule: src.name, field: "parent.resource", path: src.at.key("parent").key("resource")}, msg)
+			fail(errs, where{Rule: src.Name, Field: "parent.resource", Path: src.At.Key("parent").Key("resource")}, msg)
 		}
 	}
 	for _, ch := range children {
@@ -50,12 +52,12 @@ func checkServed(src *ruleSource, r *Rule, children []*Child, served ServedSourc
 		if msg == "" {
 			continue
 		}
-		w := where{rule: src.name, child: ch.ID, field: "kind"}
-		for _, cs := range src.children {
-			if cs.id == ch.ID {
-				w.path = cs.at.key("expr")
-				if cs.template != nil {
-					w.field, w.path = "template.kind", cs.at.key("template").key("kind")
+		w := where{Rule: src.Name, Child: ch.ID, Field: "kind"}
+		for _, cs := range src.Children {
+			if cs.ID == ch.ID {
+				w.Path = cs.At.Key("expr")
+				if cs.Template != nil {
+					w.Field, w.Path = "template.kind", cs.At.Key("template").Key("kind")
 				}
 			}
 		}
@@ -66,10 +68,10 @@ func checkServed(src *ruleSource, r *Rule, children []*Child, served ServedSourc
 		if msg == "" {
 			continue
 		}
-		w := where{rule: src.name, ref: ref.ID, field: "kind"}
-		for _, rs := range src.refs {
-			if rs.id == ref.ID {
-				w.path = rs.at.key("kind")
+		w := where{Rule: src.Name, Ref: ref.ID, Field: "kind"}
+		for _, rs := range src.Refs {
+			if rs.ID == ref.ID {
+				w.Path = rs.At.Key("kind")
 			}
 		}
 		fail(errs, w, msg)
@@ -98,7 +100,7 @@ func checkResourceName(src *ruleSource, gvr schema.GroupVersionResource, opts Op
 	if meant == "" {
 		return
 	}
-	fail(errs, where{rule: src.name, field: "parent.resource", path: src.at.key("parent").key("resource")},
+	fail(errs, where{Rule: src.Name, Field: "parent.resource", Path: src.At.Key("parent").Key("resource")},
 		fmt.Sprintf("%q is the singular name, not the resource: write the plural resource name %q", gvr.Resource, meant))
 }
 
@@ -107,14 +109,14 @@ func checkResourceName(src *ruleSource, gvr schema.GroupVersionResource, opts Op
 // every status: the API server would refuse the controller's status writes.
 func checkStatusSubresource(src *ruleSource, gvr schema.GroupVersionResource, opts Options, errs *ErrorList) {
 	ss, ok := opts.Schemas.(statusSubresources)
-	if src.status == nil || !ok || gvr.Empty() {
+	if src.Status == nil || !ok || gvr.Empty() {
 		return
 	}
 	has, known := ss.hasStatusSubresource(gvr)
 	if !known {
 		return
 	}
-	w := where{rule: src.name, field: "status", path: src.at.key("status")}
+	w := where{Rule: src.Name, Field: "status", Path: src.At.Key("status")}
 	if !has {
 		fail(errs, w, fmt.Sprintf("the CRD of %s has no status subresource in version %s, and the controller writes status there: add subresources: {status: {}} to that version of the CRD, or remove status from the rule",
 			gvr.GroupResource(), gvr.Version))
@@ -130,11 +132,11 @@ func checkStatusSubresource(src *ruleSource, gvr schema.GroupVersionResource, op
 // (observedGeneration, conditions) that a parent's schema leaves undeclared; none when the
 // schema keeps unknown fields or is not known.
 func undeclaredStatus(s *apiextensionsv1.JSONSchemaProps) []string {
-	if s == nil || keepsUnknown(s) || len(s.Properties) == 0 {
+	if s == nil || kindschema.KeepsUnknown(s) || len(s.Properties) == 0 {
 		return nil
 	}
 	status, ok := s.Properties["status"]
-	if ok && (keepsUnknown(&status) || (len(status.Properties) == 0 && status.AdditionalProperties != nil)) {
+	if ok && (kindschema.KeepsUnknown(&status) || (len(status.Properties) == 0 && status.AdditionalProperties != nil)) {
 		return nil
 	}
 	var out []string
@@ -144,10 +146,6 @@ func undeclaredStatus(s *apiextensionsv1.JSONSchemaProps) []string {
 		}
 	}
 	return out
-}
-
-func keepsUnknown(s *apiextensionsv1.JSONSchemaProps) bool {
-	return s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
 }
 
 // statusDecls shows how to declare the status fields kubecel writes.

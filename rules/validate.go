@@ -32,16 +32,16 @@ var reservedStatusFields = []string{"conditions", "observedGeneration"}
 func checkRuleNames(rules []*ruleSource, pieces []piece, errs *ErrorList) {
 	first := map[string]*ruleSource{}
 	for _, r := range rules {
-		w := where{rule: r.name, field: "name", path: r.at.key("name")}
-		if r.name == "" {
+		w := where{Rule: r.Name, Field: "name", Path: r.At.Key("name")}
+		if r.Name == "" {
 			continue // reported as required
 		}
-		for _, msg := range validation.IsDNS1123Label(r.name) {
+		for _, msg := range validation.IsDNS1123Label(r.Name) {
 			fail(errs, w, "invalid rule name: "+msg)
 		}
-		other, dup := first[r.name]
+		other, dup := first[r.Name]
 		if !dup {
-			first[r.name] = r
+			first[r.Name] = r
 			continue
 		}
 		duplicate(errs, r, other, pieces)
@@ -54,35 +54,35 @@ func checkRuleNames(rules []*ruleSource, pieces []piece, errs *ErrorList) {
 // duplicate reports at r that other has the same name.
 func duplicate(errs *ErrorList, r, other *ruleSource, pieces []piece) {
 	p := pieces[other.piece]
-	fail(errs, where{rule: r.name, field: "name", path: r.at.key("name")},
-		fmt.Sprintf("duplicate rule name (also at %s); rule names must be unique across all rules files and ConfigMaps: rename one", place(p, lineOf(p, other.at.key("name")))))
+	fail(errs, where{Rule: r.Name, Field: "name", Path: r.At.Key("name")},
+		fmt.Sprintf("duplicate rule name (also at %s); rule names must be unique across all rules files and ConfigMaps: rename one", place(p, lineOf(p, other.At.Key("name")))))
 }
 
 // checkParent validates a rule's parent and returns its GVR and selector.
 func checkParent(r *ruleSource, errs *ErrorList) (schema.GroupVersionResource, labels.Selector) {
-	w := where{rule: r.name, field: "parent", path: r.at.key("parent")}
-	p := r.parent
+	w := where{Rule: r.Name, Field: "parent", Path: r.At.Key("parent")}
+	p := r.Parent
 	var gvr schema.GroupVersionResource
-	if p.apiVersion != "" {
-		gv, msg := parseGroupVersion(p.apiVersion)
+	if p.APIVersion != "" {
+		gv, msg := parseGroupVersion(p.APIVersion)
 		if msg != "" {
-			fail(errs, w.key("apiVersion"), msg)
+			fail(errs, w.Key("apiVersion"), msg)
 		}
-		gvr = gv.WithResource(p.resource)
+		gvr = gv.WithResource(p.Resource)
 	}
-	if p.resource != "" {
-		aw := w.key("resource")
+	if p.Resource != "" {
+		aw := w.Key("resource")
 		switch {
-		case strings.Contains(p.resource, "/"):
+		case strings.Contains(p.Resource, "/"):
 			fail(errs, aw, "subresources are not supported; name the resource itself")
-		case !resourcePattern.MatchString(p.resource):
-			guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: p.resource})
+		case !resourcePattern.MatchString(p.Resource):
+			guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: p.Resource})
 			fail(errs, aw, fmt.Sprintf("must be the lowercase plural resource name (such as %q), not the kind", guess.Resource))
 		}
 	}
 	seen := map[string]bool{}
-	for i, ns := range p.namespaces {
-		nw := w.key("namespaces").index(i)
+	for i, ns := range p.Namespaces {
+		nw := w.Key("namespaces").Index(i)
 		for _, msg := range validation.IsDNS1123Label(ns) {
 			fail(errs, nw, fmt.Sprintf("invalid namespace %q: %s", ns, msg))
 		}
@@ -92,10 +92,10 @@ func checkParent(r *ruleSource, errs *ErrorList) (schema.GroupVersionResource, l
 		seen[ns] = true
 	}
 	sel := labels.Everything()
-	if p.selector != nil {
-		s, err := metav1.LabelSelectorAsSelector(p.selector)
+	if p.Selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(p.Selector)
 		if err != nil {
-			fail(errs, w.key("selector"), "invalid label selector: "+err.Error())
+			fail(errs, w.Key("selector"), "invalid label selector: "+err.Error())
 		} else {
 			sel = s
 		}
@@ -124,41 +124,41 @@ func parseGroupVersion(apiVersion string) (schema.GroupVersion, string) {
 func checkChildIDs(r *ruleSource, errs *ErrorList) []string {
 	var ids []string
 	first := map[string]path{}
-	for _, c := range r.children {
-		w := where{rule: r.name, child: c.id, field: "id", path: c.at.key("id")}
+	for _, c := range r.Children {
+		w := where{Rule: r.Name, Child: c.ID, Field: "id", Path: c.At.Key("id")}
 		switch {
-		case c.id == "":
+		case c.ID == "":
 			continue // reported as required
-		case !childIDPattern.MatchString(c.id):
+		case !childIDPattern.MatchString(c.ID):
 			fail(errs, w, "invalid child id: use letters, digits and _ and start with a letter (it is read in CEL as children.<id>)")
-		case celReserved[c.id]:
+		case celReserved[c.ID]:
 			fail(errs, w, "invalid child id: it is a CEL reserved word")
-		case slices.Contains(ids, c.id):
+		case slices.Contains(ids, c.ID):
 			fail(errs, w, "duplicate child id; ids must be unique in a rule")
-			(*errs)[len(*errs)-1].first = string(first[c.id].key("id"))
+			(*errs)[len(*errs)-1].first = string(first[c.ID].Key("id"))
 		default:
-			ids = append(ids, c.id)
-			first[c.id] = c.at
+			ids = append(ids, c.ID)
+			first[c.ID] = c.At
 		}
 	}
-	if len(r.children) == 0 && r.status == nil {
-		fail(errs, where{rule: r.name, path: r.at}, "the rule has neither children nor status, so it would do nothing")
+	if len(r.Children) == 0 && r.Status == nil {
+		fail(errs, where{Rule: r.Name, Path: r.At}, "the rule has neither children nor status, so it would do nothing")
 	}
 	return ids
 }
 
 // checkChildShape reports a child that does not have exactly one of template and expr.
 func checkChildShape(r *ruleSource, c *childSource, errs *ErrorList) bool {
-	w := where{rule: r.name, child: c.id, path: c.at}
+	w := where{Rule: r.Name, Child: c.ID, Path: c.At}
 	switch {
-	case c.hasTemplate && c.expr != "":
+	case c.HasTemplate && c.Expr != "":
 		fail(errs, w, "set either template or expr, not both")
 		return false
-	case !c.hasTemplate && c.expr == "":
+	case !c.HasTemplate && c.Expr == "":
 		fail(errs, w, "set template (a manifest) or expr (CEL that returns one)")
 		return false
 	}
-	return c.template != nil || c.expr != ""
+	return c.Template != nil || c.Expr != ""
 }
 
 // checkTemplateHead checks a template's apiVersion, kind and metadata, which the
@@ -170,11 +170,11 @@ func checkTemplateHead(t map[string]any, w where, errs *ErrorList) (schema.Group
 		s, isString := v.(string)
 		switch {
 		case !present:
-			fail(errs, w.key(key), "required")
+			fail(errs, w.Key(key), "required")
 		case !isString || s == "":
-			fail(errs, w.key(key), "must be a non-empty string")
+			fail(errs, w.Key(key), "must be a non-empty string")
 		case strings.Contains(s, "${"):
-			fail(errs, w.key(key), "must be a literal: the controller watches and prunes children by kind, so apiVersion and kind cannot be computed")
+			fail(errs, w.Key(key), "must be a literal: the controller watches and prunes children by kind, so apiVersion and kind cannot be computed")
 		default:
 			return s
 		}
@@ -186,36 +186,36 @@ func checkTemplateHead(t map[string]any, w where, errs *ErrorList) (schema.Group
 	if apiVersion != "" {
 		gv, msg := parseGroupVersion(apiVersion)
 		if msg != "" {
-			fail(errs, w.key("apiVersion"), msg)
+			fail(errs, w.Key("apiVersion"), msg)
 			ok = false
 		}
 		gvk = gv.WithKind(kind)
 	}
 	if kind != "" && !kindPattern.MatchString(kind) {
-		fail(errs, w.key("kind"), fmt.Sprintf("invalid kind %q", kind))
+		fail(errs, w.Key("kind"), fmt.Sprintf("invalid kind %q", kind))
 		ok = false
 	}
-	mw := w.key("metadata")
+	mw := w.Key("metadata")
 	md, isMap := t["metadata"].(map[string]any)
 	if !isMap {
 		fail(errs, mw, "required: a map with at least name")
 		return gvk, false
 	}
 	if name, isString := md["name"].(string); !isString || name == "" {
-		fail(errs, mw.key("name"), "required: a string, which may be a ${} expression")
+		fail(errs, mw.Key("name"), "required: a string, which may be a ${} expression")
 		ok = false
 	}
 	if _, set := md["generateName"]; set {
-		fail(errs, mw.key("generateName"), "not supported: server-side apply needs a fixed name; compute one with ${} in name")
+		fail(errs, mw.Key("generateName"), "not supported: server-side apply needs a fixed name; compute one with ${} in name")
 		ok = false
 	}
 	if _, set := md["ownerReferences"]; set {
-		fail(errs, mw.key("ownerReferences"), "reserved: the controller sets the owner reference")
+		fail(errs, mw.Key("ownerReferences"), "reserved: the controller sets the owner reference")
 		ok = false
 	}
 	if ns, set := md["namespace"]; set {
 		if _, isString := ns.(string); !isString {
-			fail(errs, mw.key("namespace"), "must be a string, which may be a ${} expression")
+			fail(errs, mw.Key("namespace"), "must be a string, which may be a ${} expression")
 			ok = false
 		}
 	}
@@ -223,7 +223,7 @@ func checkTemplateHead(t map[string]any, w where, errs *ErrorList) (schema.Group
 		m, _ := md[field].(map[string]any)
 		for _, key := range slices.Sorted(maps.Keys(m)) {
 			if reservedMetadataKey(key) {
-				fail(errs, mw.key(field).key(key), "reserved: the controller sets it")
+				fail(errs, mw.Key(field).Key(key), "reserved: the controller sets it")
 				ok = false
 			}
 		}
@@ -238,21 +238,21 @@ func reservedMetadataKey(key string) bool {
 
 // checkStatusFields reports reserved status field names.
 func checkStatusFields(r *ruleSource, errs *ErrorList) {
-	if r.status == nil {
+	if r.Status == nil {
 		return
 	}
-	w := where{rule: r.name, field: "status.fields", path: r.at.key("status").key("fields")}
-	if len(r.status.fields) == 0 {
+	w := where{Rule: r.Name, Field: "status.fields", Path: r.At.Key("status").Key("fields")}
+	if len(r.Status.Fields) == 0 {
 		fail(errs, w, "required: at least one field (or remove status to leave the parent's status alone)")
 	}
-	for _, name := range slices.Sorted(maps.Keys(r.status.fields)) {
+	for _, name := range slices.Sorted(maps.Keys(r.Status.Fields)) {
 		if slices.Contains(reservedStatusFields, name) {
-			fail(errs, w.key(name), "reserved: the controller writes "+strings.Join(reservedStatusFields, " and "))
+			fail(errs, w.Key(name), "reserved: the controller writes "+strings.Join(reservedStatusFields, " and "))
 		}
 	}
 }
 
 // fail records a problem that has no expression.
 func fail(errs *ErrorList, w where, msg string) {
-	*errs = append(*errs, &Error{Rule: w.rule, Child: w.child, Ref: w.ref, Field: string(w.field), Message: msg, path: string(w.path)})
+	*errs = append(*errs, errorAt(w, msg))
 }

@@ -6,42 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"sigs.k8s.io/yaml"
 )
-
-// TestParserReadsYAML11Booleans pins down what the warnings are about: the parser of
-// rules files turns these plain scalars into booleans, as keys and as values.
-func TestParserReadsYAML11Booleans(t *testing.T) {
-	tests := []struct {
-		scalar string
-		want   string
-	}{
-		{"y", `{"k":true,"true":"v"}`},
-		{"Yes", `{"k":true,"true":"v"}`},
-		{"ON", `{"k":true,"true":"v"}`},
-		{"n", `{"false":"v","k":false}`},
-		{"No", `{"false":"v","k":false}`},
-		{"off", `{"false":"v","k":false}`},
-		{"'y'", `{"k":"y","y":"v"}`},
-		{"!!str n", `{"k":"n","n":"v"}`},
-		{"oN", `{"k":"oN","oN":"v"}`},
-	}
-	for scalar := range yaml11Booleans {
-		got, err := yaml.YAMLToJSONStrict([]byte("k: " + scalar + "\n"))
-		if err != nil || (string(got) != `{"k":true}` && string(got) != `{"k":false}`) {
-			t.Errorf("%s is read as %s (%v), not a boolean", scalar, got, err)
-		}
-	}
-	for _, tt := range tests {
-		got, err := yaml.YAMLToJSONStrict([]byte("k: " + tt.scalar + "\n" + tt.scalar + ": v\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != tt.want {
-			t.Errorf("%s: got %s, want %s", tt.scalar, got, tt.want)
-		}
-	}
-}
 
 func TestBooleanWarnings(t *testing.T) {
 	// The child's kind has no schema: where one says the field is a string, the boolean

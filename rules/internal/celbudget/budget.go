@@ -1,6 +1,7 @@
 package celbudget
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/google/cel-go/interpreter"
@@ -65,6 +66,12 @@ func (b *Budget) Mark() int64 { return b.used }
 // stopped an expression since: for what was built and thrown away before anything kept
 // it (a batch of expressions evaluated again one by one).
 func (b *Budget) Rewind(mark int64) { b.used, b.refused = mark, nil }
+
+// Refused reports whether err is (or wraps) a refusal of this budget's Memory: a charge
+// that did not fit, as opposed to any other failure of what was being built.
+func (b *Budget) Refused(err error) bool {
+	return b.exceeded != nil && errors.Is(err, b.exceeded)
+}
 
 // memoryError is a refused charge.
 type memoryError struct {

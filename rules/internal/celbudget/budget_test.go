@@ -2,6 +2,7 @@ package celbudget
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -58,6 +59,12 @@ func TestBudgetCharge(t *testing.T) {
 			}
 			if !errors.Is(err, errTestLimit) {
 				t.Errorf("Charge() error = %v, want it to wrap Memory.Exceeded", err)
+			}
+			if !b.Refused(err) || !b.Refused(fmt.Errorf("field: %w", err)) {
+				t.Errorf("Refused(%v) = false, want true for the refusal and what wraps it", err)
+			}
+			if b.Refused(errors.New(err.Error())) {
+				t.Errorf("Refused() = true for another error with the same text")
 			}
 			want := errTestLimit.Error() + ": replace() would take what the expressions of this parent build past " + tt.wantLimit + ", the most one evaluation may build; build less from what the parent holds"
 			if err.Error() != want {

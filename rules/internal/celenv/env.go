@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/library"
@@ -160,4 +161,14 @@ func (e *Envs) Rollout() (*cel.Env, error) {
 // to env.
 func WithEach(env *cel.Env, each *cel.Type) (*cel.Env, error) {
 	return env.Extend(cel.Variable(Each, each), cel.Variable(Index, cel.IntType))
+}
+
+// IsDynamic reports whether a static type says nothing of the values it stands for
+// (dyn, any, a type parameter).
+func IsDynamic(t *cel.Type) bool {
+	switch t.Kind() {
+	case types.DynKind, types.AnyKind, types.TypeParamKind:
+		return true
+	}
+	return false
 }

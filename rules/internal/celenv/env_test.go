@@ -123,3 +123,22 @@ func TestLibraryIsBuiltOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestIsDynamic(t *testing.T) {
+	tests := []struct {
+		t    *cel.Type
+		want bool
+	}{
+		{cel.DynType, true},
+		{cel.AnyType, true},
+		{cel.TypeParamType("T"), true},
+		{cel.IntType, false},
+		{cel.ListType(cel.DynType), false},
+		{cel.MapType(cel.StringType, cel.DynType), false},
+	}
+	for _, tt := range tests {
+		if got := IsDynamic(tt.t); got != tt.want {
+			t.Errorf("IsDynamic(%s) = %v, want %v", tt.t, got, tt.want)
+		}
+	}
+}

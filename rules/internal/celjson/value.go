@@ -1,4 +1,4 @@
-package rules
+package celjson
 
 import (
 	"fmt"
@@ -16,33 +16,33 @@ import (
 // such as `m.transformList(k, v, ...)` would produce a list in a different order on every
 // evaluation, and the controller would rewrite the child on every resync.
 
-// jsonAdapter turns Go JSON values into CEL values lazily: containers are wrapped, not
+// Adapter turns Go JSON values into CEL values lazily: containers are wrapped, not
 // copied, and their elements are adapted when read.
-type jsonAdapter struct{}
+type Adapter struct{}
 
 // NativeToValue implements types.Adapter.
-func (jsonAdapter) NativeToValue(v any) ref.Val {
+func (Adapter) NativeToValue(v any) ref.Val {
 	switch x := v.(type) {
 	case map[string]any:
-		return jsonMap(x)
+		return Map(x)
 	case []any:
-		return types.NewDynamicList(jsonAdapter{}, x)
+		return types.NewDynamicList(Adapter{}, x)
 	}
 	return types.DefaultTypeAdapter.NativeToValue(v)
 }
 
-// jsonValue adapts a Go JSON value.
-func jsonValue(v any) ref.Val {
-	return jsonAdapter{}.NativeToValue(v)
+// Value adapts a Go JSON value.
+func Value(v any) ref.Val {
+	return Adapter{}.NativeToValue(v)
 }
 
-// jsonMap is a JSON object as a CEL map with string keys.
-type jsonMap map[string]any
+// Map is a JSON object as a CEL map with string keys.
+type Map map[string]any
 
-var _ traits.Mapper = jsonMap(nil)
+var _ traits.Mapper = Map(nil)
 
 // Find implements traits.Mapper.
-func (m jsonMap) Find(key ref.Val) (ref.Val, bool) {
+func (m Map) Find(key ref.Val) (ref.Val, bool) {
 	k, ok := key.(types.String)
 	if !ok {
 		return nil, false
@@ -51,11 +51,11 @@ func (m jsonMap) Find(key ref.Val) (ref.Val, bool) {
 	if !found {
 		return nil, false
 	}
-	return jsonValue(v), true
+	return Value(v), true
 }
 
 // Get implements traits.Indexer.
-func (m jsonMap) Get(key ref.Val) ref.Val {
+func (m Map) Get(key ref.Val) ref.Val {
 	if v, found := m.Find(key); found {
 		return v
 	}
@@ -63,16 +63,16 @@ func (m jsonMap) Get(key ref.Val) ref.Val {
 }
 
 // Contains implements traits.Container.
-func (m jsonMap) Contains(key ref.Val) ref.Val {
+func (m Map) Contains(key ref.Val) ref.Val {
 	_, found := m.Find(key)
 	return types.Bool(found)
 }
 
 // Size implements traits.Sizer.
-func (m jsonMap) Size() ref.Val { return types.Int(len(m)) }
+func (m Map) Size() ref.Val { return types.Int(len(m)) }
 
 // Iterator implements traits.Iterable: the keys in sorted order.
-func (m jsonMap) Iterator() traits.Iterator {
+func (m Map) Iterator() traits.Iterator {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -82,14 +82,14 @@ func (m jsonMap) Iterator() traits.Iterator {
 }
 
 // Equal implements ref.Val: equal sizes, and every key maps to an equal value.
-func (m jsonMap) Equal(other ref.Val) ref.Val {
+func (m Map) Equal(other ref.Val) ref.Val {
 	o, ok := other.(traits.Mapper)
 	if !ok || o.Size() != types.Int(len(m)) {
 		return types.False
 	}
 	for k, v := range m {
 		ov, found := o.Find(types.String(k))
-		if !found || jsonValue(v).Equal(ov) != types.True {
+		if !found || Value(v).Equal(ov) != types.True {
 			return types.False
 		}
 	}
@@ -97,12 +97,12 @@ func (m jsonMap) Equal(other ref.Val) ref.Val {
 }
 
 // ConvertToNative implements ref.Val.
-func (m jsonMap) ConvertToNative(typeDesc reflect.Type) (any, error) {
-	return types.NewStringInterfaceMap(jsonAdapter{}, m).ConvertToNative(typeDesc)
+func (m Map) ConvertToNative(typeDesc reflect.Type) (any, error) {
+	return types.NewStringInterfaceMap(Adapter{}, m).ConvertToNative(typeDesc)
 }
 
 // ConvertToType implements ref.Val.
-func (m jsonMap) ConvertToType(typeValue ref.Type) ref.Val {
+func (m Map) ConvertToType(typeValue ref.Type) ref.Val {
 	switch typeValue {
 	case types.MapType:
 		return m
@@ -113,10 +113,10 @@ func (m jsonMap) ConvertToType(typeValue ref.Type) ref.Val {
 }
 
 // Type implements ref.Val.
-func (m jsonMap) Type() ref.Type { return types.MapType }
+func (m Map) Type() ref.Type { return types.MapType }
 
 // Value implements ref.Val.
-func (m jsonMap) Value() any { return map[string]any(m) }
+func (m Map) Value() any { return map[string]any(m) }
 
 // keyIterator iterates over a map's sorted keys.
 type keyIterator struct {

@@ -1,8 +1,7 @@
-package rules
+package celjson
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -18,13 +17,13 @@ import (
 // This file converts CEL values into the plain JSON-like Go values of a manifest:
 // map[string]any, []any, string, int64, float64, bool and nil.
 
-// maxValueDepth bounds the nesting of converted values.
-const maxValueDepth = 100
+// MaxDepth bounds the nesting of converted values.
+const MaxDepth = 100
 
-// toJSON converts a CEL value, charging b (budget.go) with the size of the result: a
+// ToJSON converts a CEL value, charging b with the size of the result: a
 // value built by sharing (one list or string referred to many times) is as large as its
 // copies.
-func toJSON(v ref.Val, b *celbudget.Budget) (any, error) {
+func ToJSON(v ref.Val, b *celbudget.Budget) (any, error) {
 	return toJSONDepth(v, b, 0)
 }
 
@@ -32,8 +31,8 @@ func toJSON(v ref.Val, b *celbudget.Budget) (any, error) {
 const convertWhat = "the value of this field"
 
 func toJSONDepth(v ref.Val, b *celbudget.Budget, depth int) (any, error) {
-	if depth > maxValueDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
+	if depth > MaxDepth {
+		return nil, fmt.Errorf("value nested deeper than %d levels", MaxDepth)
 	}
 	switch x := v.(type) {
 	case types.String:
@@ -79,7 +78,7 @@ func toJSONDepth(v ref.Val, b *celbudget.Budget, depth int) (any, error) {
 	case map[string]any, []any:
 		mark := b.Mark()
 		out, err := copyJSON(native, b, depth)
-		if err == nil || errors.Is(err, ErrMemoryLimit) {
+		if err == nil || b.Refused(err) {
 			return out, err
 		}
 		b.Rewind(mark)
@@ -163,11 +162,15 @@ func toJSONDepth(v ref.Val, b *celbudget.Budget, depth int) (any, error) {
 	return nil, fmt.Errorf("a value of type %s cannot be stored in a manifest", v.Type().TypeName())
 }
 
-// copyJSON deep-copies a Go JSON value, so that results never share maps or slices with
+// CopyJSON deep-copies a Go JSON value, so that results never share maps or slices with
 // the caller's inputs, charging b with its size.
+func CopyJSON(v any, b *celbudget.Budget) (any, error) {
+	return copyJSON(v, b, 0)
+}
+
 func copyJSON(v any, b *celbudget.Budget, depth int) (any, error) {
-	if depth > maxValueDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels", maxValueDepth)
+	if depth > MaxDepth {
+		return nil, fmt.Errorf("value nested deeper than %d levels", MaxDepth)
 	}
 	switch x := v.(type) {
 	case map[string]any:
@@ -221,8 +224,8 @@ func copyJSON(v any, b *celbudget.Budget, depth int) (any, error) {
 	return nil, fmt.Errorf("unsupported value of Go type %T", v)
 }
 
-// toText formats a value interpolated into a string.
-func toText(v ref.Val) (string, error) {
+// ToText formats a value interpolated into a string.
+func ToText(v ref.Val) (string, error) {
 	switch x := v.(type) {
 	case types.String:
 		return string(x), nil

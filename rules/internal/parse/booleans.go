@@ -1,4 +1,4 @@
-package rules
+package parse
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ func yaml11Boolean(n *yamlv3.Node) (value, ok bool) {
 	return value, ok
 }
 
-// level is where a node sits in the rules file, as far as the warnings care.
+// level is Where a node sits in the rules file, as far as the warnings care.
 type level uint8
 
 const (
@@ -43,24 +43,25 @@ const (
 	levelTemplate
 )
 
-// booleanWarnings lists the YAML 1.1 booleans of a rules file that were probably meant
-// as strings, in file order.
-func booleanWarnings(data []byte) []*Error {
+// BooleanWarnings lists the YAML 1.1 booleans of one YAML document of a rules file that
+// were probably meant as strings, in file order. Each has its place and its Line in the
+// document.
+func BooleanWarnings(data []byte) []Problem {
 	var root yamlv3.Node
 	if err := yamlv3.Unmarshal(data, &root); err != nil || len(root.Content) == 0 {
 		return nil
 	}
-	var out []*Error
-	var walk func(n *yamlv3.Node, w where, at level, depth int)
-	walk = func(n *yamlv3.Node, w where, at level, depth int) {
-		if depth > maxLineDepth {
+	var out []Problem
+	var walk func(n *yamlv3.Node, w Where, at level, depth int)
+	walk = func(n *yamlv3.Node, w Where, at level, depth int) {
+		if depth > MaxLineDepth {
 			return
 		}
 		switch n.Kind {
 		case yamlv3.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
-				kw := w.key(k.Value)
+				kw := w.Key(k.Value)
 				if b, ok := yaml11Boolean(k); ok {
 					out = append(out, warning(kw, k, fmt.Sprintf(`the key %s is read as the boolean "%t" by YAML 1.1; quote it ("%s") if you meant the string`, k.Value, b, k.Value)))
 				}
@@ -68,13 +69,13 @@ func booleanWarnings(data []byte) []*Error {
 			}
 		case yamlv3.SequenceNode:
 			for i, item := range n.Content {
-				iw := w.index(i)
+				iw := w.Index(i)
 				next := levelOther
 				switch at {
 				case levelRules:
-					next, iw = levelRule, where{rule: scalarEntry(item, "name"), path: iw.path}
+					next, iw = levelRule, Where{Rule: scalarEntry(item, "name"), Path: iw.Path}
 				case levelChildren:
-					next, iw = levelChild, where{rule: w.rule, child: scalarEntry(item, "id"), path: iw.path}
+					next, iw = levelChild, Where{Rule: w.Rule, Child: scalarEntry(item, "id"), Path: iw.Path}
 				case levelTemplate:
 					next = levelTemplate
 				}
@@ -86,7 +87,7 @@ func booleanWarnings(data []byte) []*Error {
 			}
 		}
 	}
-	walk(root.Content[0], where{}, levelFile, 0)
+	walk(root.Content[0], Where{}, levelFile, 0)
 	return out
 }
 
@@ -116,6 +117,6 @@ func scalarEntry(n *yamlv3.Node, key string) string {
 	return ""
 }
 
-func warning(w where, n *yamlv3.Node, msg string) *Error {
-	return &Error{Rule: w.rule, Child: w.child, Ref: w.ref, Field: string(w.field), Line: n.Line, Message: msg, path: string(w.path)}
+func warning(w Where, n *yamlv3.Node, msg string) Problem {
+	return Problem{At: w, Line: n.Line, Message: msg}
 }
