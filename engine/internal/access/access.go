@@ -1,6 +1,11 @@
 // Package access asks the API server whether the controller may do what a rule needs,
 // before the rule starts: one SelfSubjectAccessReview per resource, subresource, verb and
-// namespace.
+// namespace. Before those of a group, it asks once whether the controller may do
+// everything in the group (every verb on every resource, in every namespace): a
+// controller bound to such a role (cluster-admin in a development cluster) then sends
+// one review per group instead of one per permission, which at a thousand rules on a
+// thousand CRDs is one review instead of seven thousand. Least-privilege RBAC, which
+// `kubecel rbac` writes, is denied that one and asked each permission as before.
 //
 // A Reviews lives for one operation of the rule lifecycle (a rules reload, a retry of the
 // rules that wait) and answers each question once within it, however many of the rules
@@ -11,7 +16,8 @@
 //   - An answer is kept only as long as its Reviews: a permission denied now and granted
 //     later is asked again by the next operation (the retry of a waiting rule).
 //   - A review that failed (the request, not the answer) is not kept: the next question
-//     sends it again.
+//     sends it again. A failed review of a whole group counts as no answer, and is not
+//     sent again in the operation: the single permissions decide.
 //   - Concurrent questions of the same permission wait for one review.
 package access
 
@@ -121,9 +127,29 @@ func (r *Reviews) Check(ctx context.Context, needed []Permission) error {
 	return &ForbiddenError{Missing: slices.Compact(denied)}
 }
 
-// Allowed reports whether the controller holds p, as this Reviews' review of it says,
-// sending the review when p was not asked before.
+// Allowed reports whether the controller holds p, as this Reviews' reviews say: the
+// review of everything in p's group, then, unless that allowed it, the review of p;
+// each sent when it was not asked before.
 func (r *Reviews) Allowed(ctx context.Context, p Permission) (bool, error) {
+	if all := everything(p.GVR.Group); p != all {
+		// A review of the group that failed is no answer either way: p's own decides,
+		// and the group is not asked again in this operation.
+		if ok, err := r.allowed(ctx, all, true); err == nil && ok {
+			return true, nil
+		}
+	}
+	return r.allowed(ctx, p, false)
+}
+
+// everything is every verb on every resource and subresource of group, in every
+// namespace.
+func everything(group string) Permission {
+	return Permission{GVR: schema.GroupVersionResource{Group: group, Resource: "*"}, Verb: "*"}
+}
+
+// allowed answers one permission, sending its review when it was not asked before. A
+// review that failed is asked again by the next question, unless keepFailure.
+func (r *Reviews) allowed(ctx context.Context, p Permission, keepFailure bool) (bool, error) {
 	r.mu.Lock()
 	a, asked := r.answers[p]
 	if !asked {
@@ -140,7 +166,7 @@ func (r *Reviews) Allowed(ctx context.Context, p Permission) (bool, error) {
 		}
 	}
 	a.allowed, a.err = r.review(ctx, p)
-	if a.err != nil {
+	if a.err != nil && !keepFailure {
 		r.mu.Lock()
 		delete(r.answers, p) // a failed request is no answer: the next question asks again
 		r.mu.Unlock()

@@ -3,6 +3,7 @@ package access
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -62,15 +63,25 @@ func (rv *reviewer) allow(ps ...Permission) {
 	}
 }
 
-// sent is the number of reviews received, in all and at most for one permission.
+// sent is the number of reviews of single permissions received, in all and at most
+// for one permission; groups is the number of reviews of everything in a group.
 func (rv *reviewer) sent() (total, most int) {
+	total, most, _ = rv.count()
+	return total, most
+}
+
+func (rv *reviewer) count() (total, most, groups int) {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
-	for _, n := range rv.got {
+	for p, n := range rv.got {
+		if p == everything(p.GVR.Group) {
+			groups += n
+			continue
+		}
 		total += n
 		most = max(most, n)
 	}
-	return total, most
+	return total, most, groups
 }
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -248,6 +259,74 @@ func TestPermissionString(t *testing.T) {
 		t.Run(fmt.Sprint(tt.p), func(t *testing.T) {
 			if got := tt.p.String(); got != tt.want {
 				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestEverythingInAGroup: a controller that may do everything in a group is asked that
+// once per group and operation, and none of the group's single permissions; a group it
+// may not do everything in is asked permission by permission, and a review of a group
+// that failed is no answer: the single permissions decide.
+func TestEverythingInAGroup(t *testing.T) {
+	need := needs(t)
+	var all []Permission
+	for _, name := range []string{"one", "two"} {
+		all = append(all, need[name]...)
+	}
+	tests := []struct {
+		name string
+		// allow and fail are the groups whose everything the reviewer allows or fails.
+		allow, fail []string
+		// singles lets the reviewer allow every single permission too.
+		singles bool
+		// wantSingles is the number of single reviews sent, -1 for one per permission
+		// outside the groups allowed; wantErr whether Check fails with a ForbiddenError.
+		wantGroups, wantSingles int
+		wantErr                 bool
+	}{
+		{name: "both groups allowed", allow: []string{"", "example.kubecel.dev"}, wantGroups: 2, wantSingles: 0},
+		{name: "one group allowed", allow: []string{""}, singles: true, wantGroups: 2, wantSingles: -1},
+		{name: "none allowed, singles granted", singles: true, wantGroups: 2, wantSingles: -1},
+		{name: "none allowed, nothing granted", wantGroups: 2, wantSingles: -1, wantErr: true},
+		{name: "the group's review fails", fail: []string{"", "example.kubecel.dev"}, singles: true, wantGroups: 2, wantSingles: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rv := newReviewer()
+			for _, g := range tt.allow {
+				rv.allow(everything(g))
+			}
+			for _, g := range tt.fail {
+				rv.failing[everything(g)] = true
+			}
+			if tt.singles {
+				rv.allow(all...)
+			}
+			reviews := NewReviews(rv.clientset())
+			var errs []error
+			for _, name := range []string{"one", "two"} {
+				errs = append(errs, reviews.Check(t.Context(), need[name]))
+			}
+			for _, err := range errs {
+				var forbidden *ForbiddenError
+				if got := errors.As(err, &forbidden); got != tt.wantErr || err != nil && !tt.wantErr {
+					t.Errorf("Check = %v, want a ForbiddenError: %v", err, tt.wantErr)
+				}
+			}
+			want := tt.wantSingles
+			if want < 0 {
+				singles := map[Permission]bool{}
+				for _, p := range all {
+					if !slices.Contains(tt.allow, p.GVR.Group) {
+						singles[p] = true
+					}
+				}
+				want = len(singles)
+			}
+			total, most, groups := rv.count()
+			if groups != tt.wantGroups || total != want || most > 1 {
+				t.Errorf("reviews: %d of groups, %d of single permissions (at most %d of one); want %d and %d, each once", groups, total, most, tt.wantGroups, want)
 			}
 		})
 	}
