@@ -204,13 +204,14 @@ type Options struct {
 	// error, and none of its rules is compiled.
 	MaxRulesPerSource int
 	MaxSourceBytes    int
-	// Previous, when set, is the rule set loaded before (a reload): its rules whose
-	// source, place in the file and document are unchanged, loaded with the same Schemas
-	// and Served sources (the same values: a SchemaSource must not change once given)
-	// and the same limits, among rules that define the same APIs, are taken over instead
-	// of being compiled again, so that a reload that edits one rule compiles that rule.
-	// A rule with load warnings is always compiled again. The result is the same as
-	// without it.
+	// Previous, when set, is the rule set loaded before (a reload): its rules whose own
+	// text, place in their file and document are unchanged are taken over instead of
+	// being compiled again, so that a reload that edits one rule compiles that rule. A
+	// rule is taken over only when the limits and the Served source are the same (the
+	// same value), the rules that define APIs are unchanged, and Schemas is the same
+	// value or gives the very same schema objects, scopes and status subresources for
+	// the kinds the rule names: a SchemaSource must not change once given. A rule with
+	// load warnings is always compiled again. The result is the same as without it.
 	Previous *RuleSet
 }
 
