@@ -20,8 +20,8 @@ import (
 // its rules at once: a rule's start is mostly waiting on the API server (its CRD,
 // discovery, access reviews, revisions), so a thousand rules start in the time the
 // server takes to answer them, not a thousand times a rule's round trips. Access
-// reviews are asked once per permission for the operation, and an operation that
-// starts many rules reads every rule's revisions with one list. The results
+// reviews are asked once per group or permission for the operation (access), and an
+// operation that starts many rules reads every rule's revisions with one list. The results
 // are then applied one rule after another, in the order of the rules' names, as if
 // they had started so.
 
