@@ -288,7 +288,13 @@ func newFakeRig(t *testing.T, children string, dryRun bool, objects ...*unstruct
 // newFakeRigOn starts the rule (fakeRuleHead + children) on api.
 func newFakeRigOn(t *testing.T, api *fakeAPI, children string, dryRun bool) *fakeRig {
 	t.Helper()
-	rs, err := rules.Load([]byte(fakeRuleHead+children), rules.Options{})
+	return newFakeRigWith(t, api, children, dryRun, rules.Options{})
+}
+
+// newFakeRigWith starts the rule (fakeRuleHead + children), loaded with opts, on api.
+func newFakeRigWith(t *testing.T, api *fakeAPI, children string, dryRun bool, opts rules.Options) *fakeRig {
+	t.Helper()
+	rs, err := rules.Load([]byte(fakeRuleHead+children), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,11 +30,14 @@ type parentMemo struct {
 	// gone is the record of a deleted parent whose children are being deleted
 	// (teardown.go). It outlives forget: it is about the parent that went.
 	gone *goneParent
+	// deadlines counts the evaluations in a row that the deadline stopped and whose
+	// error was not reported yet (deadline.go).
+	deadlines int
 }
 
 // live reports whether the memo holds anything about a live parent.
 func (p *parentMemo) live() bool {
-	return p.statusless != "" || p.lastFailure != "" || !p.notReadySince.IsZero() || p.resume != nil || p.finalizerSent
+	return p.statusless != "" || p.lastFailure != "" || !p.notReadySince.IsZero() || p.resume != nil || p.finalizerSent || p.deadlines > 0
 }
 
 // goneParent is the record of a parent whose delete the rule's informer reported, until

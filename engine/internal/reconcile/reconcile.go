@@ -16,8 +16,11 @@ import (
 
 // outcome collects what one reconcile did and what went wrong, for status and events.
 type outcome struct {
-	result   *rules.Result
-	evalErr  error
+	result  *rules.Result
+	evalErr error
+	// deferred is set when the deadline stopped the evaluation and the reconcile
+	// reports nothing this time (deferDeadline).
+	deferred bool
 	applyErr []error
 	pruneErr []error
 	// statusErr is the failure to write the parent's status.
@@ -108,6 +111,11 @@ func (c *Reconciler) Reconcile(ctx context.Context, st *watch.Rule, key watch.Ke
 		c.children.saveResume(st, parent, events, out.rest)
 		return Result{Yield: true}, nil
 	}
+	if out.deferred {
+		// The deadline stopped the evaluation: retried with backoff, reported only if
+		// it stops the next ones too (deadline.go).
+		return Result{}, out.evalErr
+	}
 	if c.opts.DryRun {
 		logPlan(ctx, out.changes(st.Rule))
 	}
@@ -184,6 +192,10 @@ func (c *Reconciler) sync(ctx context.Context, st *watch.Rule, parent *unstructu
 				out.pruneErr = append(out.pruneErr, err)
 			}
 		}
+	}
+	if c.deferDeadline(st, parent, out) {
+		out.deferred = true
+		return out // neither the status nor a revision: the retry reports
 	}
 	out.statusErr = c.report.writeStatus(ctx, st, parent, out)
 	if out.statusErr == nil {
