@@ -310,6 +310,7 @@ func (p *crdsPhase) steady(ctx context.Context) error {
 	mem := p.ctrl.rss()
 	p.res.rssSettled, p.res.rssSettledAnon = mem.current, mem.anon
 	b.ctrls.saveProfiles(ctx, "heap", "heap-settled.pprof")
+	b.ctrls.saveProfiles(ctx, "goroutine", "goroutine-settled.pprof")
 	b.ctrls.saveMetrics(ctx, "metrics-settled.txt")
 	logf("crds: steady state: %d writes after %d reconciles; settled RSS %.1f MB (anonymous %.1f MB)",
 		p.res.steadyWrites.total(), p.res.steadyReconciles, mb(mem.current), mb(mem.anon))
