@@ -6,11 +6,9 @@ import (
 	"time"
 
 	"github.com/kubecel/kubecel/rules/contract"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -31,7 +29,7 @@ type Key struct {
 // Watch is one running informer, shared by reference count.
 type Watch struct {
 	key      Key
-	Informer cache.SharedIndexInformer
+	Informer *Informer
 	cancel   context.CancelFunc
 	refs     int
 
@@ -82,11 +80,7 @@ func (s *Set) Acquire(ctx context.Context, key Key, setup func(*Watch) error) (*
 	if err != nil {
 		return nil, err
 	}
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = key.Selector }
-	inf := dynamicinformer.NewFilteredDynamicInformer(s.client, key.GVR, key.Namespace, s.resync, cache.Indexers{}, tweak).Informer()
-	if err := inf.SetTransform(s.transform(whole)); err != nil {
-		return nil, err
-	}
+	inf := newInformer(s.client, key, s.resync, s.transform(whole))
 	w := &Watch{key: key, Informer: inf, refs: 1}
 	if setup != nil {
 		if err := setup(w); err != nil {
@@ -98,7 +92,7 @@ func (s *Set) Acquire(ctx context.Context, key Key, setup func(*Watch) error) (*
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.cancel = cancel
 	s.watches[key] = w
-	go inf.RunWithContext(wctx)
+	go inf.Run(wctx)
 	return w, nil
 }
 

@@ -37,7 +37,7 @@ type refKind struct {
 	Kind
 	ref     *rules.Ref
 	watches map[string]*informers.Watch
-	regs    map[string]cache.ResourceEventHandlerRegistration
+	regs    map[string]*informers.Registration
 	ours    []hooked
 }
 
@@ -45,7 +45,7 @@ type refKind struct {
 // none).
 type hooked struct {
 	watch *informers.Watch
-	reg   cache.ResourceEventHandlerRegistration
+	reg   *informers.Registration
 }
 
 // resolveRefs finds the kind of every ref of the rule, and refuses a namespaced parent's
@@ -60,7 +60,7 @@ func (w *Watcher) resolveRefs(st *Rule) error {
 			return fmt.Errorf("ref %q: %s is cluster-scoped, and the parent is namespaced: reading it needs crossNamespace: true on the ref", ref.ID, ref.GVK.Kind)
 		}
 		st.refs = append(st.refs, &refKind{Kind: info, ref: ref, watches: map[string]*informers.Watch{},
-			regs: map[string]cache.ResourceEventHandlerRegistration{}})
+			regs: map[string]*informers.Registration{}})
 	}
 	return nil
 }
