@@ -111,6 +111,12 @@ func TestReaderKeepsTheSourceWhileNoCRDChanges(t *testing.T) {
 	if a, b := first.ResourceSchema(gadgetsGVR), changed.ResourceSchema(gadgetsGVR); a == nil || a != b {
 		t.Error("the schema of gadgets, whose CRD did not change, is another object in the new source: rules that name gadgets would be compiled again")
 	}
+	for name, crd := range r.crds {
+		if crd.ManagedFields != nil || crd.Annotations != nil || len(crd.Status.Conditions) > 0 {
+			t.Errorf("the reader keeps CRD %s with its managedFields (%d), annotations (%d) or status (%d conditions)",
+				name, len(crd.ManagedFields), len(crd.Annotations), len(crd.Status.Conditions))
+		}
+	}
 	// The API server writes the new CRD's status (names accepted, established) after
 	// the create, each a change; once it is done, reads give one source again.
 	testenv.Eventually(t, 30*time.Second, func() (bool, string) {

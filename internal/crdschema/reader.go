@@ -76,6 +76,8 @@ func (r *Reader) Schemas(ctx context.Context) (rules.SchemaSource, error) {
 	for i, crd := range crds {
 		if old := r.crds[crd.Name]; old != nil && old.UID == crd.UID && equality.Semantic.DeepEqual(old.Spec, crd.Spec) {
 			crds[i] = old
+		} else {
+			keepOnlySpec(crd)
 		}
 		byName[crd.Name] = crds[i]
 	}
@@ -83,6 +85,16 @@ func (r *Reader) Schemas(ctx context.Context) (rules.SchemaSource, error) {
 	r.last = rules.SchemasFromCRDs(crds...)
 	r.version = versionsOf(list.Items, func(o apiextensionsv1.CustomResourceDefinition) metav1.ObjectMeta { return o.ObjectMeta })
 	return r.last, nil
+}
+
+// keepOnlySpec drops from a CRD what the schemas are not made of and the Reader does
+// not compare (its managedFields, annotations and status), which the Reader would
+// otherwise keep for as long as the CRD does not change: a CRD's managedFields and
+// kubectl's last-applied annotation can each be as large as its schema.
+func keepOnlySpec(crd *apiextensionsv1.CustomResourceDefinition) {
+	crd.ManagedFields = nil
+	crd.Annotations = nil
+	crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
 }
 
 // versionsOf hashes the names and resource versions of items, in name order.
