@@ -15,7 +15,9 @@ import (
 // the tests. Every tick (a second in Run) it does two things:
 //
 //   - It bounds the heap's growth: GOGC is set from the live data, so that the heap grows
-//     at most gcHeadroom over it before a collection (gcPercent). The Go collector would
+//     at most gcHeadroom over it before a collection (gcPercent), and at most
+//     restHeadroom while the controller rests (idle, its last burst's memory returned;
+//     it still decodes watch bookmarks and renews its watches). The Go collector would
 //     let it grow to twice the live data (GOGC=100). kubecel's live data is mostly its
 //     informer caches, made during bursts of work among the garbage of decoding and
 //     evaluating; the cached objects then sit in memory pages that the burst's garbage
@@ -31,8 +33,8 @@ import (
 //     included), leaves the collector to the user; GOGC is 100 again once the loop ends.
 //   - It returns a burst's memory to the operating system once w, the controller, has
 //     been idle for quiet after it (idleWatch). Without a collection after a burst, an
-//     idle controller allocates nothing, so the Go runtime runs none until its
-//     two-minute forced cycle, and returns the pages later still. One forced collection
+//     idle controller allocates too little to start one soon, so the Go runtime runs
+//     none until its two-minute forced cycle, and returns the pages later still. One forced collection
 //     per burst (debug.FreeOSMemory) costs tens of milliseconds and brings the resident
 //     size back near the live data.
 func loop(ctx context.Context, w Workload, gc collector, tick, quiet time.Duration) {
@@ -54,9 +56,14 @@ func loop(ctx context.Context, w Workload, gc collector, tick, quiet time.Durati
 			return
 		case now = <-t.C:
 		}
+		over := idle.burstOver(now, w.Idle(), w.Reconciles())
 		if bound {
+			headroom, floor := uint64(gcHeadroom), minGCPercent
+			if idle.resting() {
+				headroom, floor = restHeadroom, minRestGCPercent
+			}
 			live, limit, ok := gc.heap()
-			p := gcPercent(live, limit)
+			p := gcPercent(live, limit, headroom, floor)
 			if !ok {
 				bound, p = false, 100 // not measured by this runtime
 			}
@@ -66,7 +73,7 @@ func loop(ctx context.Context, w Workload, gc collector, tick, quiet time.Durati
 				percent = p
 			}
 		}
-		if idle.burstOver(now, w.Idle(), w.Reconciles()) {
+		if over {
 			start := time.Now()
 			gc.release()
 			logger.V(2).Info("Returned memory to the OS after a burst of work", "took", time.Since(start))
@@ -82,24 +89,35 @@ func Run(ctx context.Context, w Workload) {
 	loop(ctx, w, goRuntime{}, time.Second, 5*time.Second)
 }
 
-// gcHeadroom is how far the heap may grow over the live data before a collection.
-const gcHeadroom = 32 << 20
+// gcHeadroom is how far the heap may grow over the live data before a collection while
+// the controller works, and restHeadroom while it rests (idle, its last burst's memory
+// returned). A resting controller allocates little (watch bookmarks, renewed watches),
+// so collecting after every restHeadroom costs little, and its heap, which is what it
+// keeps resident, stays near its live data instead of growing by gcHeadroom.
+const (
+	gcHeadroom   = 32 << 20
+	restHeadroom = 8 << 20
+)
 
 // minGCPercent keeps collection cost bounded for very large caches: at worst four
-// times what GOGC=100 costs.
-const minGCPercent = 25
+// times what GOGC=100 costs. minRestGCPercent is the floor at rest, where there is
+// little to collect.
+const (
+	minGCPercent     = 25
+	minRestGCPercent = 5
+)
 
 // noLimit is the memory limit when none is set (debug.SetMemoryLimit).
 const noLimit = math.MaxInt64
 
-// gcPercent is the GOGC value that lets the heap grow by gcHeadroom over live bytes of
-// live data, between minGCPercent and 100; 100 when the memory limit (bytes) leaves
-// the heap at most gcHeadroom over the live data, so the limit bounds the growth.
-func gcPercent(live uint64, limit int64) int {
-	if live == 0 || limit >= 0 && uint64(limit) <= live+gcHeadroom {
+// gcPercent is the GOGC value that lets the heap grow by headroom over live bytes of
+// live data, between floor and 100; 100 when the memory limit (bytes) leaves the heap
+// at most headroom over the live data, so the limit bounds the growth.
+func gcPercent(live uint64, limit int64, headroom uint64, floor int) int {
+	if live == 0 || limit >= 0 && uint64(limit) <= live+headroom {
 		return 100
 	}
-	return int(min(100, max(minGCPercent, 100*gcHeadroom/live)))
+	return int(min(100, max(uint64(floor), 100*headroom/live)))
 }
 
 // Workload is what the memory loop watches: an *engine.Controller.
@@ -163,3 +181,7 @@ func (i *idleWatch) burstOver(now time.Time, idle bool, started uint64) bool {
 	}
 	return false
 }
+
+// resting reports whether the controller rests: idle at the last tick, and the memory
+// of its last burst returned (or no burst yet).
+func (i *idleWatch) resting() bool { return !i.busy && !i.idleSince.IsZero() }

@@ -41,8 +41,25 @@ func TestGCPercent(t *testing.T) {
 		{live: 64 * mib, limit: 0, want: 100},
 	}
 	for _, tc := range cases {
-		if got := gcPercent(tc.live, tc.limit); got != tc.want {
+		if got := gcPercent(tc.live, tc.limit, gcHeadroom, minGCPercent); got != tc.want {
 			t.Errorf("gcPercent(%d MiB, limit %d bytes) = %d, want %d", tc.live/mib, tc.limit, got, tc.want)
+		}
+	}
+	rest := []struct {
+		live  uint64
+		limit int64
+		want  int
+	}{
+		{live: 8 * mib, limit: noLimit, want: 100},
+		{live: 64 * mib, limit: noLimit, want: 12},
+		{live: 100 * mib, limit: noLimit, want: 8},
+		{live: 1024 * mib, limit: noLimit, want: minRestGCPercent},
+		{live: 100 * mib, limit: 120 * mib, want: 8},
+		{live: 100 * mib, limit: 100*mib + restHeadroom, want: 100},
+	}
+	for _, tc := range rest {
+		if got := gcPercent(tc.live, tc.limit, restHeadroom, minRestGCPercent); got != tc.want {
+			t.Errorf("at rest, gcPercent(%d MiB, limit %d bytes) = %d, want %d", tc.live/mib, tc.limit, got, tc.want)
 		}
 	}
 }
@@ -173,13 +190,17 @@ func TestMemoryLoopSetsGOGC(t *testing.T) {
 		live       uint64
 		limit      int64
 		unmeasured bool
-		want       int // GOGC while the loop runs
-		wantSets   int // calls to setGCPercent, the end's included
+		busy       bool // the controller works; else it rests
+		want       int  // GOGC while the loop runs
+		wantSets   int  // calls to setGCPercent, the end's included
 	}{
-		{name: "neither GOGC nor a limit, small", live: 10 * mib, limit: noLimit, want: 100, wantSets: 0},
-		{name: "neither GOGC nor a limit, large", live: 96 * mib, limit: noLimit, want: 33, wantSets: 2},
-		{name: "a limit far above the live data", live: 96 * mib, limit: 512 * mib, want: 33, wantSets: 2},
-		{name: "a limit within the headroom", live: 96 * mib, limit: 120 * mib, want: 100, wantSets: 0},
+		{name: "neither GOGC nor a limit, small", live: 10 * mib, limit: noLimit, busy: true, want: 100, wantSets: 0},
+		{name: "neither GOGC nor a limit, large", live: 96 * mib, limit: noLimit, busy: true, want: 33, wantSets: 2},
+		{name: "neither GOGC nor a limit, large, at rest", live: 96 * mib, limit: noLimit, want: 8, wantSets: 2},
+		{name: "a limit far above the live data", live: 96 * mib, limit: 512 * mib, busy: true, want: 33, wantSets: 2},
+		{name: "a limit within the headroom", live: 96 * mib, limit: 120 * mib, busy: true, want: 100, wantSets: 0},
+		{name: "a limit within the headroom at rest", live: 96 * mib, limit: 100 * mib, want: 100, wantSets: 0},
+		{name: "a limit over the headroom at rest", live: 96 * mib, limit: 120 * mib, want: 8, wantSets: 2},
 		{name: "GOGC off and a limit", env: "off", live: 96 * mib, limit: 512 * mib, want: 100, wantSets: 0},
 		{name: "GOGC and a limit", env: "50", live: 96 * mib, limit: 512 * mib, want: 100, wantSets: 0},
 		{name: "GOGC without a limit", env: "100", live: 96 * mib, limit: noLimit, want: 100, wantSets: 0},
@@ -196,8 +217,10 @@ func TestMemoryLoopSetsGOGC(t *testing.T) {
 				gc := newFakeCollector(tc.live, tc.limit)
 				gc.unmeasured = tc.unmeasured
 				done := make(chan struct{})
+				w := &fakeWorkload{}
+				w.busy.Store(tc.busy)
 				go func() {
-					loop(ctx, &fakeWorkload{}, gc, time.Second, 5*time.Second)
+					loop(ctx, w, gc, time.Second, 5*time.Second)
 					close(done)
 				}()
 				time.Sleep(10*time.Second + 500*time.Millisecond)
@@ -227,7 +250,9 @@ func TestMemoryLoopFollowsTheLiveData(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		gc := newFakeCollector(10*mib, 256*mib)
-		go loop(ctx, &fakeWorkload{}, gc, time.Second, 5*time.Second)
+		w := &fakeWorkload{}
+		w.busy.Store(true)
+		go loop(ctx, w, gc, time.Second, 5*time.Second)
 		for _, step := range []struct {
 			live uint64
 			want int
@@ -249,6 +274,37 @@ func TestMemoryLoopFollowsTheLiveData(t *testing.T) {
 	})
 }
 
+// TestMemoryLoopRests: GOGC gives the heap gcHeadroom while the controller works, and
+// restHeadroom once it rests (its burst's memory returned), until it works again.
+func TestMemoryLoopRests(t *testing.T) {
+	unsetGOGC(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		gc := newFakeCollector(96*mib, noLimit)
+		var w fakeWorkload
+		w.busy.Store(true)
+		go loop(ctx, &w, gc, time.Second, 5*time.Second)
+		step := func(d time.Duration, want int, what string) {
+			t.Helper()
+			time.Sleep(d)
+			synctest.Wait()
+			if got, _, _ := gc.state(); got != want {
+				t.Errorf("%s: GOGC %d, want %d", what, got, want)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+		step(10*time.Second, 33, "working")
+		w.busy.Store(false)
+		step(3*time.Second, 33, "idle for less than quiet: the burst's memory not yet returned")
+		step(3*time.Second, 8, "resting")
+		step(time.Minute, 8, "still resting")
+		w.reconciles.Add(1)
+		step(time.Second, 33, "a reconcile between two ticks")
+		step(6*time.Second, 8, "resting again")
+	})
+}
+
 // gogc reads the collector's current GOGC (-1: off).
 func gogc() int {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
@@ -257,8 +313,8 @@ func gogc() int {
 }
 
 // TestMemoryLoopOnTheGoRuntime holds 96 MiB of live data and runs the loop on this
-// process's collector for a few ticks: without GOGC in the environment or a memory limit
-// it lets the heap grow by about 32 MiB over the live data, and sets GOGC back to 100
+// process's collector for a few ticks of a working controller: without GOGC in the
+// environment or a memory limit it lets the heap grow by about 32 MiB over the live data, and sets GOGC back to 100
 // when it ends; with GOGC in the environment (off with a limit, or set with a limit) it
 // leaves GOGC as it is; with a limit within 32 MiB of the live data it leaves GOGC at
 // 100.
@@ -298,8 +354,10 @@ func TestMemoryLoopOnTheGoRuntime(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan struct{})
+				w := &fakeWorkload{}
+				w.busy.Store(true)
 				go func() {
-					loop(ctx, &fakeWorkload{}, goRuntime{}, time.Second, 5*time.Second)
+					loop(ctx, w, goRuntime{}, time.Second, 5*time.Second)
 					close(done)
 				}()
 				time.Sleep(5*time.Second + 500*time.Millisecond)
