@@ -83,7 +83,8 @@ func ruleOf(name string) string {
 }
 
 // crd is the kind's CRD: a namespaced resource with a status subresource, spec.value,
-// and a status that keeps whatever the rule writes.
+// an optional spec field named after the kind, and a status that keeps whatever the rule
+// writes.
 func (c crdKind) crd() *apiextensionsv1.CustomResourceDefinition {
 	preserve := true
 	return &apiextensionsv1.CustomResourceDefinition{
@@ -101,6 +102,10 @@ func (c crdKind) crd() *apiextensionsv1.CustomResourceDefinition {
 					Properties: map[string]apiextensionsv1.JSONSchemaProps{
 						"spec": {Type: "object", Required: []string{"value"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{
 							"value": {Type: "string"},
+							// A field of its own, so that no two CRDs have one schema, as
+							// on a real platform: kubecel shares what rules of one schema
+							// can share, which would flatter the figures.
+							strings.ToLower(c.kind) + "Setting": {Type: "string"},
 						}},
 						"status": {Type: "object", XPreserveUnknownFields: &preserve},
 					},
