@@ -54,7 +54,11 @@ func (p *program) CEL() string { return p.src }
 // compiler compiles the expressions of one rule.
 type compiler struct {
 	envs *celenv.Envs
+	// at is the rule, where a problem of the whole rule is reported.
+	at   where
 	errs *ErrorList
+	// envFailed is set once an environment could not be built, which is reported once.
+	envFailed bool
 	// clusterParent is true when the rule's parent resource is known to be
 	// cluster-scoped.
 	clusterParent bool
@@ -68,9 +72,27 @@ type compiler struct {
 	warnings []*Error
 }
 
+// env returns the environment get builds (a method of celenv.Envs), or nil when it
+// cannot be built, which fails the rule.
+func (c *compiler) env(get func() (*cel.Env, error)) *cel.Env {
+	env, err := get()
+	if err != nil {
+		if !c.envFailed {
+			fail(c.errs, c.at, "cannot build the CEL environment: "+err.Error())
+			c.envFailed = true
+		}
+		return nil
+	}
+	return env
+}
+
 // compile compiles src, the CEL found at byte offset off of the field text source (0
-// when the whole field is CEL), in env.
+// when the whole field is CEL), in env; nil env (one that could not be built, already
+// reported) compiles nothing.
 func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, wanted want) *program {
+	if env == nil {
+		return nil
+	}
 	parsed, iss := env.Parse(src)
 	if iss.Err() != nil {
 		c.issues(w, source, src, off, iss, nil, nil)

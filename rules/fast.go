@@ -133,7 +133,7 @@ func (c *compiler) fastStatus(env *cel.Env, fields []statusField) *tree.Batch {
 // (for example over the parser's size limit).
 func (c *compiler) newBatch(env *cel.Env, roots ...*node) *tree.Batch {
 	src, n := tree.BatchSource(roots...)
-	if n < 2 {
+	if n < 2 || env == nil {
 		return nil
 	}
 	checked, iss := env.Compile(src)

@@ -145,6 +145,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	}
 	c := &compiler{
 		envs:     e,
+		at:       where{Rule: src.Name, Path: src.At},
 		errs:     errs,
 		childIDs: ids,
 		refIDs:   refIDs,
@@ -166,7 +167,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	}
 	rw := where{Rule: src.Name, Path: src.At}
 	if src.Parent.When != "" {
-		r.when = c.compile(e.ParentOnly, rw.Key("parent").Key("when"), src.Parent.When, src.Parent.When, 0, wantBool)
+		r.when = c.compile(c.env(e.ParentOnly), rw.Key("parent").Key("when"), src.Parent.When, src.Parent.When, 0, wantBool)
 	}
 	var children []*Child
 	reads := map[string][]string{}
@@ -211,11 +212,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 				fail(c.errs, fw.Key(name), msg)
 			}
 			mark := len(c.progs)
-			v := c.compileValue(e.Base, src.Status.Fields[name], fw.Key(name), vs.Key(name))
+			v := c.compileValue(c.env(e.Base), src.Status.Fields[name], fw.Key(name), vs.Key(name))
 			reads, refReads := c.readsSince(mark)
 			r.status = append(r.status, statusField{name: name, value: v, reads: reads, refReads: refReads})
 		}
-		r.fastStatus = c.fastStatus(e.Base, r.status)
+		r.fastStatus = c.fastStatus(c.env(e.Base), r.status)
 	}
 	if src.Rollout != nil {
 		c.compileRollout(r, src.Rollout, rw.Key("rollout"))
@@ -260,22 +261,34 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 		KeepOnRemove: cs.Lifecycle.KeepOnRemove, KeepOnParentDelete: cs.Lifecycle.KeepOnParentDelete}
 	mark := len(c.progs)
 	if cs.When != "" {
-		ch.when = c.compile(c.envs.Base, w.Key("when"), cs.When, cs.When, 0, wantBool)
+		ch.when = c.compile(c.env(c.envs.Base), w.Key("when"), cs.When, cs.When, 0, wantBool)
 	}
-	env, readyEnv := c.envs.Base, c.envs.Ready
+	// The readyWhen environment is built only for a child that has one.
+	env, readyEnv := c.env(c.envs.Base), func() *cel.Env { return c.env(c.envs.Ready) }
 	if ch.ForEach {
-		ch.forEach = c.compile(c.envs.Base, w.Key("forEach"), cs.ForEach, cs.ForEach, 0, wantList)
+		ch.forEach = c.compile(env, w.Key("forEach"), cs.ForEach, cs.ForEach, 0, wantList)
 		each := cel.DynType
 		if ch.forEach != nil && ch.forEach.out.Kind() == types.ListKind {
 			each = ch.forEach.out.Parameters()[0]
 		}
-		var err error
-		if env, err = celenv.WithEach(env, each); err == nil {
-			readyEnv, err = celenv.WithEach(readyEnv, each)
+		if env == nil {
+			return nil
 		}
-		if err != nil {
+		var err error
+		if env, err = celenv.WithEach(env, each); err != nil {
 			c.fail(w.Key("forEach"), cs.ForEach, 0, "cannot declare each and index: "+err.Error())
 			return nil
+		}
+		if cs.ReadyWhen != "" {
+			ready := readyEnv()
+			if ready == nil {
+				return nil
+			}
+			if ready, err = celenv.WithEach(ready, each); err != nil {
+				c.fail(w.Key("forEach"), cs.ForEach, 0, "cannot declare each and index: "+err.Error())
+				return nil
+			}
+			readyEnv = func() *cel.Env { return ready }
 		}
 	}
 	if cs.Template != nil {
@@ -303,7 +316,7 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 	}
 	ch.fast = c.fastChild(env, ch)
 	if cs.ReadyWhen != "" {
-		ch.readyWhen = c.compile(readyEnv, w.Key("readyWhen"), cs.ReadyWhen, cs.ReadyWhen, 0, wantBool)
+		ch.readyWhen = c.compile(readyEnv(), w.Key("readyWhen"), cs.ReadyWhen, cs.ReadyWhen, 0, wantBool)
 	}
 	ch.reads, ch.refReads = c.readsSince(mark)
 	return ch

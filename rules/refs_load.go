@@ -114,7 +114,7 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 	}
 	c.computedNamespace(rs, ref, w)
 	mark := len(c.progs)
-	env := c.envs.Refs
+	env := c.env(c.envs.Refs)
 	if rs.Name != "" {
 		ref.compiled.name = c.compileValue(env, rs.Name, w.Key("name"), valueSchema{})
 	}
