@@ -38,8 +38,11 @@ type program struct {
 	// reads lists the ids of the children the expression reads; refReads those of the
 	// refs.
 	reads, refReads []string
-	// checked is the type-checked AST, kept for static analysis at load time.
+	// checked is the type-checked AST, for static analysis at load time; a loaded rule
+	// drops it (dropChecked), as evaluation needs only its selections.
 	checked *cel.Ast
+	// selections are what a "no such key" error's hint names (exprcheck.Selections).
+	selections exprcheck.Selections
 	// sensitive is true when the expression reads Secret data (sensitive.go): its
 	// errors' texts are withheld.
 	sensitive bool
@@ -103,7 +106,7 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 		c.issues(w, source, src, off, iss, env, parsed)
 		return nil
 	}
-	p := &program{w: w, source: source, src: src, out: checked.OutputType(), checked: checked}
+	p := &program{w: w, source: source, src: src, out: checked.OutputType(), checked: checked, selections: exprcheck.SelectionsOf(checked)}
 	if msg := exprcheck.Mismatch(p.out, wanted); msg != "" {
 		c.fail(w, source, exprcheck.Column(source, off, 0), msg)
 		return nil
@@ -130,6 +133,14 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 	p.prg = prg
 	c.progs = append(c.progs, p)
 	return p
+}
+
+// dropChecked drops the checked ASTs of the programs compiled, once the rule is loaded
+// and nothing analyses them any more: they are most of a program's memory.
+func (c *compiler) dropChecked() {
+	for _, p := range c.progs {
+		p.checked = nil
+	}
 }
 
 // checkRanges rejects lists.range calls whose count is not a constant of at most

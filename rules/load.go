@@ -231,6 +231,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	if opts.Schemas != nil && !gvr.Empty() {
 		r.warnings = append(r.warnings, optionalWarnings(r, opts.Schemas.ResourceSchema(gvr), c.progs)...)
 	}
+	c.dropChecked()
 	return r
 }
 
