@@ -15,8 +15,10 @@ import (
 // field), whose controller's memory per rule is what issue 39 is about.
 
 // thingCRD is CRD Thing<i> of group bench.kubecel.dev: a namespaced resource with a
-// status subresource, a required spec.value and a status that keeps unknown fields.
-func thingCRD(i int) *apiextensionsv1.CustomResourceDefinition {
+// status subresource, a required spec.value and a status that keeps unknown fields, as
+// the bench command makes it. With own set, its spec also has a field named after it
+// (thing<i>), so that no two CRDs have the same schema.
+func thingCRD(i int, own bool) *apiextensionsv1.CustomResourceDefinition {
 	preserve := true
 	kind := fmt.Sprintf("Thing%d", i)
 	plural := fmt.Sprintf("thing%ds", i)
@@ -39,6 +41,10 @@ func thingCRD(i int) *apiextensionsv1.CustomResourceDefinition {
 				},
 			}},
 		}},
+	}
+	if own {
+		spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		spec.Properties[fmt.Sprintf("thing%d", i)] = apiextensionsv1.JSONSchemaProps{Type: "string"}
 	}
 	return crd
 }
@@ -70,14 +76,15 @@ const thingRule = `  - name: thing%[1]d
         value: ${parent.spec.value}
 `
 
-// thingRules returns the rules file of n Thing rules and the schemas of their CRDs.
-func thingRules(n int) ([]byte, *CRDSchemas) {
+// thingRules returns the rules file of n Thing rules and the schemas of their CRDs
+// (each its own schema with own set).
+func thingRules(n int, own bool) ([]byte, *CRDSchemas) {
 	var b strings.Builder
 	b.WriteString("apiVersion: kubecel.dev/v1alpha1\nkind: RuleSet\nrules:\n")
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, n)
 	for i := range n {
 		fmt.Fprintf(&b, thingRule, i)
-		crds[i] = thingCRD(i)
+		crds[i] = thingCRD(i, own)
 	}
 	return []byte(b.String()), SchemasFromCRDs(crds...)
 }
@@ -103,16 +110,31 @@ var retainedSet *RuleSet
 // schemas are made before the first measure; what the first load of the process builds
 // once (the CEL library, the embedded schemas) is built by a load before it.
 //
-//	go test -run x -bench BenchmarkRetainedPerRule -benchtime 1x ./rules
+// In samecrd, every CRD has the schema the bench command gives them all, as in its
+// --crds phase; in owncrd each has a schema of its own, so that nothing built from a
+// parent's schema is shared.
+//
+//	go test -run '^$' -bench BenchmarkRetainedPerRule -benchtime 1x ./rules
 //
 // With -memprofile, `go tool pprof -sample_index=inuse_space` shows what they hold.
 func BenchmarkRetainedPerRule(b *testing.B) {
+	for _, own := range []bool{false, true} {
+		name := "samecrd"
+		if own {
+			name = "owncrd"
+		}
+		b.Run(name, func(b *testing.B) { retainedPerRule(b, own) })
+	}
+}
+
+// retainedPerRule is BenchmarkRetainedPerRule with CRDs of their own schemas or not.
+func retainedPerRule(b *testing.B, own bool) {
 	const n = 500
-	warm, warmSchemas := thingRules(1)
+	warm, warmSchemas := thingRules(1, own)
 	if _, err := Load(warm, Options{Schemas: warmSchemas}); err != nil {
 		b.Fatal(err)
 	}
-	data, schemas := thingRules(n)
+	data, schemas := thingRules(n, own)
 	var perRule float64
 	for b.Loop() {
 		before := heapAfterGC()

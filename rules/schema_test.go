@@ -39,14 +39,14 @@ func TestNamedDeclTypesAreTheRenamedOnes(t *testing.T) {
 // TestParentTypesShareTheirMetadata checks that the parent types of two schemas share
 // one type of `parent.metadata`, and that a ref's is its own, named by its path.
 func TestParentTypesShareTheirMetadata(t *testing.T) {
-	a, b := parentDeclType(thingCRD(1).Spec.Versions[0].Schema.OpenAPIV3Schema), parentDeclType(thingCRD(2).Spec.Versions[0].Schema.OpenAPIV3Schema)
+	a, b := parentDeclType(thingCRD(1, false).Spec.Versions[0].Schema.OpenAPIV3Schema), parentDeclType(thingCRD(2, true).Spec.Versions[0].Schema.OpenAPIV3Schema)
 	if a == nil || b == nil {
 		t.Fatal("parentDeclType() = nil")
 	}
 	if a == b || a.Fields["metadata"].Type != b.Fields["metadata"].Type {
 		t.Error("two parent types do not share the type of their metadata (or are one type)")
 	}
-	refs := refsDeclType([]*refSource{{ID: "other", APIVersion: "bench.kubecel.dev/v1", Kind: "Thing1"}}, SchemasFromCRDs(thingCRD(1)))
+	refs := refsDeclType([]*refSource{{ID: "other", APIVersion: "bench.kubecel.dev/v1", Kind: "Thing1"}}, SchemasFromCRDs(thingCRD(1, false)))
 	if refs == nil {
 		t.Fatal("refsDeclType() = nil")
 	}
