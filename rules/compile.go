@@ -57,6 +57,8 @@ func (p *program) CEL() string { return p.src }
 // compiler compiles the expressions of one rule.
 type compiler struct {
 	envs *celenv.Envs
+	// share is what the rules of the load share (share.go); nil for none.
+	share *share
 	// at is the rule, where a problem of the whole rule is reported.
 	at   where
 	errs *ErrorList
@@ -125,7 +127,7 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 		c.fail(w, source, 0, why)
 		return nil
 	}
-	prg, err := env.Program(checked, c.cost.ProgramOptions(env, checked)...)
+	prg, err := c.program(env, src, checked)
 	if err != nil {
 		c.fail(w, source, 0, "cannot build the program: "+err.Error())
 		return nil
@@ -133,6 +135,14 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 	p.prg = prg
 	c.progs = append(c.progs, p)
 	return p
+}
+
+// program builds the program of src, checked in env, or takes the one built for the
+// same text in the same environment by another rule of the load (share.go).
+func (c *compiler) program(env *cel.Env, src string, checked *cel.Ast) (cel.Program, error) {
+	return c.share.program(env, src, func() (cel.Program, error) {
+		return env.Program(checked, c.cost.ProgramOptions(env, checked)...)
+	})
 }
 
 // dropChecked drops the checked ASTs of the programs compiled, once the rule is loaded

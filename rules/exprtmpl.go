@@ -18,7 +18,7 @@ func (c *compiler) exprTemplate(env *cel.Env, p *program) *node {
 		if iss.Err() != nil {
 			return nil, false
 		}
-		prg, err := env.Program(checked, c.cost.ProgramOptions(env, checked)...)
+		prg, err := c.program(env, src, checked)
 		if err != nil {
 			return nil, false
 		}

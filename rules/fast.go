@@ -140,7 +140,7 @@ func (c *compiler) newBatch(env *cel.Env, roots ...*node) *tree.Batch {
 	if iss.Err() != nil {
 		return nil
 	}
-	prg, err := env.Program(checked, c.cost.ProgramOptions(env, checked)...)
+	prg, err := c.program(env, src, checked)
 	if err != nil {
 		return nil
 	}

@@ -118,7 +118,7 @@ type statusField struct {
 
 // compileRule validates and compiles one rule, or returns nil after reporting why it
 // cannot.
-func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
+func compileRule(src *ruleSource, opts Options, sh *share, errs *ErrorList) *Rule {
 	before := len(*errs)
 	gvr, selector := checkParent(src, errs)
 	if len(*errs) == before {
@@ -133,18 +133,25 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	if !gvr.Empty() {
 		parentSchema = opts.schemas().ResourceSchema(gvr)
 	}
-	var parentType *apiservercel.DeclType
-	if parentSchema != nil {
-		parentType = parentDeclType(parentSchema)
-	}
 	refsType := refsDeclType(src.Refs, opts.schemas())
-	e, err := celenv.New(parentType, refsType)
+	var parentType *apiservercel.DeclType
+	var e *celenv.Envs
+	var err error
+	if refsType == nil {
+		parentType, e, err = sh.parent(parentSchema)
+	} else {
+		if parentSchema != nil {
+			parentType = parentDeclType(parentSchema)
+		}
+		e, err = celenv.New(parentType, refsType)
+	}
 	if err != nil {
 		fail(errs, where{Rule: src.Name, Path: src.At}, "cannot build the CEL environment: "+err.Error())
 		return nil
 	}
 	c := &compiler{
 		envs:     e,
+		share:    sh,
 		at:       where{Rule: src.Name, Path: src.At},
 		errs:     errs,
 		childIDs: ids,

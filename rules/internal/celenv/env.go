@@ -82,8 +82,8 @@ var buildLibrary = sync.OnceValues(func() (*cel.Env, error) {
 // depends on where it is. Each is built the first time it is asked for, directly on the
 // library environment, so that a rule keeps alive only the environments its programs
 // were compiled in (a program holds its environment, and an environment the one it
-// extends): a rule without parent.when, refs or readyWhen builds one. An Envs is used by
-// the one goroutine that compiles its rule.
+// extends): a rule without parent.when, refs or readyWhen builds one. An Envs is safe
+// for concurrent use, so that rules whose variables have the same types can share one.
 type Envs struct {
 	// Types resolves the object types built from the parent's and the refs' schemas;
 	// nil without either.
@@ -94,7 +94,8 @@ type Envs struct {
 	typeOpts []cel.EnvOption
 	object   *cel.Type
 	refsVar  *cel.Type
-	// The environments built so far, or the error building them.
+	// mu guards the environments built so far, or the error building them.
+	mu                            sync.Mutex
 	parentOnly, refs, base, ready envResult
 }
 
@@ -143,8 +144,11 @@ func (e *Envs) extendLibrary(vars ...cel.EnvOption) (*cel.Env, error) {
 	return lib.Extend(append(slices.Clone(e.typeOpts), vars...)...)
 }
 
-// once returns what build returns, calling it only the first time.
-func once(r *envResult, build func() (*cel.Env, error)) (*cel.Env, error) {
+// once returns what build returns, calling it only the first time; build runs with mu
+// held.
+func (e *Envs) once(r *envResult, build func() (*cel.Env, error)) (*cel.Env, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if r.env == nil && r.err == nil {
 		r.env, r.err = build()
 	}
@@ -153,21 +157,21 @@ func once(r *envResult, build func() (*cel.Env, error)) (*cel.Env, error) {
 
 // ParentOnly declares Parent: the rule's parent.when.
 func (e *Envs) ParentOnly() (*cel.Env, error) {
-	return once(&e.parentOnly, func() (*cel.Env, error) {
+	return e.once(&e.parentOnly, func() (*cel.Env, error) {
 		return e.extendLibrary(cel.Variable(Parent, e.object))
 	})
 }
 
 // Refs adds Refs: a ref's name, namespace and selector.
 func (e *Envs) Refs() (*cel.Env, error) {
-	return once(&e.refs, func() (*cel.Env, error) {
+	return e.once(&e.refs, func() (*cel.Env, error) {
 		return e.extendLibrary(cel.Variable(Parent, e.object), cel.Variable(Refs, e.refsVar))
 	})
 }
 
 // Base adds Children: a child's when and forEach, templates, status fields.
 func (e *Envs) Base() (*cel.Env, error) {
-	return once(&e.base, func() (*cel.Env, error) {
+	return e.once(&e.base, func() (*cel.Env, error) {
 		return e.extendLibrary(cel.Variable(Parent, e.object), cel.Variable(Refs, e.refsVar),
 			cel.Variable(Children, cel.MapType(cel.StringType, cel.DynType)))
 	})
@@ -175,11 +179,11 @@ func (e *Envs) Base() (*cel.Env, error) {
 
 // Ready adds Self: readyWhen.
 func (e *Envs) Ready() (*cel.Env, error) {
-	return once(&e.ready, func() (*cel.Env, error) {
-		base, err := e.Base()
-		if err != nil {
-			return nil, err
-		}
+	base, err := e.Base()
+	if err != nil {
+		return nil, err
+	}
+	return e.once(&e.ready, func() (*cel.Env, error) {
 		return base.Extend(cel.Variable(Self, cel.MapType(cel.StringType, cel.DynType)))
 	})
 }
