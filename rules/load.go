@@ -73,6 +73,9 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 	}
 	locate(pieces, flows)
 	rs.Warnings = append(rs.Warnings, flows...)
+	for i, src := range rs.sources {
+		rs.sources[i] = src.revisable()
+	}
 	setConditionTypes(rs.Rules, newScopes(opts))
 	for _, r := range rs.Rules {
 		sealFingerprint(r)

@@ -34,6 +34,21 @@ func newRuleSource(r *parse.Rule) *ruleSource {
 	return &ruleSource{Rule: r, api: &apiSource{def: r.API.Definition()}}
 }
 
+// revisable is what RuleSet.Revise reads of a loaded rule's source besides the stored
+// document it compiles: the rule's name, its parent, the names of its status fields
+// (checkStatusOwners), where it is and in which piece. The rest (the templates and
+// expressions) is in the compiled rule, and a rule set does not keep it twice.
+func (s *ruleSource) revisable() *ruleSource {
+	r := &parse.Rule{Name: s.Name, Parent: s.Parent, At: s.At}
+	if s.Status != nil {
+		r.Status = &parse.Status{Fields: make(map[string]any, len(s.Status.Fields))}
+		for name := range s.Status.Fields {
+			r.Status.Fields[name] = nil
+		}
+	}
+	return &ruleSource{Rule: r, piece: s.piece, api: s.api}
+}
+
 // apiSource is a rule's api block: its definition, nil when the rule has none or the
 // block has problems.
 type apiSource struct {
