@@ -241,6 +241,7 @@ func compileRule(src *ruleSource, opts Options, sh *share, errs *ErrorList) *Rul
 	if opts.Schemas != nil && !gvr.Empty() {
 		r.warnings = append(r.warnings, optionalWarnings(r, opts.Schemas.ResourceSchema(gvr), c.progs)...)
 	}
+	r.sens.compact()
 	c.dropChecked()
 	return r
 }
