@@ -35,17 +35,12 @@ func newRuleSource(r *parse.Rule) *ruleSource {
 }
 
 // revisable is what RuleSet.Revise reads of a loaded rule's source besides the stored
-// document it compiles: the rule's name, its parent, the names of its status fields
-// (checkStatusOwners), where it is and in which piece. The rest (the templates and
-// expressions) is in the compiled rule, and a rule set does not keep it twice.
+// document it compiles: the rule's name, its parent, its status fields (their names, for
+// checkStatusOwners; their values are mostly the texts its programs hold anyway), where
+// it is and in which piece. The rest (the children's templates and expressions, the
+// refs) is in the compiled rule, and a rule set does not keep it twice.
 func (s *ruleSource) revisable() *ruleSource {
-	r := &parse.Rule{Name: s.Name, Parent: s.Parent, At: s.At}
-	if s.Status != nil {
-		r.Status = &parse.Status{Fields: make(map[string]any, len(s.Status.Fields))}
-		for name := range s.Status.Fields {
-			r.Status.Fields[name] = nil
-		}
-	}
+	r := &parse.Rule{Name: s.Name, Parent: s.Parent, Status: s.Status, At: s.At}
 	return &ruleSource{Rule: r, piece: s.piece, api: s.api}
 }
 
