@@ -151,3 +151,23 @@ func retainedPerRule(b *testing.B, own bool) {
 	}
 	b.ReportMetric(perRule, "retained-B/rule")
 }
+
+// BenchmarkLoadThings loads 200 Thing rules with their CRDs' schemas: what sharing
+// (share.go) costs or saves at load, the other side of BenchmarkRetainedPerRule.
+func BenchmarkLoadThings(b *testing.B) {
+	for _, own := range []bool{false, true} {
+		name := "samecrd"
+		if own {
+			name = "owncrd"
+		}
+		b.Run(name, func(b *testing.B) {
+			data, schemas := thingRules(200, own)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Load(data, Options{Schemas: schemas}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
