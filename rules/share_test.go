@@ -110,3 +110,38 @@ func TestSharedProgramsEvaluateEachRule(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestReloadWithSharedPrograms reloads a set of rules that share programs, with one rule
+// edited: the others are taken over (Options.Previous) and evaluate as before, and the
+// edited one, compiled in a load of its own, evaluates its new text.
+func TestReloadWithSharedPrograms(t *testing.T) {
+	data, schemas := thingRules(3, false)
+	opts := Options{Schemas: schemas, EvalTimeout: relaxed}
+	first, err := Load(data, opts)
+	if err != nil {
+		t.Fatalf("Load():\n%v", err)
+	}
+	// Rule thing1's status field, on the same line, so that the other rules keep their
+	// places.
+	at := strings.Index(string(data), "name: thing1\n")
+	edited := string(data[:at]) + strings.Replace(string(data[at:]), "fields:\n        value: ${parent.spec.value}", "fields:\n        value: ${parent.spec.value + \"!\"}", 1)
+	opts.Previous = first
+	second, err := Load([]byte(edited), opts)
+	if err != nil {
+		t.Fatalf("Load(edited):\n%v", err)
+	}
+	for i, r := range second.Rules {
+		// A rule taken over is a copy of the one before, with its compiled parts.
+		if took := r.status[0].value == first.Rules[i].status[0].value; took != (i != 1) {
+			t.Errorf("rule %s taken over = %v, want %v", r.Name, took, i != 1)
+		}
+		want := "v"
+		if i == 1 {
+			want = "v!"
+		}
+		res, err := r.Evaluate(t.Context(), thingParent(i, "p", "v"), nil)
+		if err != nil || res.Status["value"] != want {
+			t.Errorf("%s: Evaluate() = %+v, %v; want status value %s", r.Name, res.Status, err, want)
+		}
+	}
+}
