@@ -98,7 +98,7 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 	if env == nil {
 		return nil
 	}
-	parsed, iss := env.Parse(src)
+	parsed, iss := c.envs.Parse(src)
 	if iss.Err() != nil {
 		c.issues(w, source, src, off, iss, nil, nil)
 		return nil

@@ -14,7 +14,7 @@ import (
 func (c *compiler) exprTemplate(env *cel.Env, p *program) *node {
 	native := p.checked.NativeRep()
 	leaf := func(src string, w where) (*program, bool) {
-		checked, iss := env.Compile(src)
+		checked, iss := c.envs.Compile(env, src)
 		if iss.Err() != nil {
 			return nil, false
 		}

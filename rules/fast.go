@@ -136,7 +136,7 @@ func (c *compiler) newBatch(env *cel.Env, roots ...*node) *tree.Batch {
 	if n < 2 || env == nil {
 		return nil
 	}
-	checked, iss := env.Compile(src)
+	checked, iss := c.envs.Compile(env, src)
 	if iss.Err() != nil {
 		return nil
 	}

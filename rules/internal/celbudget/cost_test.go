@@ -54,7 +54,7 @@ func TestBoundedExpressionsSkipTracking(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
-			checked, iss := ready.Compile(tt.expr)
+			checked, iss := envs.Compile(ready, tt.expr)
 			if iss.Err() != nil {
 				t.Fatal(iss.Err())
 			}
@@ -113,7 +113,7 @@ func TestCheckUsesTheParentsBounds(t *testing.T) {
 		{"parent.spec.hosts.map(a, parent.spec.hosts.map(b, a + b)).size()", ""},
 	}
 	for _, tt := range tests {
-		checked, iss := base.Compile(tt.expr)
+		checked, iss := envs.Compile(base, tt.expr)
 		if iss.Err() != nil {
 			t.Fatal(iss.Err())
 		}

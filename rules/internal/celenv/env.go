@@ -84,6 +84,11 @@ var buildLibrary = sync.OnceValues(func() (*cel.Env, error) {
 // were compiled in (a program holds its environment, and an environment the one it
 // extends): a rule without parent.when, refs or readyWhen builds one. An Envs is safe
 // for concurrent use, so that rules whose variables have the same types can share one.
+//
+// The environments declare no macros (has, all, map...), which each would copy and
+// build a parser of: expressions are parsed by the library's parser, with its macros
+// (Parse), then checked in them. Compile does both; an environment's own Parse and
+// Compile would not expand macros.
 type Envs struct {
 	// Types resolves the object types built from the parent's and the refs' schemas;
 	// nil without either.
@@ -94,6 +99,8 @@ type Envs struct {
 	typeOpts []cel.EnvOption
 	object   *cel.Type
 	refsVar  *cel.Type
+	// lib is the library environment, which parses.
+	lib *cel.Env
 	// mu guards the environments built so far, or the error building them.
 	mu                            sync.Mutex
 	parentOnly, refs, base, ready envResult
@@ -113,7 +120,7 @@ func New(parentType, refsType *apiservercel.DeclType) (*Envs, error) {
 		return nil, fmt.Errorf("build the CEL library environment: %w", err)
 	}
 	object := cel.MapType(cel.StringType, cel.DynType)
-	e := &Envs{object: object, refsVar: object}
+	e := &Envs{lib: lib, object: object, refsVar: object}
 	var declared []*apiservercel.DeclType
 	for _, t := range []*apiservercel.DeclType{parentType, refsType} {
 		if t != nil {
@@ -135,13 +142,26 @@ func New(parentType, refsType *apiservercel.DeclType) (*Envs, error) {
 	return e, nil
 }
 
-// extendLibrary is the library environment with the schema types and vars declared.
+// extendLibrary is the library environment with the schema types and vars declared,
+// without its macros.
 func (e *Envs) extendLibrary(vars ...cel.EnvOption) (*cel.Env, error) {
-	lib, err := Library()
-	if err != nil {
-		return nil, fmt.Errorf("build the CEL library environment: %w", err)
+	return e.lib.Extend(append(append(slices.Clone(e.typeOpts), cel.ClearMacros()), vars...)...)
+}
+
+// Parse parses src with the library's parser (its limits and macros), for checking in
+// one of the environments.
+func (e *Envs) Parse(src string) (*cel.Ast, *cel.Issues) {
+	return e.lib.Parse(src)
+}
+
+// Compile parses src (Parse) and checks it in env, one of the environments or one made
+// from them (WithEach).
+func (e *Envs) Compile(env *cel.Env, src string) (*cel.Ast, *cel.Issues) {
+	parsed, iss := e.Parse(src)
+	if iss.Err() != nil {
+		return nil, iss
 	}
-	return lib.Extend(append(slices.Clone(e.typeOpts), vars...)...)
+	return env.Check(parsed)
 }
 
 // once returns what build returns, calling it only the first time; build runs with mu

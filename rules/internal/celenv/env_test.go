@@ -47,7 +47,7 @@ func TestEnvsDeclareTheVariablesOfEachPlace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for name, env := range envs {
-			_, iss := env.Compile(tt.expr)
+			_, iss := e.Compile(env, tt.expr)
 			want := strings.Contains(" "+strings.Join(tt.known, " ")+" ", " "+name+" ")
 			if got := iss.Err() == nil; got != want {
 				t.Errorf("%s: Compile(%s) ok = %v, want %v (%v)", name, tt.expr, got, want, iss.Err())
@@ -92,7 +92,7 @@ func TestEnvsTypeTheParent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, iss := tt.env.Compile(tt.expr)
+			_, iss := e.Compile(tt.env, tt.expr)
 			switch {
 			case tt.wantErr == "" && iss.Err() != nil:
 				t.Errorf("Compile(%s) = %v, want no error", tt.expr, iss.Err())
@@ -175,10 +175,31 @@ func TestEnvsAreBuiltOnceEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, iss := ready.Compile(`self.status.anything == 1 && parent.spec.replicas > 0`); iss.Err() != nil {
+	if _, iss := e.Compile(ready, `self.status.anything == 1 && parent.spec.replicas > 0`); iss.Err() != nil {
 		t.Errorf("Compile(readyWhen) = %v, want self dynamic and parent typed", iss.Err())
 	}
-	if _, iss := ready.Compile(`parent.spec.replica > 0`); iss.Err() == nil {
+	if _, iss := e.Compile(ready, `parent.spec.replica > 0`); iss.Err() == nil {
 		t.Error("Compile(parent.spec.replica) in ready succeeded, want the parent's type to refuse it")
+	}
+}
+
+// TestEnvsParseWithTheLibrarysMacros checks that expressions are parsed with the
+// library's macros (Compile), which the environments do not copy.
+func TestEnvsParseWithTheLibrarysMacros(t *testing.T) {
+	e, err := New(widgetType(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := e.Base()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, expr := range []string{`has(parent.spec.replicas)`, `[1, 2].all(x, x > 0)`, `[1].map(x, x + parent.spec.replicas).size() == 1`, `cel.bind(r, parent.spec.replicas, r > 0)`} {
+		if _, iss := e.Compile(base, expr); iss.Err() != nil {
+			t.Errorf("Compile(%s) = %v, want the library's macros expanded", expr, iss.Err())
+		}
+	}
+	if _, iss := base.Compile(`[1, 2].all(x, x > 0)`); iss.Err() == nil {
+		t.Error("the environment's own Compile expanded all(): it copied the library's macros")
 	}
 }
