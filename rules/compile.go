@@ -38,8 +38,11 @@ type program struct {
 	// reads lists the ids of the children the expression reads; refReads those of the
 	// refs.
 	reads, refReads []string
-	// checked is the type-checked AST, kept for static analysis at load time.
+	// checked is the type-checked AST, for static analysis at load time; a loaded rule
+	// drops it (dropChecked), as evaluation needs only its selections.
 	checked *cel.Ast
+	// selections are what a "no such key" error's hint names (exprcheck.Selections).
+	selections exprcheck.Selections
 	// sensitive is true when the expression reads Secret data (sensitive.go): its
 	// errors' texts are withheld.
 	sensitive bool
@@ -54,7 +57,13 @@ func (p *program) CEL() string { return p.src }
 // compiler compiles the expressions of one rule.
 type compiler struct {
 	envs *celenv.Envs
+	// share is what the rules of the load share (share.go); nil for none.
+	share *share
+	// at is the rule, where a problem of the whole rule is reported.
+	at   where
 	errs *ErrorList
+	// envFailed is set once an environment could not be built, which is reported once.
+	envFailed bool
 	// clusterParent is true when the rule's parent resource is known to be
 	// cluster-scoped.
 	clusterParent bool
@@ -68,10 +77,28 @@ type compiler struct {
 	warnings []*Error
 }
 
+// env returns the environment get builds (a method of celenv.Envs), or nil when it
+// cannot be built, which fails the rule.
+func (c *compiler) env(get func() (*cel.Env, error)) *cel.Env {
+	env, err := get()
+	if err != nil {
+		if !c.envFailed {
+			fail(c.errs, c.at, "cannot build the CEL environment: "+err.Error())
+			c.envFailed = true
+		}
+		return nil
+	}
+	return env
+}
+
 // compile compiles src, the CEL found at byte offset off of the field text source (0
-// when the whole field is CEL), in env.
+// when the whole field is CEL), in env; nil env (one that could not be built, already
+// reported) compiles nothing.
 func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, wanted want) *program {
-	parsed, iss := env.Parse(src)
+	if env == nil {
+		return nil
+	}
+	parsed, iss := c.envs.Parse(src)
 	if iss.Err() != nil {
 		c.issues(w, source, src, off, iss, nil, nil)
 		return nil
@@ -81,7 +108,7 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 		c.issues(w, source, src, off, iss, env, parsed)
 		return nil
 	}
-	p := &program{w: w, source: source, src: src, out: checked.OutputType(), checked: checked}
+	p := &program{w: w, source: source, src: src, out: checked.OutputType(), checked: checked, selections: exprcheck.SelectionsOf(checked)}
 	if msg := exprcheck.Mismatch(p.out, wanted); msg != "" {
 		c.fail(w, source, exprcheck.Column(source, off, 0), msg)
 		return nil
@@ -100,7 +127,7 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 		c.fail(w, source, 0, why)
 		return nil
 	}
-	prg, err := env.Program(checked, c.cost.ProgramOptions(env, checked)...)
+	prg, err := c.program(env, src, checked)
 	if err != nil {
 		c.fail(w, source, 0, "cannot build the program: "+err.Error())
 		return nil
@@ -108,6 +135,22 @@ func (c *compiler) compile(env *cel.Env, w where, source, src string, off int, w
 	p.prg = prg
 	c.progs = append(c.progs, p)
 	return p
+}
+
+// program builds the program of src, checked in env, or takes the one built for the
+// same text in the same environment by another rule of the load (share.go).
+func (c *compiler) program(env *cel.Env, src string, checked *cel.Ast) (cel.Program, error) {
+	return c.share.program(env, src, func() (cel.Program, error) {
+		return env.Program(checked, c.cost.ProgramOptions(env, checked)...)
+	})
+}
+
+// dropChecked drops the checked ASTs of the programs compiled, once the rule is loaded
+// and nothing analyses them any more: they are most of a program's memory.
+func (c *compiler) dropChecked() {
+	for _, p := range c.progs {
+		p.checked = nil
+	}
 }
 
 // checkRanges rejects lists.range calls whose count is not a constant of at most

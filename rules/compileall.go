@@ -19,12 +19,13 @@ const parallelFrom = 8
 // compileAll compiles every source, on up to GOMAXPROCS goroutines, and returns the
 // results in the order of sources, so that the problems a load reports keep the order of
 // the file whatever order the rules were compiled in. Compiling reads only opts and the
-// source; what rules share (the CEL library, the embedded schemas, the CRD schemas) is
-// immutable or locked.
+// source; what rules share (the CEL library, the embedded schemas, the CRD schemas, and
+// the types, environments and programs of share.go) is immutable or locked.
 //
 // A source whose rule reuse may take over takes it over (reuse.go) instead.
 func compileAll(sources []*ruleSource, pieces []piece, opts Options, reuse reusable) []compiled {
 	out := make([]compiled, len(sources))
+	sh := newShare()
 	var todo []int
 	for i, src := range sources {
 		if r := reuse.take(src, pieces[src.piece], opts); r != nil {
@@ -34,7 +35,7 @@ func compileAll(sources []*ruleSource, pieces []piece, opts Options, reuse reusa
 		todo = append(todo, i)
 	}
 	one := func(i int) {
-		if r := compileRule(sources[i], opts, &out[i].errs); r != nil {
+		if r := compileRule(sources[i], opts, sh, &out[i].errs); r != nil {
 			r.reuseKey = reuseKey(sources[i], pieces[sources[i].piece])
 			r.kinds = kindDeps(r, opts)
 			out[i].rule = r

@@ -27,7 +27,9 @@
 // Expressions and templates are type-checked against the OpenAPI schemas of the parents
 // and children: those of Options.Schemas (CRDs), else those of the built-in Kubernetes
 // kinds embedded in builtin.json.gz (see BuiltinSchemas; `go generate` writes it from the
-// local control plane).
+// local control plane). The rules of one load share what they can of what this builds:
+// the types and CEL environments of parents of one schema, and the programs of
+// expressions of one text in one environment (share.go).
 //
 // Evaluation is bounded: each expression by a cost limit, each evaluation of a parent by
 // a deadline and by a byte budget that every function building a string, list or map

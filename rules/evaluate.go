@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubecel/kubecel/rules/internal/celbudget"
 	"github.com/kubecel/kubecel/rules/internal/celjson"
-	"github.com/kubecel/kubecel/rules/internal/exprcheck"
 )
 
 // ErrCostLimit is wrapped by evaluation errors of expressions that exceeded the runtime
@@ -372,7 +371,7 @@ func (ev *evaluation) Fail(p *program, at int, err error) {
 		if p.sensitive && !quotesNothing(err) {
 			e.Message, e.Err = forEachPrefix(at)+withheld(ev.rule.sens.what(p)), withheldErr(err)
 		} else {
-			e.Message += exprcheck.MissingKeyHint(p.checked, err)
+			e.Message += p.selections.Hint(err)
 		}
 	}
 	ev.errs = append(ev.errs, e)

@@ -133,14 +133,14 @@ func (c *compiler) fastStatus(env *cel.Env, fields []statusField) *tree.Batch {
 // (for example over the parser's size limit).
 func (c *compiler) newBatch(env *cel.Env, roots ...*node) *tree.Batch {
 	src, n := tree.BatchSource(roots...)
-	if n < 2 {
+	if n < 2 || env == nil {
 		return nil
 	}
-	checked, iss := env.Compile(src)
+	checked, iss := c.envs.Compile(env, src)
 	if iss.Err() != nil {
 		return nil
 	}
-	prg, err := env.Program(checked, c.cost.ProgramOptions(env, checked)...)
+	prg, err := c.program(env, src, checked)
 	if err != nil {
 		return nil
 	}

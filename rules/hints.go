@@ -110,7 +110,7 @@ func (h hints) suggestField(env *cel.Env, parsed *cel.Ast, id int64, msg string)
 	if err != nil {
 		return ""
 	}
-	checked, iss := env.Compile(src)
+	checked, iss := h.envs.Compile(env, src)
 	if iss.Err() != nil || checked.OutputType().Kind() != types.StructKind {
 		return ""
 	}

@@ -73,6 +73,9 @@ func LoadDocuments(docs []Document, opts Options) (*RuleSet, error) {
 	}
 	locate(pieces, flows)
 	rs.Warnings = append(rs.Warnings, flows...)
+	for i, src := range rs.sources {
+		rs.sources[i] = src.revisable()
+	}
 	setConditionTypes(rs.Rules, newScopes(opts))
 	for _, r := range rs.Rules {
 		sealFingerprint(r)
@@ -118,7 +121,7 @@ type statusField struct {
 
 // compileRule validates and compiles one rule, or returns nil after reporting why it
 // cannot.
-func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
+func compileRule(src *ruleSource, opts Options, sh *share, errs *ErrorList) *Rule {
 	before := len(*errs)
 	gvr, selector := checkParent(src, errs)
 	if len(*errs) == before {
@@ -133,18 +136,26 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	if !gvr.Empty() {
 		parentSchema = opts.schemas().ResourceSchema(gvr)
 	}
-	var parentType *apiservercel.DeclType
-	if parentSchema != nil {
-		parentType = parentDeclType(parentSchema)
-	}
 	refsType := refsDeclType(src.Refs, opts.schemas())
-	e, err := celenv.New(parentType, refsType)
+	var parentType *apiservercel.DeclType
+	var e *celenv.Envs
+	var err error
+	if refsType == nil {
+		parentType, e, err = sh.parent(parentSchema)
+	} else {
+		if parentSchema != nil {
+			parentType = parentDeclType(parentSchema)
+		}
+		e, err = celenv.New(parentType, refsType)
+	}
 	if err != nil {
 		fail(errs, where{Rule: src.Name, Path: src.At}, "cannot build the CEL environment: "+err.Error())
 		return nil
 	}
 	c := &compiler{
 		envs:     e,
+		share:    sh,
+		at:       where{Rule: src.Name, Path: src.At},
 		errs:     errs,
 		childIDs: ids,
 		refIDs:   refIDs,
@@ -166,7 +177,7 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	}
 	rw := where{Rule: src.Name, Path: src.At}
 	if src.Parent.When != "" {
-		r.when = c.compile(e.ParentOnly, rw.Key("parent").Key("when"), src.Parent.When, src.Parent.When, 0, wantBool)
+		r.when = c.compile(c.env(e.ParentOnly), rw.Key("parent").Key("when"), src.Parent.When, src.Parent.When, 0, wantBool)
 	}
 	var children []*Child
 	reads := map[string][]string{}
@@ -211,11 +222,11 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 				fail(c.errs, fw.Key(name), msg)
 			}
 			mark := len(c.progs)
-			v := c.compileValue(e.Base, src.Status.Fields[name], fw.Key(name), vs.Key(name))
+			v := c.compileValue(c.env(e.Base), src.Status.Fields[name], fw.Key(name), vs.Key(name))
 			reads, refReads := c.readsSince(mark)
 			r.status = append(r.status, statusField{name: name, value: v, reads: reads, refReads: refReads})
 		}
-		r.fastStatus = c.fastStatus(e.Base, r.status)
+		r.fastStatus = c.fastStatus(c.env(e.Base), r.status)
 	}
 	if src.Rollout != nil {
 		c.compileRollout(r, src.Rollout, rw.Key("rollout"))
@@ -230,6 +241,8 @@ func compileRule(src *ruleSource, opts Options, errs *ErrorList) *Rule {
 	if opts.Schemas != nil && !gvr.Empty() {
 		r.warnings = append(r.warnings, optionalWarnings(r, opts.Schemas.ResourceSchema(gvr), c.progs)...)
 	}
+	r.sens.compact()
+	c.dropChecked()
 	return r
 }
 
@@ -260,22 +273,34 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 		KeepOnRemove: cs.Lifecycle.KeepOnRemove, KeepOnParentDelete: cs.Lifecycle.KeepOnParentDelete}
 	mark := len(c.progs)
 	if cs.When != "" {
-		ch.when = c.compile(c.envs.Base, w.Key("when"), cs.When, cs.When, 0, wantBool)
+		ch.when = c.compile(c.env(c.envs.Base), w.Key("when"), cs.When, cs.When, 0, wantBool)
 	}
-	env, readyEnv := c.envs.Base, c.envs.Ready
+	// The readyWhen environment is built only for a child that has one.
+	env, readyEnv := c.env(c.envs.Base), func() *cel.Env { return c.env(c.envs.Ready) }
 	if ch.ForEach {
-		ch.forEach = c.compile(c.envs.Base, w.Key("forEach"), cs.ForEach, cs.ForEach, 0, wantList)
+		ch.forEach = c.compile(env, w.Key("forEach"), cs.ForEach, cs.ForEach, 0, wantList)
 		each := cel.DynType
 		if ch.forEach != nil && ch.forEach.out.Kind() == types.ListKind {
 			each = ch.forEach.out.Parameters()[0]
 		}
-		var err error
-		if env, err = celenv.WithEach(env, each); err == nil {
-			readyEnv, err = celenv.WithEach(readyEnv, each)
+		if env == nil {
+			return nil
 		}
-		if err != nil {
+		var err error
+		if env, err = celenv.WithEach(env, each); err != nil {
 			c.fail(w.Key("forEach"), cs.ForEach, 0, "cannot declare each and index: "+err.Error())
 			return nil
+		}
+		if cs.ReadyWhen != "" {
+			ready := readyEnv()
+			if ready == nil {
+				return nil
+			}
+			if ready, err = celenv.WithEach(ready, each); err != nil {
+				c.fail(w.Key("forEach"), cs.ForEach, 0, "cannot declare each and index: "+err.Error())
+				return nil
+			}
+			readyEnv = func() *cel.Env { return ready }
 		}
 	}
 	if cs.Template != nil {
@@ -303,7 +328,7 @@ func (c *compiler) child(r *ruleSource, cs *childSource, opts Options) *Child {
 	}
 	ch.fast = c.fastChild(env, ch)
 	if cs.ReadyWhen != "" {
-		ch.readyWhen = c.compile(readyEnv, w.Key("readyWhen"), cs.ReadyWhen, cs.ReadyWhen, 0, wantBool)
+		ch.readyWhen = c.compile(readyEnv(), w.Key("readyWhen"), cs.ReadyWhen, cs.ReadyWhen, 0, wantBool)
 	}
 	ch.reads, ch.refReads = c.readsSince(mark)
 	return ch

@@ -34,6 +34,16 @@ func newRuleSource(r *parse.Rule) *ruleSource {
 	return &ruleSource{Rule: r, api: &apiSource{def: r.API.Definition()}}
 }
 
+// revisable is what RuleSet.Revise reads of a loaded rule's source besides the stored
+// document it compiles: the rule's name, its parent, its status fields (their names, for
+// checkStatusOwners; their values are mostly the texts its programs hold anyway), where
+// it is and in which piece. The rest (the children's templates and expressions, the
+// refs) is in the compiled rule, and a rule set does not keep it twice.
+func (s *ruleSource) revisable() *ruleSource {
+	r := &parse.Rule{Name: s.Name, Parent: s.Parent, Status: s.Status, At: s.At}
+	return &ruleSource{Rule: r, piece: s.piece, api: s.api}
+}
+
 // apiSource is a rule's api block: its definition, nil when the rule has none or the
 // block has problems.
 type apiSource struct {

@@ -114,7 +114,7 @@ func (c *compiler) ref(r *ruleSource, rs *refSource, parentNamespaced bool, s sc
 	}
 	c.computedNamespace(rs, ref, w)
 	mark := len(c.progs)
-	env := c.envs.Refs
+	env := c.env(c.envs.Refs)
 	if rs.Name != "" {
 		ref.compiled.name = c.compileValue(env, rs.Name, w.Key("name"), valueSchema{})
 	}
@@ -261,8 +261,13 @@ func refsDeclType(src []*refSource, schemas SchemaSource) *apiservercel.DeclType
 			continue
 		}
 		t := apiservercel.DynType
+		// The type of one object is named by its path from Refs (see declType).
+		name := refsTypeName + "." + rs.ID
+		if rs.Selector != nil {
+			name += ".@idx"
+		}
 		if s := schemas.KindSchema(gv.WithKind(rs.Kind)); s != nil {
-			if dt := declType(s, true); dt.IsObject() {
+			if dt := declType(s, true, name); dt.IsObject() {
 				t, typed = dt, true
 			}
 		}
@@ -274,7 +279,7 @@ func refsDeclType(src []*refSource, schemas SchemaSource) *apiservercel.DeclType
 	if !typed {
 		return nil
 	}
-	return apiservercel.NewObjectType(refsTypeName, fields).MaybeAssignTypeName(refsTypeName)
+	return apiservercel.NewObjectType(refsTypeName, fields)
 }
 
 // RefTypeChecked reports whether expressions reading ref were type-checked against a

@@ -80,7 +80,7 @@ func (rs *RuleSet) revise(name string, document []byte) (*Rule, ErrorList) {
 	checkRuleNames([]*ruleSource{src}, pieces, &errs)
 	scopes := newScopes(rs.opts)
 	checkStatusOwners(sources, scopes, &errs)
-	r := compileRule(src, rs.opts, &errs)
+	r := compileRule(src, rs.opts, nil, &errs)
 	if r == nil && len(errs) == 0 {
 		errs = append(errs, &Error{Message: "the stored revision does not compile"})
 	}

@@ -1,8 +1,10 @@
 package rules
 
 import (
+	"cmp"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -29,28 +31,35 @@ const parentTypeName = "Parent"
 
 // parentDeclType converts the parent's schema into the declared type of `parent`.
 func parentDeclType(s *apiextensionsv1.JSONSchemaProps) *apiservercel.DeclType {
-	t := declType(s, true)
+	t := declType(s, true, parentTypeName)
 	if !t.IsObject() {
 		return nil
 	}
-	return t.MaybeAssignTypeName(parentTypeName)
+	return t
 }
 
 // declType converts one schema node. resource is true at the root of a resource or of an
 // embedded resource, where apiVersion, kind and metadata are always present.
-func declType(s *apiextensionsv1.JSONSchemaProps, resource bool) *apiservercel.DeclType {
+//
+// name is the node's type name: an object is named so, and what is below it by its path
+// from it (name.field, name.@idx for a list's items, name.@elem for a map's values), as
+// DeclType.MaybeAssignTypeName names them. Naming while converting, rather than naming
+// a converted tree after, makes one tree instead of two (a renamed type keeps the
+// unnamed one as its default value). With name "" nothing is named: objects are
+// "object", as NewObjectType's callers in the apiserver name them before renaming.
+func declType(s *apiextensionsv1.JSONSchemaProps, resource bool, name string) *apiservercel.DeclType {
 	if s == nil || s.XIntOrString {
 		return apiservercel.DynType
 	}
 	resource = resource || s.XEmbeddedResource
 	switch s.Type {
 	case "object":
-		return objectDeclType(s, resource)
+		return objectDeclType(s, resource, name)
 	case "array":
 		if s.Items == nil || s.Items.Schema == nil {
 			return apiservercel.NewListType(apiservercel.DynType, bound(s.MaxItems))
 		}
-		return apiservercel.NewListType(declType(s.Items.Schema, false), bound(s.MaxItems))
+		return apiservercel.NewListType(declType(s.Items.Schema, false, below(name, "@idx")), bound(s.MaxItems))
 	case "string":
 		if s.MaxLength == nil {
 			return apiservercel.StringType
@@ -66,14 +75,23 @@ func declType(s *apiextensionsv1.JSONSchemaProps, resource bool) *apiservercel.D
 		return apiservercel.BoolType
 	}
 	if resource {
-		return objectDeclType(s, true)
+		return objectDeclType(s, true, name)
 	}
 	return apiservercel.DynType
 }
 
-func objectDeclType(s *apiextensionsv1.JSONSchemaProps, resource bool) *apiservercel.DeclType {
+// below is the type name of what is at step below the type named name; "" when name is
+// "" (nothing is named).
+func below(name, step string) string {
+	if name == "" {
+		return ""
+	}
+	return name + "." + step
+}
+
+func objectDeclType(s *apiextensionsv1.JSONSchemaProps, resource bool, name string) *apiservercel.DeclType {
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil && len(s.Properties) == 0 {
-		return apiservercel.NewMapType(apiservercel.StringType, declType(s.AdditionalProperties.Schema, false), bound(s.MaxProperties))
+		return apiservercel.NewMapType(apiservercel.StringType, declType(s.AdditionalProperties.Schema, false, below(name, "@elem")), bound(s.MaxProperties))
 	}
 	keepsUnknown := s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
 	if (len(s.Properties) == 0 || keepsUnknown) && !resource {
@@ -82,31 +100,42 @@ func objectDeclType(s *apiextensionsv1.JSONSchemaProps, resource bool) *apiserve
 		return apiservercel.NewMapType(apiservercel.StringType, apiservercel.DynType, bound(s.MaxProperties))
 	}
 	fields := make(map[string]*apiservercel.DeclField, len(s.Properties)+3)
-	for name := range s.Properties {
-		if !isCELIdent(name) {
+	for field := range s.Properties {
+		if !isCELIdent(field) {
 			// A property CEL cannot name as a field must be read with ["name"], which
 			// only maps allow.
 			return apiservercel.NewMapType(apiservercel.StringType, apiservercel.DynType, bound(s.MaxProperties))
 		}
-		prop := s.Properties[name]
-		fields[name] = apiservercel.NewDeclField(name, declType(&prop, false), false, nil, nil)
+		prop := s.Properties[field]
+		fields[field] = apiservercel.NewDeclField(field, declType(&prop, false, below(name, field)), false, nil, nil)
 	}
 	if resource {
 		fields["apiVersion"] = apiservercel.NewDeclField("apiVersion", apiservercel.StringType, false, nil, nil)
 		fields["kind"] = apiservercel.NewDeclField("kind", apiservercel.StringType, false, nil, nil)
-		fields["metadata"] = apiservercel.NewDeclField("metadata", objectMetaDeclType(), false, nil, nil)
+		meta := parentMetaDeclType()
+		if name != parentTypeName {
+			meta = objectMetaDeclType(below(name, "metadata"))
+		}
+		fields["metadata"] = apiservercel.NewDeclField("metadata", meta, false, nil, nil)
 	}
-	return apiservercel.NewObjectType("object", fields)
+	return apiservercel.NewObjectType(cmp.Or(name, "object"), fields)
 }
 
-// objectMetaDeclType is metav1.ObjectMeta as CEL sees it in a stored object.
-func objectMetaDeclType() *apiservercel.DeclType {
+// parentMetaDeclType is the type of `parent.metadata`, the same in every rule: it is
+// built once and shared (a DeclType is not changed once built).
+var parentMetaDeclType = sync.OnceValue(func() *apiservercel.DeclType {
+	return objectMetaDeclType(parentTypeName + ".metadata")
+})
+
+// objectMetaDeclType is metav1.ObjectMeta as CEL sees it in a stored object, named name
+// (see declType).
+func objectMetaDeclType(name string) *apiservercel.DeclType {
 	str := apiservercel.StringType
 	strMap := apiservercel.NewMapType(str, str, 0)
 	field := func(name string, t *apiservercel.DeclType) *apiservercel.DeclField {
 		return apiservercel.NewDeclField(name, t, false, nil, nil)
 	}
-	ownerRef := apiservercel.NewObjectType("object", map[string]*apiservercel.DeclField{
+	ownerRef := apiservercel.NewObjectType(cmp.Or(below(name, "ownerReferences.@idx"), "object"), map[string]*apiservercel.DeclField{
 		"apiVersion":         field("apiVersion", str),
 		"kind":               field("kind", str),
 		"name":               field("name", str),
@@ -114,7 +143,7 @@ func objectMetaDeclType() *apiservercel.DeclType {
 		"controller":         field("controller", apiservercel.BoolType),
 		"blockOwnerDeletion": field("blockOwnerDeletion", apiservercel.BoolType),
 	})
-	return apiservercel.NewObjectType("object", map[string]*apiservercel.DeclField{
+	return apiservercel.NewObjectType(cmp.Or(name, "object"), map[string]*apiservercel.DeclField{
 		"name":                       field("name", str),
 		"generateName":               field("generateName", str),
 		"namespace":                  field("namespace", str),

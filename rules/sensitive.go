@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -49,6 +50,18 @@ type sensitivity struct {
 	namedRefs, namedChildren map[string]bool
 	// eachData are the forEach children whose each holds Secret data.
 	eachData map[string]bool
+}
+
+// compact drops the false entries of s's sets, and the sets left empty, once the rule's
+// load has marked everything: every reader asks only whether an id is in a set, and
+// most rules read no Secret at all.
+func (s *sensitivity) compact() {
+	for _, m := range []*map[string]bool{&s.refs, &s.children, &s.derived, &s.dataRefs, &s.dataChildren, &s.namedRefs, &s.namedChildren, &s.eachData} {
+		maps.DeleteFunc(*m, func(_ string, v bool) bool { return !v })
+		if len(*m) == 0 {
+			*m = nil
+		}
+	}
 }
 
 // markSensitive sets Ref.Sensitive, Ref.SecretName, Child.Sensitive, Child.SecretName

@@ -15,7 +15,11 @@ import (
 // and that for those twice the worst-case estimate, plus the margin, bounds the actual
 // cost.
 func TestBoundedExpressionsSkipTracking(t *testing.T) {
-	e, err := celenv.New(nil, nil)
+	envs, err := celenv.New(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready, err := envs.Ready()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,21 +54,21 @@ func TestBoundedExpressionsSkipTracking(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
-			checked, iss := e.Ready.Compile(tt.expr)
+			checked, iss := envs.Compile(ready, tt.expr)
 			if iss.Err() != nil {
 				t.Fatal(iss.Err())
 			}
-			if got := k.Bounded(e.Ready, checked); got != tt.bounded {
+			if got := k.Bounded(ready, checked); got != tt.bounded {
 				t.Errorf("bounded(%s) = %v, want %v", tt.expr, got, tt.bounded)
 			}
 			if !tt.bounded {
 				return
 			}
-			est, err := e.Ready.EstimateCost(checked, &library.CostEstimator{SizeEstimator: &sizeEstimator{worstCase: true}})
+			est, err := ready.EstimateCost(checked, &library.CostEstimator{SizeEstimator: &sizeEstimator{worstCase: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			prg, err := e.Ready.Program(checked, cel.CostTracking(&library.CostEstimator{}))
+			prg, err := ready.Program(checked, cel.CostTracking(&library.CostEstimator{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +94,11 @@ func TestCheckUsesTheParentsBounds(t *testing.T) {
 		"hosts":  field("hosts", apiservercel.NewListType(apiservercel.StringType, -1)),
 	})
 	parent := apiservercel.NewObjectType("object", map[string]*apiservercel.DeclField{"spec": field("spec", spec)}).MaybeAssignTypeName("widget")
-	e, err := celenv.New(parent, nil)
+	envs, err := celenv.New(parent, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := envs.Base()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +113,11 @@ func TestCheckUsesTheParentsBounds(t *testing.T) {
 		{"parent.spec.hosts.map(a, parent.spec.hosts.map(b, a + b)).size()", ""},
 	}
 	for _, tt := range tests {
-		checked, iss := e.Base.Compile(tt.expr)
+		checked, iss := envs.Compile(base, tt.expr)
 		if iss.Err() != nil {
 			t.Fatal(iss.Err())
 		}
-		got := k.Check(e.Base, checked)
+		got := k.Check(base, checked)
 		if (tt.refused == "") != (got == "") || !strings.Contains(got, tt.refused) {
 			t.Errorf("Check(%s) = %q, want %q", tt.expr, got, tt.refused)
 		}

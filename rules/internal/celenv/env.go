@@ -79,82 +79,139 @@ var buildLibrary = sync.OnceValues(func() (*cel.Env, error) {
 })
 
 // Envs holds the environments of one rule: which variables an expression may use
-// depends on where it is.
+// depends on where it is. Each is built the first time it is asked for, directly on the
+// library environment, so that a rule keeps alive only the environments its programs
+// were compiled in (a program holds its environment, and an environment the one it
+// extends): a rule without parent.when, refs or readyWhen builds one. An Envs is safe
+// for concurrent use, so that rules whose variables have the same types can share one.
+//
+// The environments declare no macros (has, all, map...), which each would copy and
+// build a parser of: expressions are parsed by the library's parser, with its macros
+// (Parse), then checked in them. Compile does both; an environment's own Parse and
+// Compile would not expand macros.
 type Envs struct {
-	// ParentOnly declares Parent: the rule's parent.when.
-	ParentOnly *cel.Env
-	// Refs adds Refs: a ref's name, namespace and selector.
-	Refs *cel.Env
-	// Base adds Children: a child's when and forEach, templates, status fields.
-	Base *cel.Env
-	// Ready adds Self: readyWhen.
-	Ready *cel.Env
 	// Types resolves the object types built from the parent's and the refs' schemas;
 	// nil without either.
 	Types *apiservercel.DeclTypeProvider
 
-	// typeOpts declare those types; object is the type of one parent.
+	// typeOpts declare those types; object is the type of one parent (of Parent, and
+	// of each of Parents), and refsVar the type of Refs.
 	typeOpts []cel.EnvOption
 	object   *cel.Type
+	refsVar  *cel.Type
+	// lib is the library environment, which parses.
+	lib *cel.Env
+	// mu guards the environments built so far, or the error building them.
+	mu                            sync.Mutex
+	parentOnly, refs, base, ready envResult
 }
 
-// New builds a rule's environments. parentType is the declared type of Parent (from its
-// schema), or nil for a dynamically typed map; refsType likewise for Refs.
+// envResult is one environment of Envs once built.
+type envResult struct {
+	env *cel.Env
+	err error
+}
+
+// New prepares a rule's environments. parentType is the declared type of Parent (from
+// its schema), or nil for a dynamically typed map; refsType likewise for Refs.
 func New(parentType, refsType *apiservercel.DeclType) (*Envs, error) {
 	lib, err := Library()
 	if err != nil {
 		return nil, fmt.Errorf("build the CEL library environment: %w", err)
 	}
-	e := &Envs{}
 	object := cel.MapType(cel.StringType, cel.DynType)
+	e := &Envs{lib: lib, object: object, refsVar: object}
 	var declared []*apiservercel.DeclType
 	for _, t := range []*apiservercel.DeclType{parentType, refsType} {
 		if t != nil {
 			declared = append(declared, t)
 		}
 	}
-	var opts []cel.EnvOption
 	if len(declared) > 0 {
 		e.Types = apiservercel.NewDeclTypeProvider(declared...)
-		typeOpts, err := e.Types.EnvOptions(lib.CELTypeProvider())
-		if err != nil {
+		if e.typeOpts, err = e.Types.EnvOptions(lib.CELTypeProvider()); err != nil {
 			return nil, fmt.Errorf("declare the schema types: %w", err)
 		}
-		opts = typeOpts
-		e.typeOpts = slices.Clone(typeOpts)
 	}
-	parentVar, refsVar := object, object
 	if parentType != nil {
-		parentVar = parentType.CelType()
+		e.object = parentType.CelType()
 	}
 	if refsType != nil {
-		refsVar = refsType.CelType()
-	}
-	e.object = parentVar
-	opts = append(opts, cel.Variable(Parent, parentVar))
-	if e.ParentOnly, err = lib.Extend(opts...); err != nil {
-		return nil, err
-	}
-	if e.Refs, err = e.ParentOnly.Extend(cel.Variable(Refs, refsVar)); err != nil {
-		return nil, err
-	}
-	if e.Base, err = e.Refs.Extend(cel.Variable(Children, cel.MapType(cel.StringType, cel.DynType))); err != nil {
-		return nil, err
-	}
-	if e.Ready, err = e.Base.Extend(cel.Variable(Self, object)); err != nil {
-		return nil, err
+		e.refsVar = refsType.CelType()
 	}
 	return e, nil
+}
+
+// extendLibrary is the library environment with the schema types and vars declared,
+// without its macros.
+func (e *Envs) extendLibrary(vars ...cel.EnvOption) (*cel.Env, error) {
+	return e.lib.Extend(append(append(slices.Clone(e.typeOpts), cel.ClearMacros()), vars...)...)
+}
+
+// Parse parses src with the library's parser (its limits and macros), for checking in
+// one of the environments.
+func (e *Envs) Parse(src string) (*cel.Ast, *cel.Issues) {
+	return e.lib.Parse(src)
+}
+
+// Compile parses src (Parse) and checks it in env, one of the environments or one made
+// from them (WithEach).
+func (e *Envs) Compile(env *cel.Env, src string) (*cel.Ast, *cel.Issues) {
+	parsed, iss := e.Parse(src)
+	if iss.Err() != nil {
+		return nil, iss
+	}
+	return env.Check(parsed)
+}
+
+// once returns what build returns, calling it only the first time; build runs with mu
+// held.
+func (e *Envs) once(r *envResult, build func() (*cel.Env, error)) (*cel.Env, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r.env == nil && r.err == nil {
+		r.env, r.err = build()
+	}
+	return r.env, r.err
+}
+
+// ParentOnly declares Parent: the rule's parent.when.
+func (e *Envs) ParentOnly() (*cel.Env, error) {
+	return e.once(&e.parentOnly, func() (*cel.Env, error) {
+		return e.extendLibrary(cel.Variable(Parent, e.object))
+	})
+}
+
+// Refs adds Refs: a ref's name, namespace and selector.
+func (e *Envs) Refs() (*cel.Env, error) {
+	return e.once(&e.refs, func() (*cel.Env, error) {
+		return e.extendLibrary(cel.Variable(Parent, e.object), cel.Variable(Refs, e.refsVar))
+	})
+}
+
+// Base adds Children: a child's when and forEach, templates, status fields.
+func (e *Envs) Base() (*cel.Env, error) {
+	return e.once(&e.base, func() (*cel.Env, error) {
+		return e.extendLibrary(cel.Variable(Parent, e.object), cel.Variable(Refs, e.refsVar),
+			cel.Variable(Children, cel.MapType(cel.StringType, cel.DynType)))
+	})
+}
+
+// Ready adds Self: readyWhen.
+func (e *Envs) Ready() (*cel.Env, error) {
+	base, err := e.Base()
+	if err != nil {
+		return nil, err
+	}
+	return e.once(&e.ready, func() (*cel.Env, error) {
+		return base.Extend(cel.Variable(Self, cel.MapType(cel.StringType, cel.DynType)))
+	})
 }
 
 // Rollout builds the environment of rollout.healthy, which reads only Parents: a list
 // of objects typed as Parent is.
 func (e *Envs) Rollout() (*cel.Env, error) {
-	lib, err := Library()
-	if err != nil {
-		return nil, fmt.Errorf("build the CEL library environment: %w", err)
-	}
-	return lib.Extend(append(slices.Clone(e.typeOpts), cel.Variable(Parents, cel.ListType(e.object)))...)
+	return e.extendLibrary(cel.Variable(Parents, cel.ListType(e.object)))
 }
 
 // WithEach adds a forEach child's Each (typed as the forEach list's elements) and Index

@@ -25,15 +25,15 @@ func TestEnvsDeclareTheVariablesOfEachPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	each, err := WithEach(e.Base, cel.StringType)
-	if err != nil {
+	envs := map[string]*cel.Env{}
+	for name, get := range map[string]func() (*cel.Env, error){"parentOnly": e.ParentOnly, "refs": e.Refs, "base": e.Base, "ready": e.Ready, "rollout": e.Rollout} {
+		if envs[name], err = get(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if envs["each"], err = WithEach(envs["base"], cel.StringType); err != nil {
 		t.Fatal(err)
 	}
-	rollout, err := e.Rollout()
-	if err != nil {
-		t.Fatal(err)
-	}
-	envs := map[string]*cel.Env{"parentOnly": e.ParentOnly, "refs": e.Refs, "base": e.Base, "ready": e.Ready, "each": each, "rollout": rollout}
 	tests := []struct {
 		expr  string
 		known []string // the environments that compile it
@@ -47,7 +47,7 @@ func TestEnvsDeclareTheVariablesOfEachPlace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for name, env := range envs {
-			_, iss := env.Compile(tt.expr)
+			_, iss := e.Compile(env, tt.expr)
 			want := strings.Contains(" "+strings.Join(tt.known, " ")+" ", " "+name+" ")
 			if got := iss.Err() == nil; got != want {
 				t.Errorf("%s: Compile(%s) ok = %v, want %v (%v)", name, tt.expr, got, want, iss.Err())
@@ -70,21 +70,29 @@ func TestEnvsTypeTheParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	base, err := e.Base()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parentOnly, err := e.ParentOnly()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		env     *cel.Env
 		expr    string
 		wantErr string
 	}{
-		{"field", e.Base, `parent.spec.replicas + 1`, ""},
-		{"missing field", e.Base, `parent.spec.replica + 1`, "undefined field 'replica'"},
-		{"wrong type", e.ParentOnly, `parent.spec.replicas + "x"`, "found no matching overload"},
+		{"field", base, `parent.spec.replicas + 1`, ""},
+		{"missing field", base, `parent.spec.replica + 1`, "undefined field 'replica'"},
+		{"wrong type", parentOnly, `parent.spec.replicas + "x"`, "found no matching overload"},
 		{"rollout field", rollout, `parents.all(p, p.spec.replicas > 0)`, ""},
 		{"rollout missing field", rollout, `parents.all(p, p.spec.replica > 0)`, "undefined field 'replica'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, iss := tt.env.Compile(tt.expr)
+			_, iss := e.Compile(tt.env, tt.expr)
 			switch {
 			case tt.wantErr == "" && iss.Err() != nil:
 				t.Errorf("Compile(%s) = %v, want no error", tt.expr, iss.Err())
@@ -140,5 +148,58 @@ func TestIsDynamic(t *testing.T) {
 		if got := IsDynamic(tt.t); got != tt.want {
 			t.Errorf("IsDynamic(%s) = %v, want %v", tt.t, got, tt.want)
 		}
+	}
+}
+
+// TestEnvsAreBuiltOnceEach checks that each environment is built on first use and then
+// shared, and that Self stays a dynamically typed object when Parent is typed.
+func TestEnvsAreBuiltOnceEach(t *testing.T) {
+	e, err := New(widgetType(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, get := range map[string]func() (*cel.Env, error){"parentOnly": e.ParentOnly, "refs": e.Refs, "base": e.Base, "ready": e.Ready} {
+		a, err := get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a != b {
+			t.Errorf("%s: a second call built another environment", name)
+		}
+	}
+	ready, err := e.Ready()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, iss := e.Compile(ready, `self.status.anything == 1 && parent.spec.replicas > 0`); iss.Err() != nil {
+		t.Errorf("Compile(readyWhen) = %v, want self dynamic and parent typed", iss.Err())
+	}
+	if _, iss := e.Compile(ready, `parent.spec.replica > 0`); iss.Err() == nil {
+		t.Error("Compile(parent.spec.replica) in ready succeeded, want the parent's type to refuse it")
+	}
+}
+
+// TestEnvsParseWithTheLibrarysMacros checks that expressions are parsed with the
+// library's macros (Compile), which the environments do not copy.
+func TestEnvsParseWithTheLibrarysMacros(t *testing.T) {
+	e, err := New(widgetType(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := e.Base()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, expr := range []string{`has(parent.spec.replicas)`, `[1, 2].all(x, x > 0)`, `[1].map(x, x + parent.spec.replicas).size() == 1`, `cel.bind(r, parent.spec.replicas, r > 0)`} {
+		if _, iss := e.Compile(base, expr); iss.Err() != nil {
+			t.Errorf("Compile(%s) = %v, want the library's macros expanded", expr, iss.Err())
+		}
+	}
+	if _, iss := base.Compile(`[1, 2].all(x, x > 0)`); iss.Err() == nil {
+		t.Error("the environment's own Compile expanded all(): it copied the library's macros")
 	}
 }

@@ -2,6 +2,7 @@ package exprcheck
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -206,4 +207,51 @@ func TestMissingKeyHint(t *testing.T) {
 	if got := MissingKeyHint(nil, errors.New("no such key: suffix")); got != "" {
 		t.Errorf("MissingKeyHint(nil AST) = %q", got)
 	}
+}
+
+// TestSelectionsKeepTheFirstChainOfEachField checks what a program keeps for
+// MissingKeyHint: the chains from a variable, in the order of a walk from the root, the
+// first of each field name only, without has() tests or chains over a call; and that
+// its hints are those of a search of the AST itself (hintByWalk).
+func TestSelectionsKeepTheFirstChainOfEachField(t *testing.T) {
+	tests := []struct {
+		src  string
+		want Selections
+	}{
+		{`parent.spec.value`, Selections{"parent.spec.value", "parent.spec"}},
+		{`parent.spec.a.name + children.x.metadata.name`, Selections{"parent.spec.a.name", "parent.spec.a", "parent.spec", "children.x.metadata", "children.x"}},
+		{`has(parent.spec.b) ? parent.spec.c : "x"`, Selections{"parent.spec", "parent.spec.c"}},
+		{`parent.spec.list.map(e, e.name).size() > 0 && [1].size() > 0`, Selections{"parent.spec.list", "parent.spec", "e.name"}},
+		{`"x".size() > 0`, nil},
+	}
+	for _, tt := range tests {
+		ast := check(t, tt.src)
+		got := SelectionsOf(ast)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("SelectionsOf(%s) (-want +got):\n%s", tt.src, diff)
+		}
+		for _, key := range []string{"value", "name", "spec", "b", "c", "x", "a", "list"} {
+			err := errors.New("no such key: " + key)
+			if h, want := got.Hint(err), hintByWalk(ast, key); h != want {
+				t.Errorf("%s: Hint(%v) = %q, want %q", tt.src, err, h, want)
+			}
+		}
+	}
+}
+
+// hintByWalk is the hint for a missing key found by searching the checked AST for the
+// first selection of it that starts at a variable, as MissingKeyHint did before programs
+// kept Selections instead of their ASTs.
+func hintByWalk(checked *cel.Ast, key string) string {
+	var field string
+	Visit(checked.NativeRep().Expr(), func(e celast.Expr) bool {
+		if e.Kind() == celast.SelectKind && !e.AsSelect().IsTestOnly() && e.AsSelect().FieldName() == key {
+			field = selectionText(e)
+		}
+		return field == ""
+	})
+	if field == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%s is not set; %s)", field, OptionalAdvice(field))
 }

@@ -86,21 +86,63 @@ func OptionalAdvice(field string) string {
 // noSuchKey matches CEL's error for a missing map key or field.
 var noSuchKey = regexp.MustCompile(`^no such key: ([A-Za-z_][A-Za-z0-9_]*)$`)
 
+// keyName matches the keys noSuchKey does.
+var keyName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // MissingKeyHint says, for an expression (checked) that failed with "no such key: K",
 // which selection of K it read and how to read it when it may be absent; "" when the
 // error is another, or the expression selects no field K.
 func MissingKeyHint(checked *cel.Ast, err error) string {
+	return SelectionsOf(checked).Hint(err)
+}
+
+// Selections are the selection chains an expression reads (parent.spec.suffix), all
+// that MissingKeyHint needs of it: a program keeps them rather than its checked AST.
+// They are in the order of a walk of the expression from its root, and each field name
+// ends only the first chain that ends with it.
+type Selections []string
+
+// SelectionsOf lists the selection chains of checked, starting at a variable and ending
+// with a field an error's "no such key" can name (an identifier), that are not has()
+// tests; nil when there is none or checked is nil.
+func SelectionsOf(checked *cel.Ast) Selections {
+	if checked == nil {
+		return nil
+	}
+	var out Selections
+	Visit(checked.NativeRep().Expr(), func(e celast.Expr) bool {
+		if e.Kind() != celast.SelectKind || e.AsSelect().IsTestOnly() {
+			return true
+		}
+		field := e.AsSelect().FieldName()
+		if !keyName.MatchString(field) || out.find(field) != "" {
+			return true
+		}
+		if text := selectionText(e); text != "" {
+			out = append(out, text)
+		}
+		return true
+	})
+	return out
+}
+
+// find returns the first chain that ends with field, or "".
+func (s Selections) find(field string) string {
+	for _, text := range s {
+		if text[strings.LastIndex(text, ".")+1:] == field {
+			return text
+		}
+	}
+	return ""
+}
+
+// Hint is MissingKeyHint for the expression whose selections s are.
+func (s Selections) Hint(err error) string {
 	m := noSuchKey.FindStringSubmatch(err.Error())
-	if m == nil || checked == nil {
+	if m == nil {
 		return ""
 	}
-	var field string
-	Visit(checked.NativeRep().Expr(), func(e celast.Expr) bool {
-		if e.Kind() == celast.SelectKind && !e.AsSelect().IsTestOnly() && e.AsSelect().FieldName() == m[1] {
-			field = selectionText(e)
-		}
-		return field == ""
-	})
+	field := s.find(m[1])
 	if field == "" {
 		return ""
 	}

@@ -122,7 +122,7 @@ func (f *Fill[P]) text(n *Node[P]) (v any, present, ok bool) {
 
 // eval takes an expression's value from the batched values, or has the Host evaluate
 // it.
-func (f *Fill[P]) eval(p P, slot int) (ref.Val, bool) {
+func (f *Fill[P]) eval(p P, slot int32) (ref.Val, bool) {
 	if f.Batched != nil {
 		return f.Batched.Get(types.Int(slot)), true
 	}

@@ -36,6 +36,12 @@ type Program interface {
 // slots BatchSource numbers before the tree is first evaluated.
 type Node[P Program] struct {
 	Kind Kind
+	// Exact keeps an Expr node's value as it is, as in a CEL map literal: an optional
+	// value is then an error instead of leaving the field out.
+	Exact bool
+	// slot is an Expr node's index in its tree's batch. (Kind, Exact and slot fit in one
+	// word: a rule keeps many nodes.)
+	slot int32
 	// Value is a Const node's value: a string, int64, float64, bool or nil.
 	Value any
 	// Keys are a Map node's keys, sorted; Elems are its values, in the same order, or a
@@ -44,23 +50,18 @@ type Node[P Program] struct {
 	Elems []*Node[P]
 	// Prog is an Expr node's expression.
 	Prog P
-	// Exact keeps an Expr node's value as it is, as in a CEL map literal: an optional
-	// value is then an error instead of leaving the field out.
-	Exact bool
 	// Parts are a Text node's pieces.
 	Parts []Part[P]
-	// slot is an Expr node's index in its tree's batch.
-	slot int
 }
 
 // Part is a piece of a Text node: literal text, or an expression when IsExpr is set
 // (Prog is the zero P when that expression failed to compile).
 type Part[P Program] struct {
-	Text   string
-	Prog   P
+	Text string
+	Prog P
+	// IsExpr is set for an expression, whose index in its tree's batch is slot.
 	IsExpr bool
-	// slot is the expression's index in its tree's batch.
-	slot int
+	slot   int32
 }
 
 // BatchSource numbers the expressions below roots with their slot in a batch and
@@ -90,7 +91,7 @@ func BatchSource[P Program](roots ...*Node[P]) (string, int) {
 		}
 		switch nd.Kind {
 		case Expr:
-			nd.slot = n
+			nd.slot = int32(n)
 			return add(nd.Prog)
 		case Text:
 			for i := range nd.Parts {
@@ -98,7 +99,7 @@ func BatchSource[P Program](roots ...*Node[P]) (string, int) {
 				if !part.IsExpr {
 					continue
 				}
-				part.slot = n
+				part.slot = int32(n)
 				if !add(part.Prog) {
 					return false
 				}
