@@ -220,7 +220,8 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.RevisionNamespace != "" {
 		store := &rollout.Store{Client: kube, Namespace: opts.RevisionNamespace, Installation: opts.Identity.Name(), Signer: opts.Identity}
 		c.revInformers = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(opts.RevisionNamespace),
-			kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = store.Selector("").String() }))
+			kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = store.Selector("").String() }),
+			kubeinformers.WithTransform(dropManagedFields))
 		c.life.revs.Store = store
 		revs := c.revInformers.Apps().V1().ControllerRevisions()
 		c.life.revs.Lister = revs.Lister().ControllerRevisions(opts.RevisionNamespace)

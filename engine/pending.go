@@ -85,6 +85,7 @@ func (l *lifecycle) watchKinds(ctx context.Context, meta metadata.Interface) {
 	}
 	if meta != nil {
 		inf := metadatainformer.NewFilteredMetadataInformer(meta, crdGVR, "", 0, cache.Indexers{}, nil).Informer()
+		_ = inf.SetTransform(dropManagedFields) // fails only on a started informer
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			// The CRDs that exist when the controller starts are no change: the rules
 			// were just started against them. Re-checking every rule each second for
@@ -218,4 +219,14 @@ func (l *lifecycle) releaseParents(ctx context.Context, st *watch.Rule) {
 			}
 		}
 	}()
+}
+
+// dropManagedFields is the transform of the caches that never read managedFields (the
+// CRDs' metadata, the stored revisions): a thousand CRDs' entries, each as large as its
+// schema's field set, and a thousand revisions' entries were kept for nothing.
+func dropManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
