@@ -24,7 +24,7 @@ import (
 // server (Resolve and StillServed ask discovery without it).
 type Watcher struct {
 	set     *informers.Set
-	mapper  meta.ResettableRESTMapper
+	kinds   *kinds
 	written *informers.Written
 	events  Events
 
@@ -42,7 +42,7 @@ type Watcher struct {
 // sharded starts it with no bucket: child informers hold nothing and parent informers
 // only stubs until Rebucket.
 func NewWatcher(set *informers.Set, mapper meta.ResettableRESTMapper, written *informers.Written, events Events, sharded bool) *Watcher {
-	w := &Watcher{set: set, mapper: mapper, written: written, events: events, started: map[*Rule]struct{}{}}
+	w := &Watcher{set: set, kinds: newKinds(mapper), written: written, events: events, started: map[*Rule]struct{}{}}
 	if sharded {
 		w.served = servedValues(nil)
 	}
@@ -50,25 +50,15 @@ func NewWatcher(set *informers.Set, mapper meta.ResettableRESTMapper, written *i
 }
 
 // Reset forgets what discovery said, so that kinds are looked up again.
-func (w *Watcher) Reset() { w.mapper.Reset() }
+func (w *Watcher) Reset() { w.kinds.reset() }
 
-// KindFor is the kind of a resource, as discovery serves it.
+// KindFor is the kind of a resource, as discovery serves it (remembered until Reset).
 func (w *Watcher) KindFor(gvr schema.GroupVersionResource) (Kind, error) {
-	gvk, err := w.mapper.KindFor(gvr)
-	if err != nil {
-		return Kind{}, err
-	}
-	return w.Kind(gvk)
+	return w.kinds.forResource(gvr)
 }
 
-// Kind is what discovery says about gvk.
-func (w *Watcher) Kind(gvk schema.GroupVersionKind) (Kind, error) {
-	m, err := w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return Kind{}, err
-	}
-	return Kind{GVK: gvk, GVR: m.Resource, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, nil
-}
+// Kind is what discovery says about gvk (remembered until Reset).
+func (w *Watcher) Kind(gvk schema.GroupVersionKind) (Kind, error) { return w.kinds.forKind(gvk) }
 
 // Resolve finds the kinds of a rule's parent, children and refs, without watching
 // anything yet. old, when set, is the version being replaced: its child kinds stay.
