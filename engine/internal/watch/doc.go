@@ -3,7 +3,7 @@
 // objects its refs read, and the event handlers that turn their events into the keys of
 // the parents to reconcile (Key, queued through Events). Watcher resolves a rule's
 // kinds through discovery and starts and stops its watches; package informers below it
-// holds the shared informers themselves, the compact cached objects, the index from a
+// holds the informers themselves (shared between rules by reference count), the compact cached objects, the index from a
 // parent's UID to its children, and the memory of the controller's own writes.
 //
 // State: the Rule values (their watches, and per rule the index of which parents read

@@ -17,7 +17,7 @@ import (
 )
 
 // Watcher starts and stops the watches of rules: it resolves a rule's kinds through
-// discovery, acquires the shared informers of its parents, children and refs, and
+// discovery, acquires the informers (shared between rules) of its parents, children and refs, and
 // routes their events to Events. It keeps the rules it started, so that a change of the
 // buckets (Rebucket) reaches every one of them, whoever started them and when. Its
 // lock covers only the informers it acquires and releases, never a request to the API
