@@ -7,13 +7,13 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/kubecel/kubecel/engine/internal/apis"
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/engine/plan"
+	"github.com/kubecel/kubecel/internal/dynclient"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -71,7 +71,7 @@ func (c *Controller) APIs(ctx context.Context, rs []*rules.Rule) ([]plan.APIChan
 // CheckAPIs is Controller.APIs for a caller without the installation's key (kubecel
 // check): it judges the changes to each CRD, and not whose CRD it is.
 func CheckAPIs(ctx context.Context, cfg *rest.Config, rs []*rules.Rule) ([]plan.APIChange, error) {
-	client, err := dynamic.NewForConfig(cfg)
+	client, err := dynclient.New(cfg)
 	if err != nil {
 		return nil, err
 	}

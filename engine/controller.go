@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -34,6 +33,7 @@ import (
 	"github.com/kubecel/kubecel/engine/internal/reconcile"
 	"github.com/kubecel/kubecel/engine/internal/rollouts"
 	"github.com/kubecel/kubecel/engine/internal/watch"
+	"github.com/kubecel/kubecel/internal/dynclient"
 	"github.com/kubecel/kubecel/internal/rollout"
 	"github.com/kubecel/kubecel/rules"
 )
@@ -168,7 +168,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		return nil, errors.New("engine: Options.Identity is required: the controller proves its children with it")
 	}
 	prove := func(u *unstructured.Unstructured) bool { return opts.Identity.ProvesObject(u) }
-	client, err := dynamic.NewForConfig(cfg)
+	client, err := dynclient.New(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package rules
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubecel/kubecel/internal/ujson"
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
@@ -201,7 +201,7 @@ func (r *Rule) shape(id *Identity, p ParentRef, d Desired, scope func(apiVersion
 // versions of one child never collide, and each cached child pays for the annotation's
 // incompressible text.
 func AppliedHash(obj map[string]any) (string, error) {
-	text, err := json.Marshal(withoutAnnotations(obj, contract.AnnotationAppliedHash, contract.AnnotationProof))
+	text, err := ujson.Marshal(withoutAnnotations(obj, contract.AnnotationAppliedHash, contract.AnnotationProof))
 	if err != nil {
 		return "", fmt.Errorf("encode: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/klauspost/compress/s2"
 
+	"github.com/kubecel/kubecel/internal/ujson"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 
@@ -57,8 +58,9 @@ type Object struct {
 	rule, child, parentUID string
 	parent, origin         string
 
-	dict *s2.Dict // what raw is compressed against; nil: compressed alone
-	raw  []byte   // the object's JSON, compressed
+	dict  *s2.Dict // what raw is compressed against; nil: compressed alone
+	raw   []byte   // the object's JSON, compressed unless plain
+	plain bool     // raw is the JSON as it is (newPlainObject)
 }
 
 // named is what nameOf needs. Both *unstructured.Unstructured and *Object are one.
@@ -81,12 +83,26 @@ type Prover func(u *unstructured.Unstructured) bool
 // NewObject makes the cached form of u (which it does not keep). kubecel's labels and
 // annotations are kept only when prove accepts u (nil accepts nothing).
 func NewObject(u *unstructured.Unstructured, prove Prover) (*Object, error) {
-	text, err := json.Marshal(u.Object)
+	return newObject(u, prove, true)
+}
+
+// newPlainObject is NewObject without the compression, for the responses Written holds
+// until their watch event comes, most often a few milliseconds later and unread:
+// compressing them took about 3% of the controller's CPU while it converged.
+func newPlainObject(u *unstructured.Unstructured, prove Prover) (*Object, error) {
+	return newObject(u, prove, false)
+}
+
+func newObject(u *unstructured.Unstructured, prove Prover, compress bool) (*Object, error) {
+	text, err := ujson.Marshal(u.Object)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", nameOf(u), err)
 	}
-	dict := dicts.forKind(u.GetAPIVersion()+"/"+u.GetKind(), func() []byte { return dictSample(u, text) })
-	o := &Object{dict: dict}
+	o := &Object{plain: !compress}
+	if compress {
+		o.dict = dicts.forKind(u.GetAPIVersion()+"/"+u.GetKind(), func() []byte { return dictSample(u, text) })
+		text = encode(o.dict, text)
+	}
 	o.APIVersion, o.Kind = intern(u.GetAPIVersion()), intern(u.GetKind())
 	o.namespace, o.deletionTimestamp = intern(u.GetNamespace()), u.GetDeletionTimestamp()
 	var parentUID, parent string
@@ -95,7 +111,7 @@ func NewObject(u *unstructured.Unstructured, prove Prover) (*Object, error) {
 		o.rule, o.child, o.origin = intern(labels[contract.LabelRule]), intern(labels[contract.LabelChild]), intern(ann[contract.AnnotationOrigin])
 		parentUID, parent = labels[contract.LabelParentUID], ann[contract.AnnotationParent]
 	}
-	o.pack(encode(dict, text), u.GetName(), string(u.GetUID()), u.GetResourceVersion(), parentUID, parent)
+	o.pack(text, u.GetName(), string(u.GetUID()), u.GetResourceVersion(), parentUID, parent)
 	return o, nil
 }
 
@@ -176,7 +192,10 @@ func (o *Object) Decode() (*unstructured.Unstructured, error) {
 	if o.stub {
 		return nil, fmt.Errorf("decode cached %s: %w", nameOf(o), ErrStub)
 	}
-	text, err := decode(o.dict, o.raw)
+	text, err := o.raw, error(nil)
+	if !o.plain {
+		text, err = decode(o.dict, o.raw)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("decompress cached %s: %w", nameOf(o), err)
 	}

@@ -11,8 +11,10 @@ import (
 // Written remembers the server's response to our latest write of each object until the
 // informer cache has caught up with it. Without it, a reconcile that runs between our
 // write and its watch event would see the stale cached object (or none), compute a
-// different status or write the same child again. Responses are held in their cached
-// form: while a large cluster converges, the watch events lag and thousands wait here.
+// different status or write the same child again. Responses are held as cached
+// objects, trimmed, as JSON text, but not compressed (newPlainObject): while a large
+// cluster converges, the watch events lag and thousands wait here, but most are
+// forgotten unread.
 //
 // It also tells the watch events that only echo our own writes (Echo).
 type Written struct {
@@ -154,7 +156,7 @@ func (w *Written) Settle(key string, got *unstructured.Unstructured) {
 		Trim(got)
 		// Not remembered when it cannot be encoded: the next reconcile reads the
 		// cache, as without this memory.
-		obj, _ = NewObject(got, w.prove)
+		obj, _ = newPlainObject(got, w.prove)
 	}
 	w.mu.Lock()
 	if w.sending[key]--; w.sending[key] <= 0 {

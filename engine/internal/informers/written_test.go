@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubecel/kubecel/rules/contract"
 )
 
 func configMapAt(uid, rv string) *unstructured.Unstructured {
@@ -111,5 +113,38 @@ func TestWrittenEcho(t *testing.T) {
 				t.Errorf("left behind: sending %v, held %v", w.sending, w.held)
 			}
 		})
+	}
+}
+
+// TestWrittenNewerDecodes: a remembered response is read back as the cache would show
+// it (trimmed), by key while the cache is older and by its parent, and is kept as plain
+// JSON text.
+func TestWrittenNewerDecodes(t *testing.T) {
+	w := NewWritten(func(*unstructured.Unstructured) bool { return true })
+	resp := configMapAt("u1", "10")
+	resp.Object["data"] = map[string]any{"k": "v <&>"}
+	resp.SetLabels(map[string]string{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelParentUID: "p1"})
+	resp.Object["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{"manager": "someone-else"}}
+	want := resp.DeepCopy()
+	delete(want.Object["metadata"].(map[string]any), "managedFields")
+
+	w.Sending("ns/c")
+	w.Settle("ns/c", resp)
+	if !w.objs["ns/c"].plain {
+		t.Error("the remembered response is compressed")
+	}
+	got := w.Newer("ns/c", configMapAt("u1", "9"))
+	if got == nil {
+		t.Fatal("Newer: nothing, want the response")
+	}
+	if diff := cmp.Diff(want.Object, got.Object); diff != "" {
+		t.Errorf("Newer (-want +got):\n%s", diff)
+	}
+	children := w.Children("p1")
+	if len(children) != 1 || !cmp.Equal(children[0].Object, want.Object) {
+		t.Errorf("Children(p1) = %v, want the response", children)
+	}
+	if got := w.Newer("ns/c", configMapAt("u1", "10")); got != nil {
+		t.Errorf("Newer with the cache caught up = %v, want nil", got.Object)
 	}
 }

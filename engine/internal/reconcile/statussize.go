@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubecel/kubecel/internal/ujson"
 	"github.com/kubecel/kubecel/rules"
 	"github.com/kubecel/kubecel/rules/contract"
 )
@@ -112,7 +112,7 @@ func objectSize(parent *unstructured.Unstructured, status map[string]any) int {
 }
 
 func jsonSize(v any) int {
-	data, err := json.Marshal(v)
+	data, err := ujson.Marshal(v)
 	if err != nil {
 		return 0
 	}
