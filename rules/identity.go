@@ -7,6 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
+	"strconv"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -33,6 +36,9 @@ const KeySize = 32
 type Identity struct {
 	name string
 	key  []byte
+	// macs holds HMACs keyed with key, for Proof to reuse: each child applied and each
+	// object cached is proven, and making an HMAC hashes the key twice.
+	macs sync.Pool
 }
 
 // NewIdentity returns the identity of installation name with key (at least KeySize
@@ -44,7 +50,9 @@ func NewIdentity(name string, key []byte) (*Identity, error) {
 	if len(key) < KeySize {
 		return nil, fmt.Errorf("installation %q: the key has %d bytes, want at least %d", name, len(key), KeySize)
 	}
-	return &Identity{name: name, key: append([]byte(nil), key...)}, nil
+	id := &Identity{name: name, key: append([]byte(nil), key...)}
+	id.macs.New = func() any { return hmac.New(sha256.New, id.key) }
+	return id, nil
 }
 
 // CheckInstallation reports whether name can name an installation: a DNS label, as it
@@ -98,9 +106,17 @@ func ClaimOf(gk schema.GroupKind, namespace, name string, labels, annotations ma
 // proofText is what a proof authenticates. Each part is length-prefixed, so no two
 // claims make the same text.
 func proofText(c ChildClaim) []byte {
-	var b []byte
-	for _, s := range []string{"kubecel-proof-v1", c.Installation, c.GK.Group, c.GK.Kind, c.Namespace, c.Name, c.Rule, c.Origin, c.ParentUID, c.Parent, c.Child} {
-		b = fmt.Appendf(b, "%d:%s;", len(s), s)
+	fields := [...]string{"kubecel-proof-v1", c.Installation, c.GK.Group, c.GK.Kind, c.Namespace, c.Name, c.Rule, c.Origin, c.ParentUID, c.Parent, c.Child}
+	n := 0
+	for _, s := range fields {
+		n += len(s) + 6
+	}
+	b := make([]byte, 0, n)
+	for _, s := range fields {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+		b = append(b, ';')
 	}
 	return b
 }
@@ -111,9 +127,13 @@ func (id *Identity) Proof(c ChildClaim) string {
 	if id == nil {
 		return contract.PlaceholderProof
 	}
-	mac := hmac.New(sha256.New, id.key)
+	mac := id.macs.Get().(hash.Hash)
+	mac.Reset()
 	mac.Write(proofText(c))
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
+	var sum [sha256.Size]byte
+	proof := base64.RawURLEncoding.EncodeToString(mac.Sum(sum[:0])[:16])
+	id.macs.Put(mac)
+	return proof
 }
 
 // Proves reports whether proof is this installation's proof of claim c: the object was

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -154,5 +155,31 @@ func TestAPIProof(t *testing.T) {
 		if ok {
 			t.Errorf("%s: proven", name)
 		}
+	}
+}
+
+// TestProofsStay: the proofs of children made by earlier versions still verify, so the
+// text a proof is made from never changes: each part length-prefixed, as written with
+// fmt at first.
+func TestProofsStay(t *testing.T) {
+	claims := []ChildClaim{
+		{GK: schema.GroupKind{Kind: "ConfigMap"}, Namespace: "team-b", Name: "web-config", Installation: "prod",
+			Rule: "web", ParentUID: "u-b", Parent: "example.com/webapps/team-b/web", Child: "config"},
+		{},
+		{GK: schema.GroupKind{Group: "apps", Kind: "Deployment"}, Name: "été ☃", Installation: strings.Repeat("i", 300),
+			Rule: "r;1:", Origin: "configmap kubecel-system/team-b", ParentUID: "0b9c6d9e-8f5e-4d55-a0c2-3f2b9e7d1a10", Child: "c"},
+	}
+	for _, c := range claims {
+		var want []byte
+		for _, s := range []string{"kubecel-proof-v1", c.Installation, c.GK.Group, c.GK.Kind, c.Namespace, c.Name, c.Rule, c.Origin, c.ParentUID, c.Parent, c.Child} {
+			want = fmt.Appendf(want, "%d:%s;", len(s), s)
+		}
+		if diff := cmp.Diff(string(want), string(proofText(c))); diff != "" {
+			t.Errorf("proof text of %+v changed (-first +now):\n%s", c, diff)
+		}
+	}
+	id := testIdentity(t, "prod", strings.Repeat("k", KeySize))
+	if got, want := id.Proof(claims[0]), "3-0gBqpi_in6AZ7D96EDmw"; got != want {
+		t.Errorf("proof = %q, want %q (as earlier versions made it)", got, want)
 	}
 }
