@@ -22,15 +22,29 @@ import (
 type pair struct {
 	controllerFirst                        bool
 	limit, converge, deleteLimit, deletion time.Duration
+	// controllerCPU is the controllers' CPU seconds during convergence, clientsCPU the
+	// bench's during the same-writes limit: what its 16 clients spent on the same writes
+	// (with the bench's watch of the namespace, which also runs during convergence).
+	controllerCPU, clientsCPU float64
 }
 
 func (p pair) convergeRatio() float64 { return over(p.converge, p.limit) }
 func (p pair) deleteRatio() float64   { return over(p.deletion, p.deleteLimit) }
 
+// cpuRatio is the controllers' CPU for the same writes against the clients'; 0 when
+// either was not measured.
+func (p pair) cpuRatio() float64 {
+	if p.controllerCPU <= 0 || p.clientsCPU <= 0 {
+		return 0
+	}
+	return p.controllerCPU / p.clientsCPU
+}
+
 // morePairs measures pairs 2 to --pairs after the run's phases, which leave the bench
 // namespace empty.
 func (b *bench) morePairs(ctx context.Context, res *results) error {
-	res.pairs = []pair{{limit: res.limit, converge: res.converge, deleteLimit: res.deleteLimit, deletion: res.deletion}}
+	res.pairs = []pair{{limit: res.limit, converge: res.converge, deleteLimit: res.deleteLimit, deletion: res.deletion,
+		controllerCPU: res.convergeCPU.procs["kubecel"], clientsCPU: res.limitCPU.procs["bench"]}}
 	for i := 2; i <= b.cfg.pairs; i++ {
 		p := pair{controllerFirst: i%2 == 0}
 		b.stopControllers()
@@ -46,8 +60,9 @@ func (b *bench) morePairs(ctx context.Context, res *results) error {
 				return fmt.Errorf("pair %d: %w", i, err)
 			}
 		}
-		logf("pair %d (%s first): convergence %s (%s limit), deletion %s (%s limit)", i, p.first(),
-			p.converge.Round(time.Millisecond), times(p.convergeRatio()), p.deletion.Round(time.Millisecond), times(p.deleteRatio()))
+		logf("pair %d (%s first): convergence %s (%s limit), deletion %s (%s limit), controller CPU %.1f s (%s the clients' %.1f s)", i, p.first(),
+			p.converge.Round(time.Millisecond), times(p.convergeRatio()), p.deletion.Round(time.Millisecond), times(p.deleteRatio()),
+			p.controllerCPU, times(p.cpuRatio()), p.clientsCPU)
 		res.pairs = append(res.pairs, p)
 	}
 	return nil
@@ -80,7 +95,7 @@ func (b *bench) pairLimits(ctx context.Context, p *pair) error {
 	if err := b.limits(ctx, &r); err != nil {
 		return err
 	}
-	p.limit, p.deleteLimit = r.limit, r.deleteLimit
+	p.limit, p.deleteLimit, p.clientsCPU = r.limit, r.deleteLimit, r.limitCPU.procs["bench"]
 	return nil
 }
 
@@ -93,14 +108,14 @@ func (b *bench) pairController(ctx context.Context, p *pair) error {
 	}
 	defer b.stopControllers()
 	logf("pair convergence: creating %d parents", b.cfg.n)
-	start := time.Now()
+	start, cpu0 := time.Now(), b.sampleCPU()
 	if err := b.createParents(ctx); err != nil {
 		return err
 	}
 	if err := waitFor(ctx, b.cfg.timeout, "convergence", b.watch.converged); err != nil {
 		return err
 	}
-	p.converge = time.Since(start)
+	p.converge, p.controllerCPU = time.Since(start), b.sampleCPU().minus(cpu0).procs["kubecel"]
 	var err error
 	p.deletion, err = b.deletion(ctx)
 	return err
@@ -144,6 +159,9 @@ func (r *results) pairsNote() string {
 	note := fmt.Sprintf("%d pairs, alternating which goes first: convergence x limit %s", len(r.pairs), pairsSummary(r.pairs, pair.convergeRatio))
 	if r.deletion > 0 {
 		note += fmt.Sprintf("; deletion x limit %s", pairsSummary(r.pairs, pair.deleteRatio))
+	}
+	if median(r.pairs, pair.cpuRatio) > 0 {
+		note += fmt.Sprintf("; controller CPU x clients' CPU %s", pairsSummary(r.pairs, pair.cpuRatio))
 	}
 	return note
 }

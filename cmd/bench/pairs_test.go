@@ -25,3 +25,17 @@ func TestPairsSummary(t *testing.T) {
 		})
 	}
 }
+
+// TestPairsNoteCPU: the note gives the controller's CPU against the clients' per pair,
+// and leaves a pair out of the median when either was not measured.
+func TestPairsNoteCPU(t *testing.T) {
+	r := &results{pairs: []pair{
+		{limit: time.Second, converge: time.Second, controllerCPU: 3.6, clientsCPU: 4.0},
+		{limit: time.Second, converge: time.Second, controllerCPU: 4.4, clientsCPU: 4.0},
+		{limit: time.Second, converge: time.Second, controllerCPU: 4.2, clientsCPU: 0},
+	}}
+	want := "3 pairs, alternating which goes first: convergence x limit 1.00x 1.00x 1.00x, median 1.00x; controller CPU x clients' CPU 0.90x 1.10x skipped, median 1.00x"
+	if got := r.pairsNote(); got != want {
+		t.Errorf("pairsNote =\n%q, want\n%q", got, want)
+	}
+}

@@ -177,6 +177,12 @@ func (r *results) print(w io.Writer) {
 		row(name, fmt.Sprintf("%.0f / %.0f / %.0f MB (settled anonymous %.0f MB)", mb(rr.peak), mb(rr.converged), mb(rr.settled), mb(rr.settledAnon)), "settled < 150 MB at N=10,000")
 	}
 	row("7 CPU convergence / total", fmt.Sprintf("%.1f s / %.1f s", r.cpuConverge(), r.cpuTotal()), "")
+	if first := (pair{controllerCPU: r.convergeCPU.procs["kubecel"], clientsCPU: r.limitCPU.procs["bench"]}); first.cpuRatio() > 0 {
+		row("7 controller CPU for the same writes (x the 16 clients')", fmt.Sprintf("%.1f s (%s the clients' %.1f s)", first.controllerCPU, times(first.cpuRatio()), first.clientsCPU), "<= 1.0x")
+	}
+	if len(r.pairs) > 1 && median(r.pairs, pair.cpuRatio) > 0 {
+		row(fmt.Sprintf("7 controller CPU over %d pairs (x the clients')", len(r.pairs)), pairsSummary(r.pairs, pair.cpuRatio), "median <= 1.0x")
+	}
 	row("  machine CPU during convergence (s)", r.convergeCPU.String(), "")
 	row("bench wall time", secs(r.total), "")
 	tw.Flush()
