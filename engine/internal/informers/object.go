@@ -51,6 +51,8 @@ type Object struct {
 	orphan bool
 	// stub is set on an object cached without its content (stubs.go): raw is empty.
 	stub bool
+	// plain is set when raw is the JSON as it is, not compressed (newPlainObject).
+	plain bool
 
 	// kubecel's labels (contract.LabelRule, LabelChild, LabelParentUID) and annotations
 	// (contract.AnnotationParent, AnnotationOrigin), only on an object whose proof the
@@ -58,9 +60,8 @@ type Object struct {
 	rule, child, parentUID string
 	parent, origin         string
 
-	dict  *s2.Dict // what raw is compressed against; nil: compressed alone
-	raw   []byte   // the object's JSON, compressed unless plain
-	plain bool     // raw is the JSON as it is (newPlainObject)
+	dict *s2.Dict // what raw is compressed against; nil: compressed alone
+	raw  []byte   // the object's JSON, compressed unless plain
 }
 
 // named is what nameOf needs. Both *unstructured.Unstructured and *Object are one.
