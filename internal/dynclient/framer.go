@@ -35,9 +35,15 @@ type frames struct {
 	err                error  // r's error, returned once buf holds no whole document
 }
 
-// minRead is the size of the first buffer; the buffer grows when a document leaves less
-// than a quarter of it to read into.
-const minRead = 32 << 10
+// A stream's buffer starts at minRead bytes and doubles while a document does not fit:
+// a controller keeps a watch open per resource, thousands with a thousand rules, and
+// most of them only ever carry small events and bookmarks. Once a buffer larger than
+// keepBuffer has been read to its end it is let go, so that the initial list of a large
+// resource does not stay held by its watch.
+const (
+	minRead    = 512
+	keepBuffer = 64 << 10
+)
 
 // errNotJSONObject is returned for a document that does not start with { or [.
 var errNotJSONObject = errors.New("watch stream: a document is not a JSON object")
@@ -72,6 +78,10 @@ func (f *frames) next() ([]byte, error) {
 		} else if ok {
 			doc := f.buf[f.start:end]
 			f.start, f.scan = end, end
+			if end == len(f.buf) && cap(f.buf) > keepBuffer {
+				// doc stays valid: only this reader's buffer is dropped
+				f.buf, f.start, f.scan = nil, 0, 0
+			}
 			return doc, nil
 		}
 		if f.err != nil {
@@ -128,7 +138,7 @@ func (f *frames) fill() {
 		f.scan -= f.start
 		f.start = 0
 	}
-	if cap(f.buf)-len(f.buf) < minRead/4 {
+	if cap(f.buf)-len(f.buf) < minRead/2 {
 		grown := make([]byte, len(f.buf), 2*cap(f.buf)+minRead)
 		copy(grown, f.buf)
 		f.buf = grown

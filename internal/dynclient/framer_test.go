@@ -118,3 +118,27 @@ func TestFramesWriterIsClientGos(t *testing.T) {
 		t.Errorf("written %q, client-go writes %q", b.String(), a.String())
 	}
 }
+
+// TestFramesKeepLittle: a stream of small events holds a small buffer, and one large
+// document does not leave its buffer held (a controller keeps thousands of watches
+// open; a 32 KiB buffer each took 16 MB at K=1,000).
+func TestFramesKeepLittle(t *testing.T) {
+	small := `{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}` + "\n"
+	large := `{"type":"ADDED","object":{"data":"` + strings.Repeat("x", 200<<10) + `"}}` + "\n"
+	for _, tc := range []struct {
+		name   string
+		stream string
+		most   int
+	}{
+		{"small events", strings.Repeat(small, 3), 2 << 10},
+		{"a large document, then small ones", large + small + small, keepBuffer},
+	} {
+		f := framer{json.Framer}.NewFrameReader(io.NopCloser(iotest.OneByteReader(strings.NewReader(tc.stream)))).(*frames)
+		if _, err := readAll(f, 1<<20); err != io.EOF {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c := cap(f.buf); c > tc.most {
+			t.Errorf("%s: the reader holds a %d-byte buffer, want at most %d", tc.name, c, tc.most)
+		}
+	}
+}
