@@ -91,6 +91,34 @@ func pairRatios(note, what string) (ratios []string, median float64, ok bool) {
 	return strings.Fields(m[1]), median, err == nil
 }
 
+// cpuRatios reads the controller's CPU against the clients' from a pairs note:
+// "controller CPU x clients' CPU 0.95x 0.92x 1.01x, median 0.95x".
+func cpuRatios(note string) (ratios []string, median float64, ok bool) {
+	m := regexp.MustCompile(`controller CPU x clients' CPU ((?:(?:[0-9.]+x|skipped) ?)+), median ([0-9.]+)x`).FindStringSubmatch(note)
+	if m == nil {
+		return nil, 0, false
+	}
+	median, err := strconv.ParseFloat(m[2], 64)
+	return strings.Fields(m[1]), median, err == nil
+}
+
+// cpuGoal judges the controller's CPU for the same writes against what the bench's
+// clients spend on them, on the median of the pairs of the latest N=1,000 row that
+// measured both.
+func cpuGoal(rows []runRow) ([]goal, error) {
+	const name = "controller CPU for the same writes at most 1.0x what the bench's 16 clients spend on them"
+	r := latest(rows, func(r runRow) bool {
+		_, _, ok := cpuRatios(r["note"])
+		return plainRun(1000)(r) && ok
+	})
+	if r == nil {
+		return nil, fmt.Errorf("goal %q: no row at N=1,000 measures it", name)
+	}
+	ratios, median, _ := cpuRatios(r["note"])
+	measured := fmt.Sprintf("N=1,000: median **%.2fx** over %d pairs (%s; row %s)", median, len(ratios), strings.Join(ratios, " "), r.date())
+	return []goal{{name, measured, verdict(median <= 1.0)}}, nil
+}
+
 // goal is one row of the goals table.
 type goal struct{ name, measured, met string }
 
@@ -111,6 +139,7 @@ func goalsTable(doc string) (string, error) {
 		func() ([]goal, error) {
 			return pairsGoal(single, "deletion", "deletion of every child within 1.5x the direct-delete limit", 1.5)
 		},
+		func() ([]goal, error) { return cpuGoal(single) },
 		func() ([]goal, error) { return writesGoals(single) },
 		func() ([]goal, error) { return refsGoal(single) },
 		func() ([]goal, error) { return rssGoal(single) },

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,8 +47,8 @@ func TestGoalsTable(t *testing.T) {
 func TestGoalsFromRows(t *testing.T) {
 	single := docHeader +
 		"| 2026-11-25 01:00 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 9.0 (1.29x / 1.80x) | 4.00 | 0 | 9.0 | 3.0 | 5.0 (1.67x) | 90 / 80 (30) | 2.0 / 8.0 | defaults | 2 pairs, alternating which goes first: convergence x limit 1.29x 1.31x, median 1.30x; deletion x limit 1.67x 1.40x, median 1.54x |\n" +
-		"| 2026-11-25 02:00 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 7.0 (1.00x / 1.40x) | 4.00 | 0 | 9.0 | 3.0 | 3.0 (1.00x) | 90 / 80 (30) | 2.0 / 8.0 | defaults | 2 pairs, alternating which goes first: convergence x limit 1.00x 1.10x, median 1.05x; deletion x limit 1.00x 1.20x, median 1.10x; bench wall time 400.0 s |\n" +
-		"| 2026-11-25 02:10 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 9.0 (1.29x / 1.80x) | 4.00 | 0 | 9.0 | 3.0 | 5.0 (1.67x) | 90 / 80 (30) | 2.0 / 8.0 | defaults | before: an older binary; 2 pairs, alternating which goes first: convergence x limit 1.29x 1.31x, median 1.30x; deletion x limit 1.67x 1.40x, median 1.54x; bench wall time 300.0 s |\n" +
+		"| 2026-11-25 02:00 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 7.0 (1.00x / 1.40x) | 4.00 | 0 | 9.0 | 3.0 | 3.0 (1.00x) | 90 / 80 (30) | 2.0 / 8.0 | defaults | 2 pairs, alternating which goes first: convergence x limit 1.00x 1.10x, median 1.05x; deletion x limit 1.00x 1.20x, median 1.10x; controller CPU x clients' CPU 0.90x 1.10x, median 1.00x; bench wall time 400.0 s |\n" +
+		"| 2026-11-25 02:10 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 9.0 (1.29x / 1.80x) | 4.00 | 0 | 9.0 | 3.0 | 5.0 (1.67x) | 90 / 80 (30) | 2.0 / 8.0 | defaults | before: an older binary; 2 pairs, alternating which goes first: convergence x limit 1.29x 1.31x, median 1.30x; deletion x limit 1.67x 1.40x, median 1.54x; controller CPU x clients' CPU 1.40x 1.60x, median 1.50x; bench wall time 300.0 s |\n" +
 		"| 2026-11-25 02:30 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 20.0 (2.86x / 4.00x) | 4.00 | 0 | 9.0 | 3.0 | 3.0 (1.00x) | 90 / 80 (30) | 2.0 / 8.0 | --workers=1 | 2 pairs, alternating which goes first: convergence x limit 2.86x 2.80x, median 2.83x; deletion x limit 1.00x 1.00x, median 1.00x |\n" +
 		"| 2026-11-25 03:00 | 10000 | 2 | 23.5 | go | l | 50.0 | 70.0 | 70.0 (1.00x / 1.40x) | 4.00 | 0 | 90.0 | 30.0 | 30.0 (1.00x) | 200 / 160 (100) | 20.0 / 80.0 | defaults | 2 pairs, alternating which goes first: convergence x limit 1.00x 1.00x, median 1.00x; deletion x limit 1.00x 1.00x, median 1.00x |\n" +
 		"| 2026-11-25 04:00 | 1000 | 2 | 23.5 | go | l | 5.0 | 7.0 | 7.0 (1.00x / 1.40x) | 4.00 | 0 | 9.0 | 3.0 | 3.0 (1.00x) | 80 / 70 (30) | 2.0 / 8.0 | defaults | refs: each parent reads one ConfigMap |\n" +
@@ -67,6 +68,7 @@ func TestGoalsFromRows(t *testing.T) {
 		"| convergence within 1.15x the same-writes limit | N=1,000: median **1.05x** over 2 pairs (1.00x 1.10x; row 2026-11-25 02:00); N=10,000: median **1.00x** over 2 pairs (1.00x 1.00x; row 2026-11-25 03:00) | **met** |",
 		"| deletion of every child within 1.5x the direct-delete limit | N=1,000: median **1.10x** over 2 pairs (1.00x 1.20x; row 2026-11-25 02:00); N=10,000: median **1.00x** over 2 pairs (1.00x 1.00x; row 2026-11-25 03:00) | **met** |",
 		"| with refs (`--refs`, each parent reads one ConfigMap): 4 writes per parent, 0 at rest, settled RSS under 150 MB at N=10,000 | N=1,000: 4.00 writes per parent, 0 at rest (row 2026-11-25 04:00); N=10,000: 4.00 writes per parent, 0 at rest, settled RSS **140 MB** (90 MB anonymous) (row 2026-11-25 05:00) | **met** |",
+		"| controller CPU for the same writes at most 1.0x what the bench's 16 clients spend on them | N=1,000: median **1.00x** over 2 pairs (0.90x 1.10x; row 2026-11-25 02:00) | **met** |",
 		"| settled RSS under 150 MB at N=10,000 | **160 MB** (100 MB anonymous), peak 200 MB (row 2026-11-25 03:00) | **not met** |",
 		"| `make bench` under 15 minutes at N=1,000 | **6 m 40 s** (row 2026-11-25 02:00) | **met** |",
 		"| noisy neighbour: the heavy tenant no more than 10% slower than before fair queuing | build and teardown at most **+7%** against the run before in each pair (rows 2026-11-25 07:00) | **met** |",
@@ -80,5 +82,24 @@ func TestGoalsFromRows(t *testing.T) {
 	got, start, end, err := goalsIn(doc)
 	if err != nil || got != "| goal | measured | met? |\n|---|---|---|\n| old | old | old |\n" || doc[end:end+6] != "\ntext\n" || doc[start-1] != '\n' {
 		t.Errorf("goalsIn = %q, %d, %d, %v", got, start, end, err)
+	}
+}
+
+func TestCPURatios(t *testing.T) {
+	for _, tc := range []struct {
+		note   string
+		ratios []string
+		median float64
+		ok     bool
+	}{
+		{"3 pairs, alternating which goes first: convergence x limit 1.00x 1.00x, median 1.00x; controller CPU x clients' CPU 0.95x 1.01x 0.87x, median 0.95x",
+			[]string{"0.95x", "1.01x", "0.87x"}, 0.95, true},
+		{"controller CPU x clients' CPU 0.90x skipped, median 0.90x", []string{"0.90x", "skipped"}, 0.90, true},
+		{"3 pairs, alternating which goes first: convergence x limit 1.00x 1.00x, median 1.00x", nil, 0, false},
+	} {
+		ratios, median, ok := cpuRatios(tc.note)
+		if ok != tc.ok || median != tc.median || !slices.Equal(ratios, tc.ratios) {
+			t.Errorf("cpuRatios(%q) = %v, %v, %v; want %v, %v, %v", tc.note, ratios, median, ok, tc.ratios, tc.median, tc.ok)
+		}
 	}
 }
