@@ -39,7 +39,7 @@ func TestMarshalIsEncodingJSON(t *testing.T) {
 		{"unicode", "snowman ☃, line separator \u2028, paragraph \u2029"},
 		{"invalid utf-8", "bad \xff\xfe byte"},
 		{"ints", []any{int64(0), int64(-1), int64(math.MaxInt64), int64(math.MinInt64), 7, int32(-9)}},
-		{"integral floats", []any{0.0, -0.0, 3.0, -42.0, 1e20, -1e20, 1e21, 1e300, float64(1 << 62)}},
+		{"integral floats", []any{0.0, math.Copysign(0, -1), 3.0, -42.0, 1e20, -1e20, 1e21, 1e300, float64(1 << 62)}},
 		{"fractional floats", []any{0.5, -1.25, 1e-7, 1e-6, 123456.789, math.SmallestNonzeroFloat64, math.MaxFloat64}},
 		{"float32 and uint", []any{float32(0.1), uint(3), uint64(math.MaxUint64)}},
 		{"other types", map[string]any{"strings": []string{"a", "b"}, "labels": map[string]string{"z": "1", "a": "2"}, "named": named{"k": "v"}, "number": json.Number("12.50")}},
