@@ -101,26 +101,17 @@ func TestApplySendsClientGosRequest(t *testing.T) {
 	withFields.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "someone"}})
 	got = nil
 	for _, c := range []dynamic.Interface{plain, short} {
-		for _, call := range []func() error{
-			func() error {
-				_, err := c.Resource(widgets).Namespace("n").Apply(t.Context(), "", obj, opts)
-				return err
-			},
-			func() error {
-				_, err := c.Resource(widgets).Namespace("n/x").Apply(t.Context(), "w", obj, opts)
-				return err
-			},
-			func() error {
-				_, err := c.Resource(widgets).Namespace("n").Apply(t.Context(), "a/b", obj, opts)
-				return err
-			},
-			func() error {
-				_, err := c.Resource(widgets).Namespace("n").Apply(t.Context(), "w", withFields, opts)
-				return err
-			},
+		for _, bad := range []struct {
+			namespace, name string
+			obj             *unstructured.Unstructured
+		}{
+			{"n", "", obj},         // no name
+			{"n/x", "w", obj},      // a namespace that is no path segment
+			{"n", "a/b", obj},      // a name that is none
+			{"n", "w", withFields}, // managed fields set
 		} {
-			if err := call(); err == nil {
-				t.Errorf("%T: a bad apply did not fail", c)
+			if _, err := c.Resource(widgets).Namespace(bad.namespace).Apply(t.Context(), bad.name, bad.obj, opts); err == nil {
+				t.Errorf("%T: applying %q in %q did not fail", c, bad.name, bad.namespace)
 			}
 		}
 	}

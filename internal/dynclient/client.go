@@ -4,8 +4,6 @@
 package dynclient
 
 import (
-	"net/http"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,12 +36,6 @@ func New(cfg *rest.Config) (dynamic.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewForConfigAndClient(config, httpClient)
-}
-
-// NewForConfigAndClient is New over an HTTP client of the caller's.
-func NewForConfigAndClient(cfg *rest.Config, httpClient *http.Client) (dynamic.Interface, error) {
-	config := dynamic.ConfigFor(cfg)
 	config.NegotiatedSerializer = negotiated{config.NegotiatedSerializer}
 	// As dynamic.NewForConfigAndClient: every request of the dynamic client names its
 	// whole path.
