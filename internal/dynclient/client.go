@@ -4,6 +4,8 @@
 package dynclient
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,7 +38,7 @@ func New(cfg *rest.Config) (dynamic.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	config.NegotiatedSerializer = negotiated{config.NegotiatedSerializer}
+	config.NegotiatedSerializer = newNegotiated(config.NegotiatedSerializer)
 	// As dynamic.NewForConfigAndClient: every request of the dynamic client names its
 	// whole path.
 	config.GroupVersion = nil
@@ -48,14 +50,15 @@ func New(cfg *rest.Config) (dynamic.Interface, error) {
 	return client{dynamic.New(rc), rc}, nil
 }
 
-// negotiated is the dynamic client's serializer with the JSON decoders wrapped.
+// negotiated is the dynamic client's serializer with the JSON decoders wrapped. client-go
+// asks for the media types at every request, so they are wrapped once (newNegotiated).
 type negotiated struct {
 	runtime.NegotiatedSerializer
+	infos []runtime.SerializerInfo
 }
 
-func (n negotiated) SupportedMediaTypes() []runtime.SerializerInfo {
-	infos := n.NegotiatedSerializer.SupportedMediaTypes()
-	out := make([]runtime.SerializerInfo, len(infos))
+func newNegotiated(inner runtime.NegotiatedSerializer) negotiated {
+	infos := slices.Clone(inner.SupportedMediaTypes())
 	for i, info := range infos {
 		if info.MediaType == runtime.ContentTypeJSON {
 			info.Serializer = serializer{info.Serializer}
@@ -65,11 +68,13 @@ func (n negotiated) SupportedMediaTypes() []runtime.SerializerInfo {
 				stream.Framer = framer{stream.Framer}
 				info.StreamSerializer = &stream
 			}
+			infos[i] = info
 		}
-		out[i] = info
 	}
-	return out
+	return negotiated{inner, infos}
 }
+
+func (n negotiated) SupportedMediaTypes() []runtime.SerializerInfo { return n.infos }
 
 // serializer is a JSON serializer of client-go's whose Decode takes the short path when
 // it can.

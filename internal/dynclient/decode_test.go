@@ -31,7 +31,7 @@ func clientGos(t testing.TB) (plain, short [2]runtime.Serializer) {
 		t.Fatal("the dynamic client has no JSON serializer")
 		return [2]runtime.Serializer{}
 	}
-	plain, short = find(inner.SupportedMediaTypes()), find(negotiated{inner}.SupportedMediaTypes())
+	plain, short = find(inner.SupportedMediaTypes()), find(newNegotiated(inner).SupportedMediaTypes())
 	for i, s := range short {
 		if _, ok := s.(serializer); !ok {
 			t.Fatalf("serializer %d is %T, not wrapped", i, s)
@@ -157,7 +157,7 @@ func watchEvents(info runtime.SerializerInfo, stream string) []event {
 // client-go's decode, and leave no decoded object waiting for its token.
 func TestWatchIsClientGos(t *testing.T) {
 	inner := dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer
-	plain, short := jsonInfo(t, inner), jsonInfo(t, negotiated{inner})
+	plain, short := jsonInfo(t, inner), jsonInfo(t, newNegotiated(inner))
 	const configMap = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"12"},"data":{"k":"v"},"n":{"int":3,"float":1.5}}`
 	frames := map[string]string{
 		"added":          `{"type":"ADDED","object":` + configMap + `}`,
