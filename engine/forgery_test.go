@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,9 @@ func tenant(t *testing.T, user, ns string, verbs ...string) dynamic.Interface {
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
 	if _, err := kube.RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	for _, verb := range verbs {
+		testenv.WaitAllowed(t, user, authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: "configmaps"})
 	}
 	cfg := rest.CopyConfig(testenv.Config(t))
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}

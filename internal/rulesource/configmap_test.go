@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,6 +182,7 @@ func TestConfigMapNeedsOnlyItsName(t *testing.T) {
 	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	testenv.WaitAllowed(t, "rules-reader", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "watch", Resource: "configmaps", Name: "kubecel-rules"})
 	// A user without the Role cannot start: the error says what to check.
 	stranger := testenv.Config(t)
 	stranger.Impersonate = rest.ImpersonationConfig{UserName: "stranger"}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -42,6 +43,7 @@ func TestLoadOnce(t *testing.T) {
 	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	testenv.WaitAllowed(t, "rules-lister", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Resource: "configmaps", Name: "kubecel-rules"})
 	cfg := testenv.Config(t)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "rules-lister"}
 	lister := kubernetes.NewForConfigOrDie(cfg)
