@@ -199,6 +199,7 @@ func (p *crdsPhase) start(ctx context.Context) error {
 	}
 	cfg := b.cfg
 	cfg.sharding = false
+	cpu0 := b.sampleCPU()
 	started := time.Now()
 	args := cfg.runArgs(p.rulesPath, b.cp.Kubeconfig)
 	if n := len(p.kinds); n > defaultMaxRules {
@@ -246,7 +247,8 @@ func (p *crdsPhase) start(ctx context.Context) error {
 			if convergedDone = done == all; convergedDone {
 				p.res.converged = time.Since(started)
 				p.res.cpuConverge, p.res.rssConverged = ctrl.cpuSeconds(), ctrl.rss().current
-				logf("crds: %d parents converged %s after the start", all, secs(p.res.converged))
+				p.res.machineCPU = b.sampleCPU().minus(cpu0)
+				logf("crds: %d parents converged %s after the start; machine CPU %s", all, secs(p.res.converged), p.res.machineCPU)
 			}
 			progress += conv
 		}

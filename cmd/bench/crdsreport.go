@@ -44,12 +44,15 @@ type crdsResult struct {
 	converged time.Duration
 	// writes are the controller's writes from the start until it was quiet, by what
 	// they wrote; ruleWrites the same by rule.
-	writes, ruleWrites          writeCounts
-	steadyWrites                writeCounts
-	steadyReconciles            int
-	rssConverged, rssPeak       uint64
-	rssSettled, rssSettledAnon  uint64
-	cpuConverge, cpuTotal       float64
+	writes, ruleWrites         writeCounts
+	steadyWrites               writeCounts
+	steadyReconciles           int
+	rssConverged, rssPeak      uint64
+	rssSettled, rssSettledAnon uint64
+	cpuConverge, cpuTotal      float64
+	// machineCPU is where the machine's CPU went from the start until every parent
+	// converged: the controller, the control plane, the bench.
+	machineCPU                  cpuUse
 	lateRunning, lateConverged  time.Duration // from the late CRD's create
 	reload, rollout             crdsEdit
 	rolloutSteps                []time.Duration
@@ -92,6 +95,7 @@ func (r *crdsResult) print(w io.Writer) {
 	row("writes at rest", fmt.Sprintf("%d (%d reconciles)", r.steadyWrites.total(), r.steadyReconciles), "0")
 	row("RSS peak / converged / settled", fmt.Sprintf("%.0f / %.0f / %.0f MB (settled anonymous %.0f MB)", mb(r.rssPeak), mb(r.rssConverged), mb(r.rssSettled), mb(r.rssSettledAnon)), "settled <= 200 MiB")
 	row("CPU to converge / total", fmt.Sprintf("%.1f s / %.1f s", r.cpuConverge, r.cpuTotal), "")
+	row("machine CPU until converged", r.machineCPU.String(), "")
 	row("late CRD: its rule runs / its parent converged", fmt.Sprintf("%s / %s after the CRD's create", secs(r.lateRunning), secs(r.lateConverged)), "")
 	edit := func(e crdsEdit) string {
 		return fmt.Sprintf("%s after the controller read the file (%s after the write, %s after the reload's log line)", secs(e.took), secs(e.sinceWrite), secs(e.sinceReload))
