@@ -51,6 +51,7 @@ ClusterRole (-o json prints a List then).`,
 	cmd.Flags().StringVar(&o.Name, "name", o.Name, "name of the ClusterRole (and of the Roles for refs confined to namespaces)")
 	cmd.Flags().StringVar(&o.ServiceAccount, "serviceaccount", o.ServiceAccount, "NAMESPACE/NAME of the controller's ServiceAccount, which the RoleBindings for refs confined to namespaces bind")
 	cmd.Flags().StringVar(&o.CRDs, "crds", "", "directory of CustomResourceDefinition manifests that map the kinds they define to their resources")
+	o.Limits.AddFlags(cmd.Flags())
 	output.AddFlag(cmd.Flags(), "yaml", "json")
 	_ = cmd.MarkFlagRequired("rules")
 	return cmd

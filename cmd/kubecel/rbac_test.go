@@ -178,3 +178,27 @@ func TestDeployRulesRBAC(t *testing.T) {
 		t.Errorf("deploy/base/rules-rbac.yaml is stale; regenerate it with\n  kubecel rbac --rules deploy/base/rules.yaml > deploy/base/rules-rbac.yaml\n(-file +generated):\n%s", diff)
 	}
 }
+
+// TestRBACRulesPerSource: rbac loads the rules with the controller's limits and takes
+// the same flags, so that rules the controller runs with --max-rules-per-source get
+// their role too (its error names that flag).
+func TestRBACRulesPerSource(t *testing.T) {
+	noCluster(t)
+	file := filepath.Join(t.TempDir(), "rules.yaml")
+	second := strings.Replace(webappRule, "- name: webapp\n", "- name: webapp2\n", 1)
+	two := webappRule + strings.ReplaceAll(second, "webapps", "otherapps")
+	if err := os.WriteFile(file, []byte(ruleSet(two)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runRBAC(t, "--rules", file, "--max-rules-per-source", "1")
+	if want := "2 rules, over the limit of 1 per source of rules (--max-rules-per-source)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error = %v, want one containing %q", err, want)
+	}
+	stdout, stderr, err := runRBAC(t, "--rules", file, "--max-rules-per-source", "2")
+	if err != nil {
+		t.Fatalf("rbac with the limit raised: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "kind: ClusterRole") {
+		t.Errorf("rbac printed no ClusterRole:\n%s", stdout)
+	}
+}

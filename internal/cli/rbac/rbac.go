@@ -34,6 +34,8 @@ type Options struct {
 	CRDs string
 	// Output is the format: yaml or json.
 	Output string
+	// Limits load the rules as the controller loads them.
+	Limits clikit.LoadLimits
 }
 
 // Run prints on s.Out the ClusterRole (and Roles with their RoleBindings) that the
@@ -47,7 +49,7 @@ func Run(o *Options, s clikit.Streams) error {
 	if err != nil {
 		return err
 	}
-	rs, err := rules.LoadDocuments(docs, rules.Options{})
+	rs, err := rules.LoadDocuments(docs, o.Limits.Options())
 	if err != nil {
 		return fmt.Errorf("load rules:\n%w", err)
 	}
