@@ -329,6 +329,7 @@ var commonAccess = []access{
 	{"apiextensions.k8s.io", "customresourcedefinitions", "watch", "", "", true},
 	{"apiextensions.k8s.io", "customresourcedefinitions", "create", "", "", false},
 	{"authorization.k8s.io", "selfsubjectaccessreviews", "create", "", "", true},
+	{"authorization.k8s.io", "selfsubjectrulesreviews", "create", "", "", true},
 	{"", "events", "create", "team-a", "", true},
 	{"events.k8s.io", "events", "patch", "team-a", "", true},
 	// kubecel-rules: what deploy/base/rules.yaml needs.

@@ -47,8 +47,9 @@ const manyRule = `
 // TestManyRulesStartAtOnce: rules loaded together start together (with the race
 // detector, their starts share the watcher, the discovery cache and the access
 // reviews): every one of them runs, and every parent converges. They need the same
-// permissions, which are asked once (one review of everything in each group, which the
-// test's controller may do), and their revisions are read with one list
+// permissions, which are asked once (one rules review per namespace, whose rules, those
+// of the control plane's admin, cover them all: no access review), and their revisions
+// are read with one list
 // (listAllFrom lowered below their number); a reload that edits one rule asks that
 // rule's permissions again and lists that rule's revisions, and no other rule's. A
 // controller started again on the same rules reads their revisions with one list and
@@ -75,14 +76,14 @@ func TestManyRulesStartAtOnce(t *testing.T) {
 		return rs
 	}
 	rs := load(-1)
-	// What one rule needs is what each needs: the same kinds in the same namespace. The
-	// test's controller may do everything (the control plane's admin), so each group is
-	// asked once, and none of its single permissions.
-	groups := map[string]bool{}
+	// What one rule needs is what each needs: the same kinds in the same namespaces. The
+	// test's controller may do everything (the control plane's admin), so the rules of
+	// each namespace are asked once, and no single permission.
+	namespaces := map[string]bool{}
 	for _, a := range rs.Rules[0].Access(true, []schema.GroupVersionResource{configMaps}) {
-		groups[a.Resource.Group] = true
+		namespaces[a.Namespace] = true
 	}
-	perRule := len(groups)
+	perRule := len(namespaces)
 
 	widgetsClient := testenv.Dynamic(t).Resource(widgets).Namespace(ns)
 	for i := range n {
@@ -93,13 +94,15 @@ func TestManyRulesStartAtOnce(t *testing.T) {
 		}
 	}
 
-	var reviews, revisionLists, revisionWrites atomic.Int64
+	var reviews, accessReviews, revisionLists, revisionWrites atomic.Int64
 	cfg := rest.CopyConfig(testenv.Config(t))
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			switch {
-			case req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/selfsubjectaccessreviews"):
+			case req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/selfsubjectrulesreviews"):
 				reviews.Add(1)
+			case req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/selfsubjectaccessreviews"):
+				accessReviews.Add(1)
 			case strings.HasSuffix(req.URL.Path, "/controllerrevisions") && req.Method == http.MethodGet && req.URL.Query().Get("watch") != "true":
 				revisionLists.Add(1)
 			case strings.Contains(req.URL.Path, "/controllerrevisions") && req.Method != http.MethodGet:
@@ -140,7 +143,7 @@ func TestManyRulesStartAtOnce(t *testing.T) {
 		t.Errorf("kubecel_active_rules = %v, want %d", got, n)
 	}
 	if got := reviews.Load(); got != int64(perRule) {
-		t.Errorf("access reviews sent by the start of %d rules = %d, want %d: each group once", n, got, perRule)
+		t.Errorf("rules reviews sent by the start of %d rules = %d, want %d: each namespace once", n, got, perRule)
 	}
 	converged := func(i int, value string) {
 		t.Helper()
@@ -181,7 +184,10 @@ func TestManyRulesStartAtOnce(t *testing.T) {
 	before, lists := reviews.Load(), revisionLists.Load()
 	ctrl.SetRules(ctx, load(edited))
 	if got := reviews.Load() - before; got != int64(perRule) {
-		t.Errorf("access reviews sent by a reload that edits one rule = %d, want %d (that rule's)", got, perRule)
+		t.Errorf("rules reviews sent by a reload that edits one rule = %d, want %d (that rule's)", got, perRule)
+	}
+	if got := accessReviews.Load(); got != 0 {
+		t.Errorf("access reviews sent = %d, want 0: the rules reviews answer every permission", got)
 	}
 	if got := revisionLists.Load() - lists; got != 1 {
 		t.Errorf("revision lists sent by a reload that edits one rule = %d, want 1 (that rule's)", got)

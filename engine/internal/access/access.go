@@ -1,11 +1,13 @@
 // Package access asks the API server whether the controller may do what a rule needs,
-// before the rule starts: one SelfSubjectAccessReview per resource, subresource, verb and
-// namespace. Before those of a group, it asks once whether the controller may do
-// everything in the group (every verb on every resource, in every namespace): a
-// controller bound to such a role (cluster-admin in a development cluster) then sends
-// one review per group instead of one per permission, which at a thousand rules on a
-// thousand CRDs is one review instead of seven thousand. Least-privilege RBAC, which
-// `kubecel rbac` writes, is denied that one and asked each permission as before.
+// before the rule starts. First it asks which rules it was granted, with one
+// SelfSubjectRulesReview per namespace (granted.go): a permission those rules cover
+// needs no review of its own, so that a thousand rules on a thousand CRDs, under the
+// least-privilege roles `kubecel rbac` writes, ask one review instead of seven thousand.
+// What they do not cover (an authorizer that cannot list its rules, a permission that is
+// missing) is asked with a SelfSubjectAccessReview per resource, subresource, verb and
+// namespace; before those of a group, once whether the controller may do everything in
+// the group (every verb on every resource, in every namespace), which answers for the
+// group when it may.
 //
 // A Reviews lives for one operation of the rule lifecycle (a rules reload, a retry of the
 // rules that wait) and answers each question once within it, however many of the rules
@@ -82,6 +84,8 @@ type Reviews struct {
 
 	mu      sync.Mutex
 	answers map[Permission]*answer
+	// granted are the rules reviews sent, by namespace (clusterScope for all).
+	granted map[string]*granted
 }
 
 // answer is one review: done is closed once allowed or err is set.
@@ -93,7 +97,7 @@ type answer struct {
 
 // NewReviews returns an empty Reviews that sends its reviews through kube.
 func NewReviews(kube kubernetes.Interface) *Reviews {
-	return &Reviews{kube: kube, answers: map[Permission]*answer{}}
+	return &Reviews{kube: kube, answers: map[Permission]*answer{}, granted: map[string]*granted{}}
 }
 
 // Check reports whether the controller holds every permission needed: nil when it
@@ -128,9 +132,13 @@ func (r *Reviews) Check(ctx context.Context, needed []Permission) error {
 }
 
 // Allowed reports whether the controller holds p, as this Reviews' reviews say: the
-// review of everything in p's group, then, unless that allowed it, the review of p;
-// each sent when it was not asked before.
+// rules it was granted where p applies, then, unless they cover p, the review of
+// everything in p's group, then, unless that allowed it, the review of p; each sent when
+// it was not asked before.
 func (r *Reviews) Allowed(ctx context.Context, p Permission) (bool, error) {
+	if r.covered(ctx, p) {
+		return true, nil
+	}
 	if all := everything(p.GVR.Group); p != all {
 		// A review of the group that failed is no answer either way: p's own decides,
 		// and the group is not asked again in this operation.

@@ -26,10 +26,16 @@ type reviewer struct {
 	got     map[Permission]int
 	// gate, when set, holds every review until it is closed.
 	gate chan struct{}
+	// granted are the rules a SelfSubjectRulesReview lists, by namespace; rulesGot counts
+	// those reviews by namespace; incomplete marks them incomplete, rulesFail fails them.
+	granted               map[string][]authorizationv1.ResourceRule
+	rulesGot              map[string]int
+	incomplete, rulesFail bool
 }
 
 func newReviewer() *reviewer {
-	return &reviewer{allowed: map[Permission]bool{}, failing: map[Permission]bool{}, got: map[Permission]int{}}
+	return &reviewer{allowed: map[Permission]bool{}, failing: map[Permission]bool{}, got: map[Permission]int{},
+		granted: map[string][]authorizationv1.ResourceRule{}, rulesGot: map[string]int{}}
 }
 
 func (rv *reviewer) clientset() *fake.Clientset {
@@ -50,6 +56,22 @@ func (rv *reviewer) clientset() *fake.Clientset {
 		}
 		out := review.DeepCopy()
 		out.Status.Allowed = rv.allowed[p]
+		return true, out, nil
+	})
+	kube.PrependReactor("create", "selfsubjectrulesreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		review := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectRulesReview)
+		if rv.gate != nil {
+			<-rv.gate
+		}
+		rv.mu.Lock()
+		defer rv.mu.Unlock()
+		ns := review.Spec.Namespace
+		rv.rulesGot[ns]++
+		if rv.rulesFail {
+			return true, nil, errors.New("the server is unavailable")
+		}
+		out := review.DeepCopy()
+		out.Status.ResourceRules, out.Status.Incomplete = rv.granted[ns], rv.incomplete
 		return true, out, nil
 	})
 	return kube
