@@ -199,12 +199,21 @@ func (p *crdsPhase) start(ctx context.Context) error {
 	}
 	cfg := b.cfg
 	cfg.sharding = false
+	if cfg.restricted {
+		// Before the clock starts: an installation's roles exist before it runs.
+		if err := b.restrict(ctx, p.rulesPath, max(len(p.kinds), defaultMaxRules), p.kinds[0].gvr()); err != nil {
+			return err
+		}
+	}
 	cpu0 := b.sampleCPU()
 	started := time.Now()
 	args := cfg.runArgs(p.rulesPath, b.cp.Kubeconfig)
 	if n := len(p.kinds); n > defaultMaxRules {
 		// The rules file holds K + 2 rules, over kubecel run's default limit at K=1,000.
 		args = append(args, "--max-rules-per-source="+strconv.Itoa(n))
+	}
+	if cfg.restricted {
+		args = append(args, restrictedArgs...)
 	}
 	ctrl, err := startProcess(cfg, "crds", b.cfg.dir, args, [3]int{ports[0], ports[1], ports[2]})
 	if err != nil {

@@ -80,8 +80,10 @@ type config struct {
 	// edit runs the rules-edit phase (edit.go) after the update phase.
 	edit bool
 	// crds, when above 0, runs only the phase of that many rules on as many CRDs
-	// (crds.go).
-	crds int
+	// (crds.go); restricted runs its controller with least-privilege RBAC
+	// (restricted.go).
+	crds       int
+	restricted bool
 }
 
 func main() {
@@ -109,6 +111,7 @@ func main() {
 	flag.StringVar(&c.noisyShape, "noisy-shape", defaultShape, "the heavy tenant's 16,000 children in the noisy-neighbour phase: one-namespace (16 parents), namespaces (50 namespaces of one parent each) or cluster (1,000 cluster-scoped parents); rows of the last two go to their own table")
 	flag.BoolVar(&c.edit, "edit", false, "after the update phase, time an edit of the rules applied at once and the same kind of edit rolled out in steps 1/10/50/100% (edit.go), and add a row to the rules-edit table")
 	flag.IntVar(&c.crds, "crds", 0, "run only the phase of K rules on K CRDs, one parent each (crds.go): start, convergence, writes, memory, and the longest lock waits while a CRD appears, a reload and a rollout; add a row to its own table")
+	flag.BoolVar(&c.restricted, "restricted", false, "with --crds: run the controller as the ServiceAccount of deploy/base (impersonated) with deploy/base's roles and the role `kubecel rbac` prints for the rules, not as the control plane's admin")
 	flag.Parse()
 	if c.refs {
 		rulesYAML = rulesRefsYAML
@@ -124,6 +127,10 @@ func main() {
 	c.sharding = c.sharding || c.replicas > 1
 	if c.crds < 0 || c.crds > 0 && (c.sharding || c.onlyNoisy) {
 		fmt.Fprintln(os.Stderr, "bench: --crds must be at least 0, and runs one unsharded controller alone (not with --replicas, --sharding or --only-noisy)")
+		os.Exit(2)
+	}
+	if c.restricted && c.crds == 0 {
+		fmt.Fprintln(os.Stderr, "bench: --restricted goes with --crds")
 		os.Exit(2)
 	}
 	if c.pairs < 1 || c.pairs > 1 && (c.sharding || c.skipLimits || c.skipDelete) {
@@ -246,6 +253,9 @@ func (c config) flagsColumn() string {
 	}
 	if c.workers > 0 {
 		parts = append(parts, fmt.Sprintf("--workers=%d", c.workers))
+	}
+	if c.restricted {
+		parts = append(parts, "(bench --restricted)")
 	}
 	return strings.Join(strings.Fields(strings.Join(append(parts, c.kubecelArgs), " ")), " ")
 }
