@@ -19,8 +19,12 @@
 //     later is asked again by the next operation (the retry of a waiting rule).
 //   - A review that failed (the request, not the answer) is not kept: the next question
 //     sends it again. A failed review of a whole group counts as no answer, and is not
-//     sent again in the operation: the single permissions decide.
-//   - Concurrent questions of the same permission wait for one review.
+//     sent again in the operation: the single permissions decide. So does a failed
+//     rules review: it counts as no rules, for the rest of the operation.
+//   - Rules cover a permission only where they apply: the rules of a namespace never
+//     answer for all namespaces.
+//   - Concurrent questions of the same permission, or of one namespace's rules, wait
+//     for one review.
 package access
 
 import (
