@@ -248,21 +248,7 @@ func TestConcurrentQuestions(t *testing.T) {
 	rv := newReviewer()
 	rv.allow(p)
 	rv.gate = make(chan struct{})
-	reviews := NewReviews(rv.clientset())
-	const rules = 20
-	var wg sync.WaitGroup
-	errs := make(chan error, rules)
-	for range rules {
-		wg.Go(func() { errs <- reviews.Check(t.Context(), []Permission{p}) })
-	}
-	close(rv.gate)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
+	checkAtOnce(t, rv, NewReviews(rv.clientset()), 20, p)
 	if total, _ := rv.sent(); total != 1 {
 		t.Errorf("reviews sent = %d, want 1", total)
 	}

@@ -82,18 +82,7 @@ func TestGrantedRules(t *testing.T) {
 			reviews := NewReviews(rv.clientset())
 			// Twice: the second Check of the operation asks nothing again.
 			for range 2 {
-				err := reviews.Check(t.Context(), tt.need)
-				var forbidden *ForbiddenError
-				switch {
-				case tt.wantMissing == nil && err != nil:
-					t.Fatalf("Check = %v, want nil", err)
-				case tt.wantMissing != nil && !errors.As(err, &forbidden):
-					t.Fatalf("Check = %v, want a ForbiddenError", err)
-				case tt.wantMissing != nil:
-					if diff := cmp.Diff(tt.wantMissing, forbidden.Missing); diff != "" {
-						t.Errorf("missing (-want +got):\n%s", diff)
-					}
-				}
+				checkMissing(t, reviews.Check(t.Context(), tt.need), tt.wantMissing)
 			}
 			if diff := cmp.Diff(tt.wantRules, rv.rulesGot); diff != "" {
 				t.Errorf("rules reviews by namespace (-want +got):\n%s", diff)
@@ -120,11 +109,40 @@ func TestGrantedRulesOnce(t *testing.T) {
 	rv := newReviewer()
 	rv.granted[clusterScope] = []authorizationv1.ResourceRule{{Verbs: []string{"list"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}}
 	rv.gate = make(chan struct{})
-	reviews := NewReviews(rv.clientset())
+	checkAtOnce(t, rv, NewReviews(rv.clientset()), 20, Permission{GVR: configMaps, Verb: "list"})
+	if diff := cmp.Diff(map[string]int{clusterScope: 1}, rv.rulesGot); diff != "" {
+		t.Errorf("rules reviews (-want +got):\n%s", diff)
+	}
+	if total, _ := rv.sent(); total != 0 {
+		t.Errorf("single reviews = %d, want 0", total)
+	}
+}
+
+// checkMissing checks err, what Check returned: nil when want is nil, else a
+// ForbiddenError that lists want as missing.
+func checkMissing(t *testing.T, err error, want []string) {
+	t.Helper()
+	var forbidden *ForbiddenError
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("Check = %v, want nil", err)
+	case want != nil && !errors.As(err, &forbidden):
+		t.Fatalf("Check = %v, want a ForbiddenError", err)
+	case want != nil:
+		if diff := cmp.Diff(want, forbidden.Missing); diff != "" {
+			t.Errorf("missing (-want +got):\n%s", diff)
+		}
+	}
+}
+
+// checkAtOnce checks p from n goroutines, whose reviews rv's gate holds until all n are
+// started, and expects every check to pass.
+func checkAtOnce(t *testing.T, rv *reviewer, reviews *Reviews, n int, p Permission) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 20)
-	for range 20 {
-		wg.Go(func() { errs <- reviews.Check(t.Context(), []Permission{{GVR: configMaps, Verb: "list"}}) })
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() { errs <- reviews.Check(t.Context(), []Permission{p}) })
 	}
 	close(rv.gate)
 	wg.Wait()
@@ -133,11 +151,5 @@ func TestGrantedRulesOnce(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
-	}
-	if diff := cmp.Diff(map[string]int{clusterScope: 1}, rv.rulesGot); diff != "" {
-		t.Errorf("rules reviews (-want +got):\n%s", diff)
-	}
-	if total, _ := rv.sent(); total != 0 {
-		t.Errorf("single reviews = %d, want 0", total)
 	}
 }
