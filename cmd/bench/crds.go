@@ -213,7 +213,7 @@ func (p *crdsPhase) start(ctx context.Context) error {
 		args = append(args, "--max-rules-per-source="+strconv.Itoa(n))
 	}
 	if cfg.restricted {
-		args = append(args, restrictedArgs...)
+		args = append(args, restrictedArgs()...)
 	}
 	ctrl, err := startProcess(cfg, "crds", b.cfg.dir, args, [3]int{ports[0], ports[1], ports[2]})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -31,10 +30,20 @@ import (
 // from the repository (make bench runs from its root).
 var restrictedManifests = []string{"deploy/base/namespace.yaml", "deploy/base/serviceaccount.yaml", "deploy/base/rbac.yaml"}
 
-// restrictedArgs make kubecel run act as the ServiceAccount, with the groups the API
+// restrictedUser is the ServiceAccount's user name, restrictedGroups the groups the API
 // server gives a ServiceAccount's token.
-var restrictedArgs = []string{"--as=system:serviceaccount:kubecel-system:kubecel",
-	"--as-group=system:serviceaccounts", "--as-group=system:serviceaccounts:kubecel-system", "--as-group=system:authenticated"}
+const restrictedUser = "system:serviceaccount:kubecel-system:kubecel"
+
+var restrictedGroups = []string{"system:serviceaccounts", "system:serviceaccounts:kubecel-system", "system:authenticated"}
+
+// restrictedArgs make kubecel run act as the ServiceAccount.
+func restrictedArgs() []string {
+	args := []string{"--as=" + restrictedUser}
+	for _, g := range restrictedGroups {
+		args = append(args, "--as-group="+g)
+	}
+	return args
+}
 
 // restrictedResources maps the kinds of those manifests to their resources.
 var restrictedResources = map[string]schema.GroupVersionResource{
@@ -96,8 +105,7 @@ func (b *bench) restrict(ctx context.Context, rulesPath string, maxRules int, ch
 	attrs := &authorizationv1.ResourceAttributes{Group: check.Group, Resource: check.Resource, Subresource: "status", Verb: "patch"}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: strings.TrimPrefix(restrictedArgs[0], "--as="), Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kubecel-system", "system:authenticated"},
-			ResourceAttributes: attrs}}
+			User: restrictedUser, Groups: restrictedGroups, ResourceAttributes: attrs}}
 		got, err := b.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 		return err == nil && got.Status.Allowed, nil
 	})
