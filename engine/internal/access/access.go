@@ -35,6 +35,7 @@ import (
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -87,21 +88,57 @@ type Reviews struct {
 	kube kubernetes.Interface
 
 	mu      sync.Mutex
-	answers map[Permission]*answer
+	answers map[Permission]*asked[answer]
 	// granted are the rules reviews sent, by namespace (clusterScope for all).
-	granted map[string]*granted
+	granted map[string]*asked[[]rbacv1.PolicyRule]
 }
 
-// answer is one review: done is closed once allowed or err is set.
+// answer is one access review's.
 type answer struct {
-	done    chan struct{}
 	allowed bool
 	err     error
 }
 
+// asked is a question asked once: done is closed once val is set.
+type asked[V any] struct {
+	done chan struct{}
+	val  V
+}
+
+// askOnce answers the question key of m (whose entries mu guards): with the answer
+// already given, with the one being given (waited for), or with ask's, given now. When
+// forget reports true of ask's answer, the question is left unasked for the next caller;
+// those waiting meanwhile get that answer too.
+func askOnce[K comparable, V any](ctx context.Context, mu *sync.Mutex, m map[K]*asked[V], key K, ask func() V, forget func(V) bool) (V, error) {
+	mu.Lock()
+	q, before := m[key]
+	if !before {
+		q = &asked[V]{done: make(chan struct{})}
+		m[key] = q
+	}
+	mu.Unlock()
+	if before {
+		select {
+		case <-q.done:
+			return q.val, nil
+		case <-ctx.Done():
+			var none V
+			return none, ctx.Err()
+		}
+	}
+	q.val = ask()
+	if forget(q.val) {
+		mu.Lock()
+		delete(m, key)
+		mu.Unlock()
+	}
+	close(q.done)
+	return q.val, nil
+}
+
 // NewReviews returns an empty Reviews that sends its reviews through kube.
 func NewReviews(kube kubernetes.Interface) *Reviews {
-	return &Reviews{kube: kube, answers: map[Permission]*answer{}, granted: map[string]*granted{}}
+	return &Reviews{kube: kube, answers: map[Permission]*asked[answer]{}, granted: map[string]*asked[[]rbacv1.PolicyRule]{}}
 }
 
 // Check reports whether the controller holds every permission needed: nil when it
@@ -162,28 +199,15 @@ func everything(group string) Permission {
 // allowed answers one permission, sending its review when it was not asked before. A
 // review that failed is asked again by the next question, unless keepFailure.
 func (r *Reviews) allowed(ctx context.Context, p Permission, keepFailure bool) (bool, error) {
-	r.mu.Lock()
-	a, asked := r.answers[p]
-	if !asked {
-		a = &answer{done: make(chan struct{})}
-		r.answers[p] = a
+	a, err := askOnce(ctx, &r.mu, r.answers, p, func() answer {
+		ok, err := r.review(ctx, p)
+		return answer{ok, err}
+	}, func(a answer) bool {
+		return a.err != nil && !keepFailure // a failed request is no answer: the next question asks again
+	})
+	if err != nil {
+		return false, err
 	}
-	r.mu.Unlock()
-	if asked {
-		select {
-		case <-a.done:
-			return a.allowed, a.err
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
-	a.allowed, a.err = r.review(ctx, p)
-	if a.err != nil && !keepFailure {
-		r.mu.Lock()
-		delete(r.answers, p) // a failed request is no answer: the next question asks again
-		r.mu.Unlock()
-	}
-	close(a.done)
 	return a.allowed, a.err
 }
 

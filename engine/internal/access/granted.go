@@ -25,13 +25,6 @@ import (
 // the colon makes it a name no namespace can have.
 const clusterScope = "kubecel:all-namespaces"
 
-// granted is one rules review: done is closed once rules is set (nil when the review
-// failed).
-type granted struct {
-	done  chan struct{}
-	rules []rbacv1.PolicyRule
-}
-
 // covered reports whether the rules the controller was granted where p applies cover p,
 // asking for them when this Reviews has not yet.
 func (r *Reviews) covered(ctx context.Context, p Permission) bool {
@@ -39,28 +32,16 @@ func (r *Reviews) covered(ctx context.Context, p Permission) bool {
 	if ns == "" {
 		ns = clusterScope
 	}
-	r.mu.Lock()
-	g, asked := r.granted[ns]
-	if !asked {
-		g = &granted{done: make(chan struct{})}
-		r.granted[ns] = g
-	}
-	r.mu.Unlock()
-	if asked {
-		select {
-		case <-g.done:
-		case <-ctx.Done():
-			return false
-		}
-	} else {
-		g.rules = r.rulesIn(ctx, ns)
-		close(g.done)
+	rules, err := askOnce(ctx, &r.mu, r.granted, ns, func() []rbacv1.PolicyRule { return r.rulesIn(ctx, ns) },
+		func([]rbacv1.PolicyRule) bool { return false })
+	if err != nil {
+		return false
 	}
 	res := p.GVR.Resource
 	if p.Subresource != "" {
 		res += "/" + p.Subresource
 	}
-	ok, _ := validation.Covers(g.rules, []rbacv1.PolicyRule{{APIGroups: []string{p.GVR.Group}, Resources: []string{res}, Verbs: []string{p.Verb}}})
+	ok, _ := validation.Covers(rules, []rbacv1.PolicyRule{{APIGroups: []string{p.GVR.Group}, Resources: []string{res}, Verbs: []string{p.Verb}}})
 	return ok
 }
 
