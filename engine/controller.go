@@ -97,6 +97,10 @@ type Options struct {
 	// Notify, when set, is told once when a rule cannot run (reason contract.PendingNotServed,
 	// contract.PendingForbidden or contract.PendingError) with a message naming what is missing.
 	Notify func(ctx context.Context, rule, reason, message string)
+
+	// holdFirstRevisions (tests: HoldFirstRevisions) keeps the rollouts from storing the
+	// rules' first revisions: the controller is never idle to them, for an hour.
+	holdFirstRevisions bool
 }
 
 func (o *Options) defaults() {
@@ -217,6 +221,9 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	c.life.apis = &apis.Manager{Client: client, Identity: opts.Identity}
 	c.life.revs = &rollouts.Revisions{DryRun: opts.DryRun, Keep: opts.RevisionsKept, Recorder: recorder}
 	c.life.rollouts = rollouts.New(c.life.revs, rolloutEngine{c}, m.QueueProvider())
+	if opts.holdFirstRevisions {
+		c.life.rollouts.FirstWithin = time.Hour
+	}
 	if opts.RevisionNamespace != "" {
 		store := &rollout.Store{Client: kube, Namespace: opts.RevisionNamespace, Installation: opts.Identity.Name(), Signer: opts.Identity}
 		c.revInformers = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(opts.RevisionNamespace),

@@ -13,3 +13,7 @@ func SetPublishEvery(n int) (restore func()) {
 	old := publishEvery.Swap(int64(n))
 	return func() { publishEvery.Store(old) }
 }
+
+// HoldFirstRevisions makes a controller of opts that never stores a rule's first
+// revision by itself (its rollouts never find it idle): only a reload stores one.
+func HoldFirstRevisions(opts *Options) { opts.holdFirstRevisions = true }

@@ -167,6 +167,17 @@ func (l *lifecycle) start(ctx context.Context, reviews *access.Reviews, listed r
 	if err != nil {
 		return nil, err
 	}
+	if old != nil && old.rollout != nil {
+		// The version that runs may not have stored its first revision yet: stored now,
+		// the edit rolls from it. The operation's list of revisions then lacks it.
+		stored, err := l.revs.StoreFirst(ctx, old.rollout)
+		if err != nil {
+			return nil, err
+		}
+		if stored {
+			listed = nil
+		}
+	}
 	prep, err := l.revs.Prepare(ctx, l.rs, r, listed)
 	if err != nil {
 		return nil, err

@@ -247,3 +247,34 @@ func TestRolloutPolicyEditAlone(t *testing.T) {
 		t.Errorf("the first step wrote to parents %v, want only %s", got, canary)
 	}
 }
+
+// TestRolloutEditBeforeTheFirstRevisionIsStored: a rule's first revision is stored once
+// the controller is idle; an edit that comes before (here: the controller is never idle)
+// stores it first, and rolls out from it in steps, as from any stored revision.
+func TestRolloutEditBeforeTheFirstRevisionIsStored(t *testing.T) {
+	rf := startRolloutHeld(t, rolloutRules("v1", "yes", ""), true)
+	rf.waitIdle()
+	if cur := rf.current(); cur != nil {
+		t.Fatalf("revision %d stored while the controller holds first revisions, want none", cur.Number)
+	}
+	rf.setRules(rolloutRules("v2", "yes", longPause))
+	cur := rf.waitPhase(rollout.Progressing)
+	revs, err := rf.store.List(t.Context(), rf.rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := rollout.Find(revs, cur.From)
+	if cur.Number != 2 || cur.Step != 1 || first == nil || first.Number != 1 || !first.Proven {
+		t.Fatalf("after the edit: revision %d at step %d from %q (stored: %v), want revision 2 at step 1 from the first revision, stored and proven", cur.Number, cur.Step, cur.From, first != nil)
+	}
+	// The first step holds one parent at v2; the others stay at v1.
+	rf.eventually(func() (bool, string) {
+		n := 0
+		for _, v := range rf.versions() {
+			if v == "v2" {
+				n++
+			}
+		}
+		return n == 1, fmt.Sprintf("%d parents at v2, want 1", n)
+	})
+}

@@ -49,6 +49,8 @@ func (e rolloutEngine) Rollout(rule string) *rollouts.Rule {
 	return nil
 }
 
+func (e rolloutEngine) Idle() bool { return !e.c.opts.holdFirstRevisions && e.c.Idle() }
+
 func (e rolloutEngine) Enqueue(key watch.Key) { e.c.queue.Add(key) }
 
 func (e rolloutEngine) Restart(ctx context.Context, target *watch.Rule) {

@@ -49,10 +49,23 @@ type rolloutFixture struct {
 
 func startRollout(t *testing.T, first string) *rolloutFixture {
 	t.Helper()
+	rf := startRolloutHeld(t, first, false)
+	// The first revision is stored once the controller is idle.
+	rf.waitPhase(rollout.Complete)
+	return rf
+}
+
+// startRolloutHeld is startRollout, but with hold the controller stores no first
+// revision by itself (engine.HoldFirstRevisions), and it does not wait for one.
+func startRolloutHeld(t *testing.T, first string, hold bool) *rolloutFixture {
+	t.Helper()
 	ns := testenv.Namespace(t)
 	// The revisions live in the test's own namespace.
 	f := &fixture{t: t, ns: ns, rule: fmt.Sprintf("r%04x", rand.IntN(1<<16)), rulesTemplate: first,
 		opts: engine.Options{Workers: 4, RevisionNamespace: ns}}
+	if hold {
+		engine.HoldFirstRevisions(&f.opts)
+	}
 	f.run()
 	rf := &rolloutFixture{fixture: f, store: &rollout.Store{Client: testenv.Kube(t), Namespace: f.ns, Installation: f.opts.Identity.Name(), Signer: f.opts.Identity}}
 	for i := range 20 {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,21 +19,6 @@ import (
 	"github.com/kubecel/kubecel/rules/contract"
 )
 
-// kubecelBinary builds the kubecel command once for the package's tests.
-var kubecelBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "kubecel-examples-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "kubecel")
-	build := exec.Command("go", testenv.BuildArgs(bin, "./cmd/kubecel")...)
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", &exec.ExitError{Stderr: out}
-	}
-	return bin, nil
-})
-
 // checkRender runs `kubecel render` on the live parent (UID included) with its live
 // children as the observed objects, as a user would with `kubectl get -o yaml`, and
 // checks that it prints exactly the children the controller applied: the same objects,
@@ -43,10 +27,7 @@ var kubecelBinary = sync.OnceValues(func() (string, error) {
 // defaults, status) are the only difference allowed.
 func (c *cluster) checkRender(dir string, gvr schema.GroupVersionResource, ns, name string) {
 	c.t.Helper()
-	bin, err := kubecelBinary()
-	if err != nil {
-		c.t.Fatalf("build kubecel: %v", err)
-	}
+	bin := testenv.Kubecel(c.t)
 	parent, err := c.get(gvr, ns, name)
 	if err != nil {
 		c.t.Fatal(err)

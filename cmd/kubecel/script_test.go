@@ -149,6 +149,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"get":           cmdGet,
 	"waitfor":       cmdWaitFor,
 	"waitgone":      cmdWaitGone,
+	"waitcount":     cmdWaitCount,
 	"waithttp":      cmdWaitHTTP,
 	"exitcode":      cmdExitCode,
 	"events":        cmdEvents,
@@ -383,6 +384,26 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 			return false, fmt.Sprintf("%s %s does not contain %q:\n%s", args[0], args[1], args[2], data)
 		}
 		return true, ""
+	})
+}
+
+// cmdWaitCount waits until the script's namespace holds N objects of RESOURCE that
+// the label selector SELECTOR selects.
+func cmdWaitCount(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: waitcount RESOURCE SELECTOR N")
+	}
+	want, err := strconv.Atoi(args[2])
+	if err != nil {
+		ts.Fatalf("waitcount: %q is not a count", args[2])
+	}
+	ri := newScriptClient(ts).resource(ts, args[0])
+	poll(ts, func() (bool, string) {
+		list, err := ri.List(context.Background(), metav1.ListOptions{LabelSelector: args[1]})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == want, fmt.Sprintf("%d %s selected by %s, want %d", len(list.Items), args[0], args[1], want)
 	})
 }
 

@@ -28,13 +28,27 @@ type Engine interface {
 	Restart(ctx context.Context, target *watch.Rule)
 	// StopStable stops the version a completed rollout rolled from.
 	StopStable(r *Rule, stable *watch.Rule)
+	// Idle reports whether no parent is queued or being reconciled.
+	Idle() bool
 }
 
 // synced is how soon a rule whose caches are still filling is looked at again.
 const synced = 250 * time.Millisecond
 
+// idleEvery is how often a rule whose first revision waits for the controller to be
+// idle is looked at again.
+const idleEvery = time.Second
+
+// DefaultFirstWithin is Controller.FirstWithin's default.
+const DefaultFirstWithin = 30 * time.Second
+
 // Controller takes the rollouts' steps: one rule at a time, as events and timers say.
 type Controller struct {
+	// FirstWithin is how long after a rule started its first revision waits for the
+	// controller to be idle before it is stored anyway: a controller that is never idle
+	// still keeps the rules' history.
+	FirstWithin time.Duration
+
 	revs   *Revisions
 	engine Engine
 	queue  workqueue.TypedRateLimitingInterface[string]
@@ -43,7 +57,7 @@ type Controller struct {
 // New returns a controller of the rules' rollouts; Run starts it. Its queue's metrics
 // (workqueue_*{name="rollouts"}) go to provider.
 func New(revs *Revisions, engine Engine, provider workqueue.MetricsProvider) *Controller {
-	return &Controller{revs: revs, engine: engine, queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+	return &Controller{FirstWithin: DefaultFirstWithin, revs: revs, engine: engine, queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "rollouts", MetricsProvider: provider})}
 }
@@ -96,11 +110,16 @@ func (c *Controller) process(ctx context.Context, name string) (time.Duration, e
 		c.follow(ctx, r, last, rev)
 	}
 	if rev.Object == nil && !c.revs.DryRun {
-		// Storing the revision failed when the rule started: its state is written
-		// nowhere yet, so no step is taken until it is stored.
+		// The rule's first revision (Revisions.Commit), or one whose storing failed when
+		// the rule started: its state is written nowhere yet, so no step is taken until
+		// it is stored. A first one waits while parents are reconciled.
+		if rev.From == "" && !c.engine.Idle() && time.Since(r.started) < c.FirstWithin {
+			return idleEvery, nil
+		}
 		got, err := c.revs.Store.CreateOrReplace(ctx, rev.Rule, rev.Hash, r.target.Rule.Document, whereOf(r.target), rev.Number, rev.State)
 		switch {
 		case err == nil:
+			logger.Info("Stored rule revision", "number", got.Number, "phase", got.Phase, "from", got.From)
 			c.follow(ctx, r, rev, got)
 			return 0, nil
 		case apierrors.IsAlreadyExists(err):

@@ -173,8 +173,13 @@ func steps(r *rules.Rule) []float64 {
 // Commit stores what Prepare decided, once the rule runs, and returns the revision the
 // rule runs at (nil when revisions are not kept). Another replica that stored it first
 // wins: its revision is read back. In a dry run nothing is written.
+//
+// A rule's first revision (nothing stored for the rule) is not stored here: no rollout
+// rolls from it yet and nothing stored is replaced or trimmed, so the rollouts store it
+// once the controller is idle (Controller.process), and a first start of many rules
+// spends the API server on their parents first. Its Object stays nil until then.
 func (v *Revisions) Commit(ctx context.Context, r *rules.Rule, p *Prepared, target *watch.Rule) *rollout.Revision {
-	if v.Store == nil || !p.changed || v.DryRun {
+	if v.Store == nil || !p.changed || v.DryRun || p.first() {
 		return p.rev
 	}
 	logger := klog.FromContext(ctx).WithValues("rule", r.Name, "revision", r.Revision)
@@ -203,6 +208,33 @@ func (v *Revisions) Commit(ctx context.Context, r *rules.Rule, p *Prepared, targ
 	}
 	logger.Info("Stored rule revision", "number", got.Number, "phase", got.Phase, "from", got.From)
 	return got
+}
+
+// first reports whether p makes the rule's first revision: one to create, with nothing
+// stored for the rule and nothing to supersede.
+func (p *Prepared) first() bool {
+	return p.changed && p.change.Create && len(p.revs) == 0 && len(p.change.Supersede) == 0
+}
+
+// StoreFirst stores the first revision of a running rule that Commit left to the
+// rollouts and that they have not stored yet, as a rules reload must before it reads
+// the rule's revisions: the edit then rolls from it. It reports whether it wrote (or
+// found the revision stored by another replica meanwhile).
+func (v *Revisions) StoreFirst(ctx context.Context, rr *Rule) (bool, error) {
+	rev := rr.Revision()
+	if v.Store == nil || v.DryRun || rev == nil || rev.Object != nil {
+		return false, nil
+	}
+	got, err := v.Store.CreateOrReplace(ctx, rev.Rule, rev.Hash, rr.target.Rule.Document, whereOf(rr.target), rev.Number, rev.State)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("rule %q: store its revision %s before the edit: %w", rev.Rule, rev.Hash, err)
+	}
+	rr.rev.CompareAndSwap(rev, got)
+	klog.FromContext(ctx).Info("Stored rule revision", "rule", rev.Rule, "revision", rev.Hash, "number", got.Number, "phase", got.Phase, "from", got.From)
+	return true, nil
 }
 
 // supersede marks a rollout under way superseded by revision number (hash). The rollout

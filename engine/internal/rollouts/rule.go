@@ -3,6 +3,7 @@ package rollouts
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/internal/rollout"
@@ -27,12 +28,16 @@ type Rule struct {
 	// and the metrics' scrape both look.
 	lookMu sync.Mutex
 	seen   map[watch.Key]parentSeen
+
+	// started is when the rule started, which bounds how long its first revision waits
+	// to be stored.
+	started time.Time
 }
 
 // NewRule is the rollout state of target at revision rev, rolling from stable (nil when
 // every parent is at the target).
 func NewRule(target, stable *watch.Rule, rev *rollout.Revision) *Rule {
-	r := &Rule{target: target, seen: map[watch.Key]parentSeen{}}
+	r := &Rule{target: target, seen: map[watch.Key]parentSeen{}, started: time.Now()}
 	r.rev.Store(rev)
 	r.stable.Store(stable)
 	return r
