@@ -62,7 +62,7 @@ func (c *children) orphaning(ctx context.Context, st *watch.Rule, parent, desire
 // apply server-side applies obj with kubecel's field manager, forcing conflicts.
 func (c *children) apply(ctx context.Context, st *watch.Rule, child string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ck := st.Children[obj.GroupVersionKind().GroupKind()]
-	got, err := c.send.remembered(watch.KeyOf(obj).String(), func() (*unstructured.Unstructured, error) {
+	got, err := c.send.remembered(watch.KeyOf(obj).String(), nil, func() (*unstructured.Unstructured, error) {
 		return c.send.apply(ctx, ck.GVR, obj, contract.FieldManager)
 	})
 	if err != nil {
@@ -117,7 +117,14 @@ type writer struct {
 // announced before it is sent, so that its watch echo is told apart, and settled even
 // when write panics, so that the events held back meanwhile are not lost. The response
 // is trimmed as the caches trim. A dry run remembers nothing.
-func (w writer) remembered(key string, write func() (*unstructured.Unstructured, error)) (got *unstructured.Unstructured, err error) {
+//
+// seen, when set, reports whether the (trimmed) response shows the object as the
+// reconcile read it, but for what the write changed. A response that shows more was
+// changed by someone else since the read: a write that changes nothing is answered with
+// the object as it is, at the resource version of their change, and the event of their
+// change would be taken for the write's echo and lost. Such a response is not
+// remembered, and the events held meanwhile reach the handlers.
+func (w writer) remembered(key string, seen func(*unstructured.Unstructured) bool, write func() (*unstructured.Unstructured, error)) (got *unstructured.Unstructured, err error) {
 	if w.dryRun {
 		return write()
 	}
@@ -126,7 +133,14 @@ func (w writer) remembered(key string, write func() (*unstructured.Unstructured,
 		if err != nil {
 			got = nil
 		}
-		w.written.Settle(key, got)
+		settled := got
+		if got != nil && seen != nil {
+			informers.Trim(got)
+			if !seen(got) {
+				settled = nil
+			}
+		}
+		w.written.Settle(key, settled)
 	}()
 	return write()
 }

@@ -181,7 +181,7 @@ func (c *reporter) writeStatus(ctx context.Context, st *watch.Rule, parent *unst
 		if parent.GetNamespace() == "" {
 			unstructured.RemoveNestedField(patch.Object, "metadata", "namespace")
 		}
-		return c.send.remembered(memo, func() (*unstructured.Unstructured, error) {
+		return c.send.remembered(memo, seenParent(parent, ""), func() (*unstructured.Unstructured, error) {
 			return c.send.applyStatus(ctx, st.ParentKind.GVR, patch, manager)
 		})
 	}
