@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubecel/kubecel/engine/internal/watch"
 	"github.com/kubecel/kubecel/internal/rollout"
+	"github.com/kubecel/kubecel/internal/testenv"
 	"github.com/kubecel/kubecel/rules"
 )
 
@@ -40,14 +41,7 @@ func creates(client *fake.Clientset) (n int) {
 // make of it, on a fake API server.
 func firstStart(t *testing.T) (*Revisions, *fake.Clientset, *Rule) {
 	t.Helper()
-	key, err := rules.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := rules.NewIdentity("kubecel", key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := testenv.FixedIdentity("kubecel")
 	client := fake.NewClientset()
 	v := &Revisions{Store: &rollout.Store{Client: client, Namespace: "kubecel-system", Installation: "kubecel", Signer: id}, Keep: rollout.DefaultKeep}
 	r := &rules.Rule{Name: "web", Revision: "h1", Document: []byte(`{"name":"web"}`)}

@@ -12,7 +12,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubecel/kubecel/internal/rollout"
-	"github.com/kubecel/kubecel/rules"
+	"github.com/kubecel/kubecel/internal/testenv"
 )
 
 // TestSupersedeAfterAConflict: the rollout controller may write a revision's state
@@ -32,14 +32,7 @@ func TestSupersedeAfterAConflict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key, err := rules.NewKey()
-			if err != nil {
-				t.Fatal(err)
-			}
-			id, err := rules.NewIdentity("kubecel", key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			id := testenv.FixedIdentity("kubecel")
 			client := fake.NewClientset()
 			store := &rollout.Store{Client: client, Namespace: "kubecel-system", Installation: "kubecel", Signer: id}
 			read, err := store.Create(t.Context(), "web", "h2", []byte(`{"name":"web"}`), rollout.Where{}, 2,
