@@ -116,10 +116,9 @@ func (c *Controller) process(ctx context.Context, name string) (time.Duration, e
 		if rev.From == "" && !c.engine.Idle() && time.Since(r.started) < c.FirstWithin {
 			return idleEvery, nil
 		}
-		got, err := c.revs.Store.CreateOrReplace(ctx, rev.Rule, rev.Hash, r.target.Rule.Document, whereOf(r.target), rev.Number, rev.State)
+		got, err := c.revs.storeUnstored(ctx, r, rev)
 		switch {
 		case err == nil:
-			logger.Info("Stored rule revision", "number", got.Number, "phase", got.Phase, "from", got.From)
 			c.follow(ctx, r, rev, got)
 			return 0, nil
 		case apierrors.IsAlreadyExists(err):

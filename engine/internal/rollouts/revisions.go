@@ -225,7 +225,8 @@ func (v *Revisions) StoreFirst(ctx context.Context, rr *Rule) (bool, error) {
 	if v.Store == nil || v.DryRun || rev == nil || rev.Object != nil {
 		return false, nil
 	}
-	got, err := v.Store.CreateOrReplace(ctx, rev.Rule, rev.Hash, rr.target.Rule.Document, whereOf(rr.target), rev.Number, rev.State)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("rule", rev.Rule))
+	got, err := v.storeUnstored(ctx, rr, rev)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return true, nil
@@ -233,8 +234,17 @@ func (v *Revisions) StoreFirst(ctx context.Context, rr *Rule) (bool, error) {
 		return false, fmt.Errorf("rule %q: store its revision %s before the edit: %w", rev.Rule, rev.Hash, err)
 	}
 	rr.rev.CompareAndSwap(rev, got)
-	klog.FromContext(ctx).Info("Stored rule revision", "rule", rev.Rule, "revision", rev.Hash, "number", got.Number, "phase", got.Phase, "from", got.From)
 	return true, nil
+}
+
+// storeUnstored stores rev, the revision rr runs at, which no ControllerRevision holds
+// yet (Commit left it to the rollouts, or failed to store it), and logs it.
+func (v *Revisions) storeUnstored(ctx context.Context, rr *Rule, rev *rollout.Revision) (*rollout.Revision, error) {
+	got, err := v.Store.CreateOrReplace(ctx, rev.Rule, rev.Hash, rr.target.Rule.Document, whereOf(rr.target), rev.Number, rev.State)
+	if err == nil {
+		klog.FromContext(ctx).Info("Stored rule revision", "revision", rev.Hash, "number", got.Number, "phase", got.Phase, "from", got.From)
+	}
+	return got, err
 }
 
 // supersede marks a rollout under way superseded by revision number (hash). The rollout
