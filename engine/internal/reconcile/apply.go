@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -143,6 +144,24 @@ func (w writer) remembered(key string, seen func(*unstructured.Unstructured) boo
 		w.written.Settle(key, settled)
 	}()
 	return write()
+}
+
+// seenParent is remembered's seen for a write to the parent read: the response shows the
+// parent as read when its generation, deletion, labels and annotations (but ignore, the
+// one the write sets) are the same. The finalizers are not compared: the reconcile adds
+// its own before it writes.
+func seenParent(read *unstructured.Unstructured, ignore string) func(*unstructured.Unstructured) bool {
+	return func(got *unstructured.Unstructured) bool {
+		if got.GetGeneration() != read.GetGeneration() || !got.GetDeletionTimestamp().Equal(read.GetDeletionTimestamp()) ||
+			!maps.Equal(got.GetLabels(), read.GetLabels()) {
+			return false
+		}
+		// GetAnnotations returns a copy each.
+		a, b := got.GetAnnotations(), read.GetAnnotations()
+		delete(a, ignore)
+		delete(b, ignore)
+		return maps.Equal(a, b)
+	}
 }
 
 func (w writer) resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {

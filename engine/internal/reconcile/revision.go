@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -66,27 +65,4 @@ func (c *reporter) markRevision(ctx context.Context, st *watch.Rule, parent *uns
 	}
 	out.record(plan.ActionStatus, "", current, got)
 	return nil
-}
-
-// seenParent is remembered's seen for a write to the parent read: the response shows the
-// parent as read when its generation, deletion, labels and annotations (but ignore, the
-// one the write sets) are the same. The finalizers are not compared: the reconcile adds
-// its own before it writes.
-func seenParent(read *unstructured.Unstructured, ignore string) func(*unstructured.Unstructured) bool {
-	return func(got *unstructured.Unstructured) bool {
-		if got.GetGeneration() != read.GetGeneration() || !got.GetDeletionTimestamp().Equal(read.GetDeletionTimestamp()) ||
-			!maps.Equal(got.GetLabels(), read.GetLabels()) {
-			return false
-		}
-		a, b := got.GetAnnotations(), read.GetAnnotations()
-		if _, ok := a[ignore]; ok && ignore != "" {
-			a = maps.Clone(a)
-			delete(a, ignore)
-		}
-		if _, ok := b[ignore]; ok && ignore != "" {
-			b = maps.Clone(b)
-			delete(b, ignore)
-		}
-		return maps.Equal(a, b)
-	}
 }
